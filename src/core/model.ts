@@ -1,0 +1,123 @@
+import type { CheckpointId } from './id.js';
+
+/**
+ * The recorded state of one path at one moment. Every surface (observer turns, shell-call
+ * attribution, pictures, snapshots, pre-restore saves) records paths with this one union.
+ */
+export type PathState =
+  /** A regular file whose bytes are in the store under `object`. */
+  | { type: 'file'; object: string; hash: string; size: number; mode: number }
+  /** The path did not exist. */
+  | { type: 'absent' }
+  /** A symbolic link, recorded and never followed. */
+  | { type: 'symlink'; target: string }
+  /** A regular file that was seen but not copied; `reason` says why. `hash` is set when it was read. */
+  | { type: 'uncopied'; reason: UncopiedReason; size: number; mode: number; hash?: string }
+  /** A folder, FIFO, socket or device sitting where a file was expected. Never restored. */
+  | { type: 'other'; kind: 'directory' | 'fifo' | 'socket' | 'device' | 'unknown' };
+
+/** Why a file has no stored copy. */
+export type UncopiedReason =
+  | 'too-large'
+  | 'credential'
+  | 'picture-budget'
+  | 'changed-during-capture'
+  | 'unreadable'
+  | 'store-busy'
+  | 'store-full';
+
+/**
+ * A content fingerprint used by the restore guard: what a path held, independent of where its
+ * bytes are stored. `file:<hash>`, `symlink:<target>`, `absent`, or `other:<kind>`.
+ * Modes are compared separately.
+ */
+export type Fingerprint = string;
+
+/** The fingerprint of a recorded state, or `undefined` when its content is unknown (uncopied, unhashed). */
+export function fingerprintOf(state: PathState): Fingerprint | undefined {
+  switch (state.type) {
+    case 'file':
+      return `file:${state.hash}`;
+    case 'absent':
+      return 'absent';
+    case 'symlink':
+      return `symlink:${state.target}`;
+    case 'uncopied':
+      return state.hash === undefined ? undefined : `file:${state.hash}`;
+    case 'other':
+      return `other:${state.kind}`;
+  }
+}
+
+/** What kind of moment a checkpoint records. */
+export type CheckpointKind = 'turn' | 'call' | 'picture' | 'snapshot' | 'savepoint' | 'pre-restore';
+
+/**
+ * One path's entry in a checkpoint: its state before the first change in the checkpoint's span,
+ * and the fingerprint it had after the last recorded change (what the restore guard compares).
+ */
+export interface ManifestEntry {
+  /** Project-relative path, `/`-separated, validated. */
+  path: string;
+  /** State before the first change in this checkpoint. */
+  before: PathState;
+  /** Fingerprint after the latest recorded change; `undefined` until an afterWrite / callEnd records it. */
+  after?: Fingerprint;
+  /** Mode after the latest recorded change, for files. */
+  afterMode?: number;
+  /** The call that made the latest change, when known. */
+  callId?: string;
+  /** True when attribution for this path is unreliable (folder unreadable, file vanished mid-scan). */
+  incomplete?: boolean;
+}
+
+/** A gap: something that was not captured, with the reason. Gaps are reported, never silent. */
+export interface Gap {
+  /** The path or folder concerned, when there is one. */
+  path?: string;
+  /** Machine-readable reason. */
+  reason: string;
+  /** Human-readable detail. */
+  detail: string;
+}
+
+/** Side-effect class of a tool or shell call. */
+export type SideEffect = 'none' | 'filesystem' | 'network' | 'desktop_control';
+
+/** A call recorded inside a checkpoint. */
+export interface CallRecord {
+  callId: string;
+  sideEffect: SideEffect;
+  startedAt: string;
+  endedAt?: string;
+  /** Paths whose attribution is unreliable for this call. */
+  incompletePaths?: string[];
+}
+
+/** Lightweight listing entry: the manifest without its entry list. */
+export interface CheckpointMeta {
+  id: CheckpointId;
+  kind: CheckpointKind;
+  sessionId?: string;
+  label?: string;
+  createdAt: string;
+  /** Canonical project root this checkpoint belongs to. */
+  workspace: string;
+  /** False while the checkpoint is open, or when it was cut short; `gaps` says what is missing. */
+  complete: boolean;
+  /** Number of entries. */
+  entryCount: number;
+  /** For `pre-restore`: the checkpoint the restore went back to. */
+  restoreOf?: CheckpointId;
+  /** For tool-call snapshots: the owning scope (toolCallId). */
+  scopeId?: string;
+}
+
+/** A checkpoint's full manifest: one versioned JSON file per checkpoint. */
+export interface CheckpointManifest extends CheckpointMeta {
+  format: 'turnback-manifest';
+  version: 1;
+  entries: ManifestEntry[];
+  gaps: Gap[];
+  calls: CallRecord[];
+}

@@ -1,0 +1,60 @@
+import * as nodeFs from 'node:fs/promises';
+
+/**
+ * The narrow set of file-system calls turnback makes where failure handling matters (restore
+ * apply, store writes). Defaults to `node:fs/promises`; tests inject a fault-injecting adapter to
+ * prove rollback and crash safety.
+ */
+export interface FileSystem {
+  lstat: typeof nodeFs.lstat;
+  stat: typeof nodeFs.stat;
+  readFile: typeof nodeFs.readFile;
+  writeFile: typeof nodeFs.writeFile;
+  open: typeof nodeFs.open;
+  rename: typeof nodeFs.rename;
+  link: typeof nodeFs.link;
+  unlink: typeof nodeFs.unlink;
+  mkdir: typeof nodeFs.mkdir;
+  rmdir: typeof nodeFs.rmdir;
+  rm: typeof nodeFs.rm;
+  readdir: typeof nodeFs.readdir;
+  readlink: typeof nodeFs.readlink;
+  symlink: typeof nodeFs.symlink;
+  chmod: typeof nodeFs.chmod;
+  realpath: typeof nodeFs.realpath;
+  copyFile: typeof nodeFs.copyFile;
+  appendFile: typeof nodeFs.appendFile;
+}
+
+/** The real file system. */
+export const nodeFileSystem: FileSystem = {
+  lstat: nodeFs.lstat,
+  stat: nodeFs.stat,
+  readFile: nodeFs.readFile,
+  writeFile: nodeFs.writeFile,
+  open: nodeFs.open,
+  rename: nodeFs.rename,
+  link: nodeFs.link,
+  unlink: nodeFs.unlink,
+  mkdir: nodeFs.mkdir,
+  rmdir: nodeFs.rmdir,
+  rm: nodeFs.rm,
+  readdir: nodeFs.readdir,
+  readlink: nodeFs.readlink,
+  symlink: nodeFs.symlink,
+  chmod: nodeFs.chmod,
+  realpath: nodeFs.realpath,
+  copyFile: nodeFs.copyFile,
+  appendFile: nodeFs.appendFile,
+};
+
+/** Prefix of every temporary file turnback creates in a project or store. */
+export const TEMP_PREFIX = '.turnback-';
+
+/**
+ * True for names of turnback's own temporary files (staged writes, displaced originals, temp
+ * objects). The scanner skips them and `prune` removes stale ones; one predicate for both.
+ */
+export function isTurnbackTempName(name: string): boolean {
+  return name.startsWith(TEMP_PREFIX);
+}

@@ -1,0 +1,111 @@
+import * as path from 'node:path';
+import { CheckpointError, errnoCode } from '../core/errors.js';
+import type { FileSystem } from './file-system.js';
+
+/**
+ * Validates a caller-supplied path (absolute, or relative to `projectRoot`) and returns its
+ * canonical project-relative form: `/`-separated, no `.` or `..` segments, never empty.
+ * Pure: touches no file.
+ *
+ * @throws CheckpointError `INVALID_PATH` for non-strings, empty strings, NUL bytes, the root
+ *   itself, or anything inside a `.git` folder; `OUTSIDE_ROOT` when it resolves outside the root.
+ */
+export function toProjectPath(projectRoot: string, input: unknown): string {
+  if (typeof input !== 'string') {
+    throw new CheckpointError('INVALID_PATH', `path must be a string, got ${input === null ? 'null' : typeof input}`);
+  }
+  if (input.length === 0) throw new CheckpointError('INVALID_PATH', 'path must not be empty');
+  if (input.includes('\0')) throw new CheckpointError('INVALID_PATH', 'path contains a NUL byte', { path: input });
+  const absolute = path.resolve(projectRoot, input);
+  const relative = path.relative(projectRoot, absolute);
+  if (relative === '') throw new CheckpointError('INVALID_PATH', 'path names the project root itself', { path: input });
+  if (relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+    throw new CheckpointError('OUTSIDE_ROOT', `path is outside the project: ${input}`, { path: input });
+  }
+  const projectPath = relative.split(path.sep).join('/');
+  assertNotGitInternal(projectPath, input);
+  return projectPath;
+}
+
+/**
+ * Validates a path read from a manifest: it must already be canonical. Manifests are data from
+ * disk, so every restore re-checks them here, whatever produced them.
+ *
+ * @throws CheckpointError `INVALID_PATH`
+ */
+export function assertCanonicalProjectPath(projectPath: unknown): string {
+  if (typeof projectPath !== 'string' || projectPath.length === 0 || projectPath.includes('\0')) {
+    throw new CheckpointError('INVALID_PATH', `invalid recorded path: ${JSON.stringify(projectPath)}`);
+  }
+  const segments = projectPath.split('/');
+  for (const segment of segments) {
+    if (segment === '' || segment === '.' || segment === '..') {
+      throw new CheckpointError('INVALID_PATH', `recorded path is not canonical: ${projectPath}`, { path: projectPath });
+    }
+  }
+  if (projectPath.includes('\\') && path.sep === '\\') {
+    throw new CheckpointError('INVALID_PATH', `recorded path is not canonical: ${projectPath}`, { path: projectPath });
+  }
+  assertNotGitInternal(projectPath, projectPath);
+  return projectPath;
+}
+
+function assertNotGitInternal(projectPath: string, shown: string): void {
+  if (projectPath.split('/').includes('.git')) {
+    throw new CheckpointError('INVALID_PATH', `turnback never touches a .git folder: ${shown}`, { path: shown });
+  }
+}
+
+/** Result of walking a path's ancestors without following links. */
+export interface ResolvedPath {
+  /** The absolute path (root + relative). */
+  absolute: string;
+  /** Project-relative ancestor folders that do not exist yet, outermost first. */
+  missingDirs: string[];
+}
+
+/**
+ * Resolves a canonical project path to an absolute one, checking every ancestor folder with
+ * `lstat`: each must be a real folder (not a symlink, not a file) or missing. The final component
+ * itself is not inspected (it may be a symlink, which callers handle without following).
+ * Node.js has no `openat`, so a folder swapped for a link between this check and the write is a
+ * documented race window; callers re-check just before each swap to narrow it.
+ *
+ * @throws CheckpointError `INVALID_PATH` when an ancestor is a symlink or not a folder.
+ */
+export async function resolveInsideRoot(fs: FileSystem, projectRoot: string, projectPath: string): Promise<ResolvedPath> {
+  assertCanonicalProjectPath(projectPath);
+  const segments = projectPath.split('/');
+  const missingDirs: string[] = [];
+  let current = projectRoot;
+  for (let i = 0; i < segments.length - 1; i++) {
+    current = path.join(current, segments[i] as string);
+    if (missingDirs.length > 0) {
+      missingDirs.push(segments.slice(0, i + 1).join('/'));
+      continue;
+    }
+    let stats;
+    try {
+      stats = await fs.lstat(current);
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === 'ENOENT') {
+        missingDirs.push(segments.slice(0, i + 1).join('/'));
+        continue;
+      }
+      throw new CheckpointError('INVALID_PATH', `cannot inspect ${segments.slice(0, i + 1).join('/')}`, {
+        path: projectPath,
+        cause: error,
+      });
+    }
+    if (stats.isSymbolicLink()) {
+      throw new CheckpointError('INVALID_PATH', `path walks through a symlinked folder: ${segments.slice(0, i + 1).join('/')}`, {
+        path: projectPath,
+      });
+    }
+    if (!stats.isDirectory()) {
+      throw new CheckpointError('INVALID_PATH', `not a folder: ${segments.slice(0, i + 1).join('/')}`, { path: projectPath });
+    }
+  }
+  return { absolute: path.join(projectRoot, ...segments), missingDirs };
+}
