@@ -1,0 +1,275 @@
+import * as nodeFs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import ignore from 'ignore';
+import type { Ignore } from 'ignore';
+import { CheckpointError, errnoCode } from '../core/errors.js';
+
+/** The numeric limits of one picture. Every limit stops the picture early and marks it partial. */
+export interface CoverageLimits {
+  /** Largest file copied, in MiB; larger files are recorded `uncopied: 'too-large'`. @default 100 */
+  maxFileMib: number;
+  /** Files one picture copies; later files are recorded `uncopied: 'picture-budget'`. @default 10000 */
+  maxPictureFiles: number;
+  /** Bytes one picture copies, in MiB. @default 500 */
+  maxPictureMib: number;
+  /** Time one picture may take, in seconds; folders not reached by then are left unchecked. @default 10 */
+  maxPictureSeconds: number;
+  /** Folder entries one walk lists; folders past this are left unchecked. @default 100000 */
+  maxWalkEntries: number;
+  /** Deepest folder level read (the project root is level 0); deeper folders are left unchecked. @default 64 */
+  maxDepth: number;
+}
+
+/** The default limits (the `[checkpoints]` defaults). */
+export const DEFAULT_LIMITS: Readonly<CoverageLimits> = Object.freeze({
+  maxFileMib: 100,
+  maxPictureFiles: 10_000,
+  maxPictureMib: 500,
+  maxPictureSeconds: 10,
+  maxWalkEntries: 100_000,
+  maxDepth: 64,
+});
+
+/** What a picture covers and how far it may go. Every field is optional. */
+export interface CoverageOptions extends Partial<CoverageLimits> {
+  /**
+   * Extra gitignore-style patterns, relative to the project root, that pictures never cover.
+   * @default []
+   */
+  skip?: readonly string[];
+}
+
+/** {@link CoverageOptions} with every default applied and validated; internals see only this. */
+export interface ResolvedCoverage extends Readonly<CoverageLimits> {
+  /** The configured skip patterns, as given. */
+  readonly skip: readonly string[];
+  /** `maxFileMib` in bytes. */
+  readonly maxFileBytes: number;
+  /** `maxPictureMib` in bytes. */
+  readonly maxPictureBytes: number;
+  /** True when `path` (project-relative, `/`-separated) matches a `skip` pattern. */
+  isSkipped(projectPath: string, isFolder: boolean): boolean;
+}
+
+/**
+ * Folder names never walked when the project is not a git repository (no `.git` at its root);
+ * in a repository, `.gitignore` decides instead.
+ */
+export const DEFAULT_SKIPPED_FOLDERS: readonly string[] = Object.freeze([
+  'node_modules',
+  '.venv',
+  'venv',
+  'target',
+  '__pycache__',
+  '.gradle',
+  '.next',
+]);
+
+/** Largest `.gitignore` read; a larger one leaves its folder unchecked rather than half-applied. */
+export const MAX_GITIGNORE_BYTES: number = 1024 * 1024;
+
+const MIB = 1024 * 1024;
+
+/**
+ * Applies defaults and validates coverage options.
+ *
+ * @example resolveCoverage({ maxFileMib: 10, skip: ['out/'] })
+ * @throws CheckpointError `INVALID_CONFIG` for a limit that is not a finite non-negative number (an
+ *   integer for counts), or a `skip` that is not an array of non-empty strings.
+ */
+export function resolveCoverage(options: CoverageOptions = {}): ResolvedCoverage {
+  if (typeof options !== 'object' || options === null) {
+    throw new CheckpointError('INVALID_CONFIG', 'coverage options must be an object');
+  }
+  const limits = { ...DEFAULT_LIMITS };
+  for (const key of Object.keys(DEFAULT_LIMITS) as (keyof CoverageLimits)[]) {
+    const value: unknown = options[key];
+    if (value === undefined) continue;
+    const integer = key !== 'maxFileMib' && key !== 'maxPictureMib' && key !== 'maxPictureSeconds';
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (integer && !Number.isInteger(value))) {
+      throw new CheckpointError('INVALID_CONFIG', `${key} must be a ${integer ? 'non-negative integer' : 'non-negative number'}`, {
+        found: String(value),
+      });
+    }
+    limits[key] = value;
+  }
+  const skip: unknown = options.skip ?? [];
+  if (!Array.isArray(skip) || !skip.every((p): p is string => typeof p === 'string' && p.length > 0 && !p.includes('\0'))) {
+    throw new CheckpointError('INVALID_CONFIG', 'skip must be an array of non-empty gitignore-style patterns');
+  }
+  let matcher: Ignore | undefined;
+  if (skip.length > 0) {
+    try {
+      matcher = ignore().add(skip);
+    } catch (error) {
+      throw new CheckpointError('INVALID_CONFIG', 'skip holds a pattern that cannot be parsed', { cause: error });
+    }
+  }
+  const frozenSkip = Object.freeze([...skip]);
+  return Object.freeze({
+    ...limits,
+    skip: frozenSkip,
+    maxFileBytes: Math.floor(limits.maxFileMib * MIB),
+    maxPictureBytes: Math.floor(limits.maxPictureMib * MIB),
+    isSkipped(projectPath: string, isFolder: boolean): boolean {
+      return matcher !== undefined && matcher.ignores(isFolder ? `${projectPath}/` : projectPath);
+    },
+  });
+}
+
+const CREDENTIAL_EXTENSIONS = ['.pem', '.key', '.p12', '.pfx'];
+const ENV_TEMPLATE_SUFFIXES = ['.example', '.sample', '.template'];
+
+/**
+ * True for credential files: recorded by pictures, never copied into the store. Matches `.env`,
+ * `.env.*` (except names ending `.example`, `.sample` or `.template`), `*.pem`, `*.key`, `*.p12`,
+ * `*.pfx`, and anything inside a `.secrets` folder. Case-insensitive, because erring towards "do
+ * not copy" is the safe side. Known gaps: `id_rsa`, `.netrc`, `credentials.json` are copied.
+ *
+ * @example isCredentialPath('config/.env.local') // true
+ */
+export function isCredentialPath(projectPath: string): boolean {
+  const segments = projectPath.toLowerCase().split('/');
+  const name = segments[segments.length - 1] ?? '';
+  for (let i = 0; i < segments.length - 1; i++) if (segments[i] === '.secrets') return true;
+  if (name === '.env') return true;
+  if (name.startsWith('.env.')) return !ENV_TEMPLATE_SUFFIXES.some((suffix) => name.endsWith(suffix));
+  return CREDENTIAL_EXTENSIONS.some((ext) => name.length > ext.length && name.endsWith(ext));
+}
+
+/** Why a workspace takes no pictures. */
+export interface WorkspaceRefusal {
+  /** `home`: the home folder; `root`: the file-system root; `not-a-directory`: missing or not a folder. */
+  reason: 'home' | 'root' | 'not-a-directory';
+  /** A human sentence, e.g. "the project is your home folder". */
+  detail: string;
+}
+
+/**
+ * Says why a project root may not take pictures, or `undefined` when it may. A project rooted at
+ * the home folder or at `/` would picture far more than a project, so it is refused outright.
+ * Both paths are compared canonically (symlinks resolved) when they exist.
+ *
+ * @example workspaceRefusal(os.homedir()) // { reason: 'home', detail: 'the project is your home folder' }
+ */
+export function workspaceRefusal(projectRoot: string, homeDir: string = os.homedir()): WorkspaceRefusal | undefined {
+  let canonical: string;
+  try {
+    canonical = nodeFs.realpathSync(path.resolve(projectRoot));
+    if (!nodeFs.statSync(canonical).isDirectory()) throw new Error('not a folder');
+  } catch {
+    return { reason: 'not-a-directory', detail: `the project is not a folder: ${projectRoot}` };
+  }
+  if (path.parse(canonical).root === canonical) {
+    return { reason: 'root', detail: `the project is the root folder (${canonical})` };
+  }
+  let home = path.resolve(homeDir);
+  try {
+    home = nodeFs.realpathSync(home);
+  } catch {
+    // A home folder that does not exist cannot be the project; compare the spelled path anyway.
+  }
+  if (canonical === home) return { reason: 'home', detail: 'the project is your home folder' };
+  return undefined;
+}
+
+/**
+ * One folder's parsed `.gitignore`, linked to the frames of its ancestors. Frames are immutable,
+ * so sibling folders share their parent's chain.
+ */
+export interface IgnoreFrame {
+  /** Project-relative folder holding the `.gitignore` (`''` for the root). */
+  readonly base: string;
+  /** The parsed rules. */
+  readonly rules: Ignore;
+  /** The nearest ancestor frame. */
+  readonly parent: IgnoreFrame | undefined;
+}
+
+/** The outcome of loading one folder's `.gitignore`. */
+export type IgnoreLoad =
+  | { ok: true; frame: IgnoreFrame | undefined }
+  | { ok: false; reason: 'gitignore-unusable'; detail: string };
+
+interface CachedRules {
+  key: string;
+  rules: Ignore | undefined;
+}
+
+/**
+ * Loads `.gitignore` files folder by folder during a walk and answers "is this path ignored" the
+ * way git does: the deepest `.gitignore` with an opinion wins, each file's rules are relative to
+ * its own folder, and the last matching line (negations included) decides within one file.
+ *
+ * Parsed rules are cached per folder, keyed by the file's size, mtime and inode, so a stack kept
+ * across pictures re-parses only edited files.
+ *
+ * Limit within the `ignore` package: each file's rules also treat a path as ignored when that
+ * file ignores one of its parent folders, so a deeper `.gitignore` that re-includes a folder an
+ * outer one excluded does not re-include that folder's files.
+ */
+export class IgnoreStack {
+  readonly #cache = new Map<string, CachedRules>();
+
+  /**
+   * Reads `<folderAbs>/.gitignore` (the caller has seen it listed) and returns the frame to use
+   * inside the folder. An unusable file (not a regular file, e.g. a symlink; unreadable; over
+   * 1 MiB; or holding an ambiguous `***` line) yields `ok: false`: the folder must stay unchecked.
+   */
+  load(parent: IgnoreFrame | undefined, folderRel: string, folderAbs: string): IgnoreLoad {
+    const file = path.join(folderAbs, '.gitignore');
+    const shown = folderRel === '' ? '.gitignore' : `${folderRel}/.gitignore`;
+    let stats: nodeFs.BigIntStats;
+    try {
+      stats = nodeFs.lstatSync(file, { bigint: true });
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return { ok: true, frame: parent };
+      return unusable(`${shown} cannot be read (${errnoCode(error) ?? 'error'})`);
+    }
+    if (stats.isSymbolicLink()) return unusable(`${shown} is a symlink`);
+    if (!stats.isFile()) return unusable(`${shown} is not a regular file`);
+    if (stats.size > BigInt(MAX_GITIGNORE_BYTES)) return unusable(`${shown} is over 1 MiB`);
+    const key = `${stats.size}:${stats.mtimeNs}:${stats.ino}`;
+    let cached = this.#cache.get(folderRel);
+    if (cached?.key !== key) {
+      let text: string;
+      try {
+        text = nodeFs.readFileSync(file, 'utf8');
+      } catch (error) {
+        return unusable(`${shown} cannot be read (${errnoCode(error) ?? 'error'})`);
+      }
+      if (/^\s*[^#\s]*\*\*\*/m.test(text)) return unusable(`${shown} holds an ambiguous pattern (***)`);
+      let rules: Ignore | undefined;
+      try {
+        const parsed = ignore().add(text);
+        // A file of only comments and blank lines adds no frame, which keeps lookups short.
+        rules = /^\s*[^#\s]/m.test(text) ? parsed : undefined;
+      } catch {
+        return unusable(`${shown} holds a pattern that cannot be parsed`);
+      }
+      cached = { key, rules };
+      this.#cache.set(folderRel, cached);
+    }
+    if (cached.rules === undefined) return { ok: true, frame: parent };
+    return { ok: true, frame: { base: folderRel, rules: cached.rules, parent } };
+  }
+}
+
+function unusable(detail: string): IgnoreLoad {
+  return { ok: false, reason: 'gitignore-unusable', detail };
+}
+
+/**
+ * True when `projectPath` is ignored by the `.gitignore` chain ending at `frame`.
+ * `isFolder` matters: `build/` patterns match folders only.
+ */
+export function isIgnoredBy(frame: IgnoreFrame | undefined, projectPath: string, isFolder: boolean): boolean {
+  for (let current = frame; current !== undefined; current = current.parent) {
+    const relative = current.base === '' ? projectPath : projectPath.slice(current.base.length + 1);
+    const result = current.rules.test(isFolder ? `${relative}/` : relative);
+    if (result.ignored) return true;
+    if (result.unignored) return false;
+  }
+  return false;
+}

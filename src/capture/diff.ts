@@ -1,0 +1,95 @@
+import { fingerprintOf, type PathState } from '../core/model.js';
+
+/** One path that differs between two pictures. */
+export interface Change {
+  /** Project-relative path. */
+  path: string;
+  /** `created`: only in `after`; `deleted`: only in `before`; `changed`: in both, different. */
+  kind: 'changed' | 'created' | 'deleted';
+  /** The earlier state (absent for `created`). */
+  before?: PathState;
+  /** The later state (absent for `deleted`). */
+  after?: PathState;
+}
+
+/** A record as {@link diffPictures} reads it: a state plus, when known, the stat it was taken with. */
+export interface DiffRecord {
+  state: PathState;
+  size?: number;
+  mode?: number;
+  mtimeNs?: string;
+  ino?: string;
+}
+
+/** What {@link diffPictures} needs from a picture: a `Picture` is one. */
+export interface PictureLike {
+  /** Records keyed by project path. */
+  readonly records: ReadonlyMap<string, DiffRecord>;
+  /** Paths the picture did not check (`'.'` is the whole project); nothing under them is new or deleted. */
+  readonly unchecked?: readonly { path: string }[];
+}
+
+/**
+ * Lists what changed from `before` to `after`, sorted by path. Pure.
+ *
+ * A path under a folder either picture left unchecked is never reported created or deleted
+ * (its presence there is unknown). Two records with the same stat (size, mtime, inode, mode) are
+ * unchanged without looking further; otherwise content fingerprints decide, and a changed mode
+ * or type counts as a change. When a side's content is unknown (an uncopied file with no hash)
+ * and its stat moved, the path is reported changed: unknown is not the same as unchanged.
+ */
+export function diffPictures(before: PictureLike, after: PictureLike): Change[] {
+  const beforeUnchecked = uncheckedSet(before);
+  const afterUnchecked = uncheckedSet(after);
+  const changes: Change[] = [];
+  for (const [path, next] of after.records) {
+    const previous = before.records.get(path);
+    if (previous === undefined) {
+      if (!isUnder(beforeUnchecked, path)) changes.push({ path, kind: 'created', after: next.state });
+      continue;
+    }
+    if (differs(previous, next)) changes.push({ path, kind: 'changed', before: previous.state, after: next.state });
+  }
+  for (const [path, previous] of before.records) {
+    if (after.records.has(path) || isUnder(afterUnchecked, path)) continue;
+    changes.push({ path, kind: 'deleted', before: previous.state });
+  }
+  return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function differs(a: DiffRecord, b: DiffRecord): boolean {
+  // A file copied by a later picture (uncopied before, file now) with the same stat is unchanged.
+  if (a.mtimeNs !== undefined && a.mtimeNs === b.mtimeNs && a.size === b.size && a.ino === b.ino && a.mode === b.mode && kindOf(a.state) === kindOf(b.state)) {
+    return a.state.type === 'symlink' && b.state.type === 'symlink' ? a.state.target !== b.state.target : false;
+  }
+  const x = a.state;
+  const y = b.state;
+  if (stateMode(x) !== stateMode(y)) return true;
+  const fx = fingerprintOf(x);
+  const fy = fingerprintOf(y);
+  if (fx !== undefined && fy !== undefined) return fx !== fy;
+  // Content unknown on one side: only an identical stat could have proven it unchanged.
+  return true;
+}
+
+function kindOf(state: PathState): string {
+  return state.type === 'uncopied' ? 'file' : state.type;
+}
+
+function stateMode(state: PathState): number | undefined {
+  return state.type === 'file' || state.type === 'uncopied' ? state.mode : undefined;
+}
+
+function uncheckedSet(picture: PictureLike): Set<string> {
+  return new Set((picture.unchecked ?? []).map((u) => u.path));
+}
+
+/** True when `path` is, or is inside, one of `folders`. Walks the path's ancestors: O(depth). */
+function isUnder(folders: Set<string>, path: string): boolean {
+  if (folders.size === 0) return false;
+  if (folders.has('.') || folders.has(path)) return true;
+  for (let slash = path.lastIndexOf('/'); slash > 0; slash = path.lastIndexOf('/', slash - 1)) {
+    if (folders.has(path.slice(0, slash))) return true;
+  }
+  return false;
+}

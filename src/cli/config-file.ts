@@ -1,0 +1,151 @@
+import { readFile } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import writeFileAtomic from 'write-file-atomic';
+import { CheckpointError, resolveCheckpointConfig, type CheckpointConfig, type ResolvedCheckpointConfig } from '../index.js';
+
+/** The project config file name, at the project root. */
+export const PROJECT_CONFIG = 'turnback.toml';
+
+/** One config file that was read (or looked for). */
+export interface ConfigSource {
+  file: string;
+  /** False when the file does not exist. */
+  found: boolean;
+  /** Its `[checkpoints]` table, `dir` made absolute against the file's folder. */
+  table: CheckpointConfig;
+}
+
+/** The CLI's view of the config: merged tables, resolved, and where `enabled` came from. */
+export interface CliConfig {
+  resolved: ResolvedCheckpointConfig;
+  /** On unless a config says `enabled = false` (the CLI default is on; the library's is off). */
+  enabled: boolean;
+  /** The file that set `enabled`, when one did. */
+  enabledBy?: string;
+  user: ConfigSource;
+  project: ConfigSource;
+}
+
+/** `$XDG_CONFIG_HOME/turnback/config.toml`, else `~/.config/turnback/config.toml`. */
+export function userConfigPath(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_CONFIG_HOME;
+  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(env.HOME ?? os.homedir(), '.config');
+  return path.join(base, 'turnback', 'config.toml');
+}
+
+/**
+ * The `[checkpoints]` table of a TOML text. Pure.
+ *
+ * @throws CheckpointError `INVALID_CONFIG` for bad TOML or a `checkpoints` that is not a table.
+ */
+export function checkpointsTable(text: string, file: string): CheckpointConfig {
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parseToml(text) as Record<string, unknown>;
+  } catch (error) {
+    throw new CheckpointError('INVALID_CONFIG', `${file} is not valid TOML: ${(error as Error).message}`, { path: file, cause: error });
+  }
+  const table = parsed.checkpoints;
+  if (table === undefined) return {};
+  if (typeof table !== 'object' || table === null || Array.isArray(table)) {
+    throw new CheckpointError('INVALID_CONFIG', `${file}: checkpoints must be a table`, { path: file });
+  }
+  // Validate early so the message names the file the mistake is in.
+  try {
+    resolveCheckpointConfig(table);
+  } catch (error) {
+    throw new CheckpointError('INVALID_CONFIG', `${file}: ${(error as Error).message}`, { path: file, cause: error });
+  }
+  return { ...(table as CheckpointConfig) };
+}
+
+async function readSource(file: string): Promise<ConfigSource> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { file, found: false, table: {} };
+    throw new CheckpointError('INVALID_CONFIG', `cannot read ${file}: ${(error as Error).message}`, { path: file, cause: error });
+  }
+  const table = checkpointsTable(text, file);
+  if (table.dir !== undefined) table.dir = expandDir(table.dir, path.dirname(file));
+  return { file, found: true, table };
+}
+
+/** `~/x` and relative dirs, made absolute against the config file's folder. */
+export function expandDir(dir: string, base: string): string {
+  if (dir === '~' || dir.startsWith('~/')) return path.join(os.homedir(), dir.slice(1));
+  return path.resolve(base, dir);
+}
+
+/** Merges tables: later tables override earlier ones key by key. Pure. */
+export function mergeTables(...tables: CheckpointConfig[]): CheckpointConfig {
+  return Object.assign({}, ...tables) as CheckpointConfig;
+}
+
+/**
+ * Loads the user's and the project's config; the project overrides the user.
+ *
+ * @throws CheckpointError `INVALID_CONFIG`
+ */
+export async function loadCliConfig(projectRoot: string, env: NodeJS.ProcessEnv = process.env): Promise<CliConfig> {
+  const user = await readSource(userConfigPath(env));
+  const project = await readSource(path.join(projectRoot, PROJECT_CONFIG));
+  const merged = mergeTables(user.table, project.table);
+  const resolved = resolveCheckpointConfig(merged);
+  const enabledBy = project.table.enabled !== undefined ? project.file : user.table.enabled !== undefined ? user.file : undefined;
+  return { resolved, enabled: merged.enabled !== false, ...(enabledBy !== undefined ? { enabledBy } : {}), user, project };
+}
+
+const HEADER = /^\s*\[\s*checkpoints\s*\]\s*(#.*)?$/;
+const ANY_HEADER = /^\s*\[/;
+const ENABLED = /^\s*enabled\s*=/;
+
+/**
+ * Sets `enabled` in the `[checkpoints]` table of a TOML text, keeping every other line (and its
+ * comments) as it is. Pure.
+ *
+ * @throws CheckpointError `INVALID_CONFIG` when the text spells the table in a way this edit cannot
+ *   change safely (dotted keys, an inline table): the user edits it by hand.
+ */
+export function setEnabledInToml(text: string, enabled: boolean, file: string = PROJECT_CONFIG): string {
+  const lines = text.length === 0 ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
+  const value = `enabled = ${enabled}`;
+  const header = lines.findIndex((line) => HEADER.test(line));
+  if (header === -1) {
+    if (lines.length > 0 && lines[lines.length - 1] !== '') lines.push('');
+    lines.push('[checkpoints]', value);
+  } else {
+    let end = lines.length;
+    for (let i = header + 1; i < lines.length; i++) {
+      if (ANY_HEADER.test(lines[i] as string)) {
+        end = i;
+        break;
+      }
+    }
+    const at = lines.slice(header + 1, end).findIndex((line) => ENABLED.test(line));
+    if (at === -1) lines.splice(header + 1, 0, value);
+    else lines[header + 1 + at] = value;
+  }
+  const result = `${lines.join('\n')}\n`;
+  if (checkpointsTable(result, file).enabled !== enabled) {
+    throw new CheckpointError('INVALID_CONFIG', `${file} spells [checkpoints] in a way turnback cannot edit; set enabled = ${enabled} there by hand`, { path: file });
+  }
+  return result;
+}
+
+/** Writes `enabled` into the project's turnback.toml (created when missing), atomically. */
+export async function writeProjectEnabled(projectRoot: string, enabled: boolean): Promise<string> {
+  const file = path.join(projectRoot, PROJECT_CONFIG);
+  let text = '';
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CheckpointError('IO', `cannot read ${file}`, { path: file, cause: error });
+  }
+  const next = setEnabledInToml(text, enabled, file);
+  await writeFileAtomic(file, next);
+  return file;
+}

@@ -1,0 +1,124 @@
+import { realpathSync, statSync } from 'node:fs';
+import { realpath, stat } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { CheckpointError, CheckpointObserver, CheckpointStore, defaultStoreDir } from '../index.js';
+import { loadCliConfig, type CliConfig } from './config-file.js';
+import { gitToplevel } from './git.js';
+
+/** Options every command accepts. */
+export interface GlobalOptions {
+  project?: string;
+  store?: string;
+  json?: boolean;
+}
+
+/** Where a command works: the project, its config, and its store folder. */
+export interface CliContext {
+  /** Canonical project root. */
+  projectRoot: string;
+  config: CliConfig;
+  storeDir: string;
+  /** Where the store folder came from. */
+  storeFrom: '--store' | 'TURNBACK_DIR' | 'config' | 'default';
+  /** Why this project takes no pictures (home folder, `/`), when it does not. */
+  refusal?: string;
+}
+
+/**
+ * The project root: `--project DIR`, else the git toplevel of the current folder, else the
+ * current folder. Canonical (symlinks resolved).
+ *
+ * @throws CheckpointError `INVALID_ARGUMENT` when `--project` does not name a folder.
+ */
+export async function resolveProjectRoot(project: string | undefined, cwd: string = process.cwd()): Promise<string> {
+  if (project !== undefined) {
+    const absolute = path.resolve(cwd, project);
+    try {
+      if (!(await stat(absolute)).isDirectory()) throw new Error('not a folder');
+      return await realpath(absolute);
+    } catch {
+      throw new CheckpointError('INVALID_ARGUMENT', `--project is not a folder: ${project}`, { path: project });
+    }
+  }
+  const top = await gitToplevel(cwd);
+  return realpath(top ?? cwd);
+}
+
+/**
+ * Why a project root takes no pictures, in the words of seed 001, or `undefined`. The same rule
+ * as the library's workspace refusal (home folder, file-system root), kept here because the CLI
+ * imports only the public API.
+ */
+export function refusalOf(projectRoot: string, home: string = os.homedir()): string | undefined {
+  if (path.parse(projectRoot).root === projectRoot) return `the project is the root folder (${projectRoot})`;
+  let canonicalHome = home;
+  try {
+    canonicalHome = realpathSync(home);
+  } catch {
+    // A home folder that does not exist cannot be the project.
+  }
+  if (projectRoot === canonicalHome) return 'the project is your home folder';
+  try {
+    if (!statSync(projectRoot).isDirectory()) return `the project is not a folder: ${projectRoot}`;
+  } catch {
+    return `the project is not a folder: ${projectRoot}`;
+  }
+  return undefined;
+}
+
+/** Resolves the project, loads the config, and picks the store folder (without opening it). */
+export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<CliContext> {
+  const projectRoot = await resolveProjectRoot(options.project);
+  const config = await loadCliConfig(projectRoot, env);
+  let storeDir: string;
+  let storeFrom: CliContext['storeFrom'];
+  if (options.store !== undefined) {
+    storeDir = path.resolve(options.store);
+    storeFrom = '--store';
+  } else if (env.TURNBACK_DIR !== undefined && env.TURNBACK_DIR !== '') {
+    storeDir = path.resolve(env.TURNBACK_DIR);
+    storeFrom = 'TURNBACK_DIR';
+  } else if (config.resolved.dir !== undefined) {
+    storeDir = config.resolved.dir;
+    storeFrom = 'config';
+  } else {
+    storeDir = defaultStoreDir(projectRoot, env);
+    storeFrom = 'default';
+  }
+  const refusal = refusalOf(projectRoot, env.HOME ?? os.homedir());
+  return { projectRoot, config, storeDir, storeFrom, ...(refusal !== undefined ? { refusal } : {}) };
+}
+
+/** Opens the store (creating it when missing). */
+export function openStore(context: CliContext): Promise<CheckpointStore> {
+  return CheckpointStore.open(context.storeDir, { projectRoot: context.projectRoot });
+}
+
+/** True when the store folder exists, so read-only commands can avoid creating one. */
+export async function storeExists(context: CliContext): Promise<boolean> {
+  try {
+    return (await stat(context.storeDir)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** An observer over `store` with the config's coverage limits, under a per-process session id. */
+export function observerFor(context: CliContext, store: CheckpointStore): CheckpointObserver {
+  const r = context.config.resolved;
+  return new CheckpointObserver({
+    store,
+    // One session per process: two concurrent runs must never share a call baseline.
+    sessionId: `cli-${process.pid}-${Date.now().toString(36)}`,
+    maxFileBytes: Math.floor(r.maxFileMib * 1024 * 1024),
+    coverage: {
+      maxFileMib: r.maxFileMib,
+      maxPictureFiles: r.maxPictureFiles,
+      maxPictureMib: r.maxPictureMib,
+      maxPictureSeconds: r.maxPictureSeconds,
+      maxWalkEntries: r.maxWalkEntries,
+      skip: [...r.skip],
+    },
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * turnback — file checkpoints for AI agent runtimes.
+ *
+ * The public API: the observer seam ({@link WriteObserver}, {@link CheckpointObserver},
+ * {@link observerForConfig}), the store ({@link CheckpointStore}), reference write tools, and the
+ * one error class. Everything else is internal.
+ *
+ * @packageDocumentation
+ */
+export { CheckpointError, isCheckpointError, type CheckpointErrorCode } from './core/errors.js';
+export { isCheckpointId, parseCheckpointId, checkpointIdTime, type CheckpointId } from './core/id.js';
+export type {
+  CallRecord,
+  CheckpointKind,
+  CheckpointManifest,
+  CheckpointMeta,
+  Fingerprint,
+  Gap,
+  ManifestEntry,
+  PathState,
+  SideEffect,
+  UncopiedReason,
+} from './core/model.js';
+export type { DiskState } from './fs/disk-state.js';
+export type { ModePolicy } from './restore/modes.js';
+export type { PlanAction, PlanEntry, RestorePlan } from './restore/plan.js';
+export { CheckpointStore, DEFAULT_RETAIN, type PruneReport, type VerifyReport } from './store/store.js';
+export { type CheckpointConfig, type ResolvedCheckpointConfig, resolveCheckpointConfig, defaultStoreDir } from './session/config.js';
+export { CheckpointObserver, type CheckpointObserverOptions, type RestoreOptions, type RestoreReport, type RestoreFailure } from './session/observer.js';
+export { observerForConfig, type ObserverForConfigOptions } from './session/open.js';
+export type { IrreversibleCall } from './session/timeline.js';
+export type { WriteObserver, WriteOp } from './session/write-observer.js';
+export { deletePath, editFile, guardedWrite, movePath, writeFile, type ToolContext } from './tools/reference-tools.js';

@@ -1,0 +1,144 @@
+import type { PlanEntry, RestoreReport } from '../index.js';
+import { DEFAULT_MAX_FILE_MIB, planReasonText } from './reasons.js';
+import { plainStyle, type LineStyle } from './style.js';
+
+/** The verb a preview shows for a plan entry; `undefined` rows are not shown (already as they were). */
+export type PreviewVerb = 'write back' | 'recreate' | 'delete' | 'kept' | 'leave' | 'skip';
+
+/** One preview row. */
+export interface PreviewRow {
+  verb: PreviewVerb;
+  path: string;
+  /** Why, in words (empty when the verb says it all). */
+  note: string;
+}
+
+/** The undo preview as data (what `undo --dry-run --json` prints). */
+export interface UndoPreview {
+  /** What the undo goes back to, e.g. `before ./tidy.sh`. */
+  label: string;
+  rows: PreviewRow[];
+  counts: Record<PreviewVerb, number>;
+  /** Paths already as they were at the picture (not shown as rows). */
+  unchanged: number;
+  /** True when applying would write at least one file. */
+  writes: boolean;
+}
+
+const VERB_ORDER: PreviewVerb[] = ['write back', 'recreate', 'delete', 'kept', 'leave', 'skip'];
+
+/** The preview verb of a plan entry. */
+export function previewVerb(entry: Pick<PlanEntry, 'action' | 'reason'>): PreviewVerb | undefined {
+  switch (entry.action) {
+    case 'restore':
+      return 'write back';
+    case 'recreate':
+      return 'recreate';
+    case 'delete':
+      return 'delete';
+    case 'leave':
+      return entry.reason === 'created-since' ? 'kept' : 'leave';
+    case 'refuse':
+      return 'skip';
+    case 'skip':
+      return entry.reason === 'already-matches' ? undefined : 'skip';
+    default:
+      return 'skip';
+  }
+}
+
+/** Builds the preview of a restore plan. Pure. */
+export function buildUndoPreview(label: string, entries: readonly PlanEntry[], maxFileMib: number = DEFAULT_MAX_FILE_MIB): UndoPreview {
+  const counts: Record<PreviewVerb, number> = { 'write back': 0, recreate: 0, delete: 0, kept: 0, leave: 0, skip: 0 };
+  const rows: PreviewRow[] = [];
+  let unchanged = 0;
+  for (const entry of entries) {
+    const verb = previewVerb(entry);
+    if (verb === undefined) {
+      unchanged += 1;
+      continue;
+    }
+    counts[verb] += 1;
+    const note = entry.reason === 'mode-only' || verb === 'kept' ? planReasonText(entry.reason, maxFileMib) : verb === 'write back' || verb === 'recreate' || verb === 'delete' ? '' : planReasonText(entry.reason, maxFileMib);
+    rows.push({ verb, path: entry.path, note });
+  }
+  rows.sort((a, b) => VERB_ORDER.indexOf(a.verb) - VERB_ORDER.indexOf(b.verb) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const writes = counts['write back'] + counts.recreate + counts.delete > 0;
+  return { label, rows, counts, unchanged, writes };
+}
+
+/** The header line: `undo to before ./tidy.sh: 1 to write back, 1 to recreate, 1 kept, 1 left alone`. */
+export function previewHeader(preview: UndoPreview): string {
+  const c = preview.counts;
+  const parts: string[] = [];
+  if (c['write back'] > 0) parts.push(`${c['write back']} to write back`);
+  if (c.recreate > 0) parts.push(`${c.recreate} to recreate`);
+  if (c.delete > 0) parts.push(`${c.delete} to delete`);
+  if (c.kept > 0) parts.push(`${c.kept} kept`);
+  if (c.leave > 0) parts.push(`${c.leave} left alone`);
+  if (c.skip > 0) parts.push(`${c.skip} skipped`);
+  return `undo to ${preview.label}: ${parts.length > 0 ? parts.join(', ') : 'nothing to change'}`;
+}
+
+/** Draws the preview: the header, then one line per row (`  write back  src/parser.rs`). */
+export function renderUndoPreview(preview: UndoPreview, style: LineStyle = plainStyle): string[] {
+  const lines = [style.bold(previewHeader(preview))];
+  for (const row of preview.rows) {
+    const note = row.note.length > 0 ? `   ${row.verb === 'skip' || row.verb === 'leave' ? style.warn(row.note) : style.dim(row.note)}` : '';
+    lines.push(`  ${row.verb.padEnd(10)}  ${row.path}${note}`);
+  }
+  return lines;
+}
+
+/** The receipt verb of a restored entry. */
+function doneVerb(entry: PlanEntry): string {
+  switch (entry.action) {
+    case 'recreate':
+      return 'recreated';
+    case 'delete':
+      return 'deleted';
+    default:
+      return 'written';
+  }
+}
+
+/**
+ * Draws the receipt after a restore:
+ *
+ * ```
+ * restored 2 files to before ./tidy.sh
+ *   written     src/parser.rs
+ *   recreated   docs/notes/a.md
+ *   skipped     big.bin   no copy (over 100 MiB)
+ *   kept        scripts/tidy.sh
+ *   saved first: turnback undo can undo this
+ * ```
+ */
+export function renderReceipt(
+  label: string,
+  report: Pick<RestoreReport, 'restored' | 'refused' | 'skipped' | 'failed' | 'preRestoreId' | 'cleanupPending'>,
+  style: LineStyle = plainStyle,
+  options: { maxFileMib?: number; undoCommand?: string } = {},
+): string[] {
+  const maxFileMib = options.maxFileMib ?? DEFAULT_MAX_FILE_MIB;
+  const n = report.restored.length;
+  const lines = [style.bold(`restored ${n} ${n === 1 ? 'file' : 'files'} to ${label}`)];
+  const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${path}${note.length > 0 ? `   ${note}` : ''}`;
+  for (const entry of report.restored) {
+    lines.push(row(doneVerb(entry), entry.path, entry.reason === 'mode-only' ? planReasonText(entry.reason, maxFileMib) : ''));
+  }
+  const kept: PlanEntry[] = [];
+  for (const entry of [...report.refused, ...report.skipped]) {
+    if (entry.action === 'skip' && (entry.reason === 'already-matches' || entry.reason === 'not-changed-since' as string)) continue;
+    if (entry.action === 'leave' && entry.reason === 'created-since') {
+      kept.push(entry);
+      continue;
+    }
+    lines.push(row('skipped', entry.path, style.warn(planReasonText(entry.reason, maxFileMib))));
+  }
+  for (const entry of kept) lines.push(row('kept', entry.path));
+  for (const failure of report.failed) lines.push(row('failed', failure.path, style.warn(failure.error)));
+  for (const leftover of report.cleanupPending) lines.push(row('leftover', leftover, style.warn('a temporary file; inspect and remove it by hand')));
+  if (report.preRestoreId !== undefined) lines.push(style.dim(`  saved first: ${options.undoCommand ?? 'turnback undo'} can undo this`));
+  return lines;
+}

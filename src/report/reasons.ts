@@ -1,0 +1,72 @@
+import type { PathState, UncopiedReason } from '../index.js';
+
+/** Default largest copied file, MiB, used to word `too-large` when the caller does not say. */
+export const DEFAULT_MAX_FILE_MIB = 100;
+
+/**
+ * The words shown for a file with no stored copy, e.g. `no copy (over 100 MiB)`. One table so
+ * the turn-end list, the preview and the receipt always say the same thing.
+ */
+export function noCopyText(reason: UncopiedReason | string, maxFileMib: number = DEFAULT_MAX_FILE_MIB): string {
+  switch (reason) {
+    case 'too-large':
+      return `no copy (over ${maxFileMib} MiB)`;
+    case 'credential':
+      return 'no copy (credential file)';
+    case 'picture-budget':
+      return 'no copy (picture budget)';
+    case 'changed-during-capture':
+      return 'no copy (changed during capture)';
+    case 'unreadable':
+      return 'no copy (unreadable)';
+    case 'store-busy':
+      return 'no copy (store busy)';
+    case 'store-full':
+      return 'no copy (store full)';
+    default:
+      return `no copy (${reason})`;
+  }
+}
+
+/** The uncopied reason of a recorded state, or `undefined` when its bytes are kept (or it was absent). */
+export function uncopiedReasonOf(state: PathState | undefined): UncopiedReason | undefined {
+  return state?.type === 'uncopied' ? state.reason : undefined;
+}
+
+/**
+ * The words for a plan reason (see `PlanReason` in restore/plan.ts), as shown after a path in a
+ * preview or a receipt. Unknown reasons are shown verbatim rather than hidden.
+ */
+export function planReasonText(reason: string | undefined, maxFileMib: number = DEFAULT_MAX_FILE_MIB): string {
+  if (reason === undefined) return '';
+  if (reason.startsWith('no-copy:')) return noCopyText(reason.slice('no-copy:'.length), maxFileMib);
+  if (reason.startsWith('cannot-save-first:')) {
+    return `cannot save it first: ${noCopyText(reason.slice('cannot-save-first:'.length), maxFileMib)}`;
+  }
+  switch (reason) {
+    case 'already-matches':
+      return 'already as it was';
+    case 'mode-only':
+      return '(mode only)';
+    case 'incomplete-attribution':
+      return 'its change was not fully recorded';
+    case 'no-post-record':
+      return 'no record of its last change';
+    case 'changed-outside':
+      return 'changed since (your version is kept)';
+    case 'changed-since-plan':
+      return 'changed since the preview';
+    case 'created-since':
+      return '(created since)';
+    case 'not-a-file':
+      return 'was not a file';
+    case 'directory-in-the-way':
+      return 'a folder is in the way';
+    case 'special-file-in-the-way':
+      return 'a special file is in the way';
+    case 'not-changed-since':
+      return 'not changed since';
+    default:
+      return reason;
+  }
+}

@@ -1,0 +1,80 @@
+import { isCredentialPath } from '../capture/coverage.js';
+import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
+import type { Gap, PathState } from '../core/model.js';
+import type { FileSystem } from '../fs/file-system.js';
+import { resolveInsideRoot } from '../fs/paths.js';
+import type { CheckpointStore } from '../store/store.js';
+
+/** What capturing one path needs. */
+export interface PathCaptureContext {
+  fs: FileSystem;
+  store: CheckpointStore;
+  projectRoot: string;
+  /** Files larger than this are recorded, not copied. */
+  maxFileBytes: number;
+  /** How long to wait for a busy store before recording a gap. */
+  lockTimeoutMs: number;
+}
+
+/** The recorded state of a path, plus the gap to report when its bytes could not be kept. */
+export interface CapturedPath {
+  state: PathState;
+  gap?: Gap;
+}
+
+/**
+ * Records the current state of one project path: its bytes into the store (file), its target
+ * (symlink, never followed), or its absence. Never throws for a file it cannot copy: that becomes
+ * an `uncopied` state with a gap, so the caller's write still proceeds.
+ *
+ * @throws CheckpointError `INVALID_PATH` when the path walks through a symlinked folder.
+ */
+export async function capturePath(context: PathCaptureContext, projectPath: string): Promise<CapturedPath> {
+  const { absolute } = await resolveInsideRoot(context.fs, context.projectRoot, projectPath);
+  let stats;
+  try {
+    stats = await context.fs.lstat(absolute, { bigint: true });
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { state: { type: 'absent' } };
+    return uncopied(projectPath, 'unreadable', 0, 0, `cannot inspect: ${code ?? String(error)}`);
+  }
+  if (stats.isSymbolicLink()) {
+    return { state: { type: 'symlink', target: await context.fs.readlink(absolute) } };
+  }
+  if (stats.isDirectory()) return { state: { type: 'other', kind: 'directory' } };
+  if (!stats.isFile()) {
+    const kind = stats.isFIFO() ? 'fifo' : stats.isSocket() ? 'socket' : stats.isBlockDevice() || stats.isCharacterDevice() ? 'device' : 'unknown';
+    return { state: { type: 'other', kind } };
+  }
+  const size = Number(stats.size);
+  const mode = Number(stats.mode) & 0o7777;
+  if (isCredentialPath(projectPath)) return uncopied(projectPath, 'credential', size, mode, 'credential file: recorded, never copied');
+  if (size > context.maxFileBytes) return uncopied(projectPath, 'too-large', size, mode, `over the ${formatMib(context.maxFileBytes)} copy limit`);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const ref = await context.store.withLock(() => context.store.putFile(absolute), { timeoutMs: context.lockTimeoutMs });
+      return { state: { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 } };
+    } catch (error) {
+      if (isCheckpointError(error, 'STORE_BUSY')) {
+        return uncopied(projectPath, 'store-busy', size, mode, 'the checkpoint store is busy (another session is using it)');
+      }
+      if (isCheckpointError(error, 'CONFLICT')) {
+        if (attempt < 2) continue;
+        return uncopied(projectPath, 'changed-during-capture', size, mode, 'the file kept changing while it was copied');
+      }
+      if (isCheckpointError(error) && error.code !== 'IO') throw error;
+      const code = errnoCode(error instanceof CheckpointError ? (error.cause ?? error) : error);
+      if (code === 'ENOENT') return { state: { type: 'absent' } };
+      return uncopied(projectPath, 'unreadable', size, mode, `cannot copy: ${code ?? (error as Error).message}`);
+    }
+  }
+}
+
+function uncopied(path: string, reason: Extract<PathState, { type: 'uncopied' }>['reason'], size: number, mode: number, detail: string): CapturedPath {
+  return { state: { type: 'uncopied', reason, size, mode }, gap: { path, reason, detail } };
+}
+
+function formatMib(bytes: number): string {
+  return `${Math.round((bytes / 1024 / 1024) * 100) / 100} MiB`;
+}

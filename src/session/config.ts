@@ -1,0 +1,176 @@
+import { createHash } from 'node:crypto';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { CheckpointError } from '../core/errors.js';
+import { DEFAULT_RETAIN } from '../store/store.js';
+
+/**
+ * The `[capabilities.checkpoint]` table (and the CLI's `[checkpoints]` table): keys as they are
+ * spelled in TOML. Every key is optional.
+ */
+export interface CheckpointConfig {
+  /** The one gate. @default false */
+  enabled?: boolean;
+  /** Store folder. @default `$XDG_DATA_HOME/turnback/<project key>` else `~/.local/share/turnback/<project key>` */
+  dir?: string;
+  /** Checkpoints kept per project by `prune`. @default DEFAULT_RETAIN (100) */
+  retain?: number;
+  /** Extra gitignore-style patterns that pictures never cover. @default [] */
+  skip?: string[];
+  /** Largest file copied, MiB. @default 100 */
+  max_file_mib?: number;
+  /** Whole store cap, GiB; the oldest checkpoints are cleared first. @default 5 */
+  max_store_gib?: number;
+  /** Age in days after which `prune` clears a checkpoint. @default 14 */
+  keep_days?: number;
+  /** Files one picture copies. @default 10000 */
+  max_picture_files?: number;
+  /** Bytes one picture copies, MiB. @default 500 */
+  max_picture_mib?: number;
+  /** Time one picture may take, seconds. @default 10 */
+  max_picture_seconds?: number;
+  /** Entries one walk lists. @default 100000 */
+  max_walk_entries?: number;
+  /** Per-session byte cap of tool-call snapshots, MiB. @default 1024 */
+  snapshot_cap_mib?: number;
+  /** Paths whose change is flagged `protected` in turn-end lists. @default [] */
+  protected?: string[];
+}
+
+/** {@link CheckpointConfig} with every default applied. */
+export interface ResolvedCheckpointConfig {
+  enabled: boolean;
+  dir: string | undefined;
+  retain: number;
+  skip: string[];
+  maxFileMib: number;
+  maxStoreGib: number;
+  keepDays: number;
+  maxPictureFiles: number;
+  maxPictureMib: number;
+  maxPictureSeconds: number;
+  maxWalkEntries: number;
+  snapshotCapMib: number;
+  protected: string[];
+}
+
+
+const NUMERIC_KEYS = {
+  retain: ['retain', DEFAULT_RETAIN, true],
+  max_file_mib: ['maxFileMib', 100, false],
+  max_store_gib: ['maxStoreGib', 5, false],
+  keep_days: ['keepDays', 14, false],
+  max_picture_files: ['maxPictureFiles', 10_000, true],
+  max_picture_mib: ['maxPictureMib', 500, false],
+  max_picture_seconds: ['maxPictureSeconds', 10, false],
+  max_walk_entries: ['maxWalkEntries', 100_000, true],
+  snapshot_cap_mib: ['snapshotCapMib', 1024, false],
+} as const;
+
+type NumericKey = keyof typeof NUMERIC_KEYS;
+const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'skip', 'protected', ...Object.keys(NUMERIC_KEYS)]);
+
+/**
+ * Validates a checkpoint table and applies defaults. Unknown keys and wrong types are errors, so a
+ * typo never silently turns a limit off.
+ *
+ * @throws CheckpointError `INVALID_CONFIG`
+ */
+export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig {
+  const table = raw ?? {};
+  if (typeof table !== 'object' || Array.isArray(table)) {
+    throw new CheckpointError('INVALID_CONFIG', 'checkpoint config must be a table');
+  }
+  const input = table as Record<string, unknown>;
+  for (const key of Object.keys(input)) {
+    if (!KNOWN_KEYS.has(key)) throw new CheckpointError('INVALID_CONFIG', `unknown checkpoint config key: ${key}`);
+  }
+  if (input.enabled !== undefined && typeof input.enabled !== 'boolean') {
+    throw new CheckpointError('INVALID_CONFIG', 'enabled must be true or false');
+  }
+  if (input.dir !== undefined && (typeof input.dir !== 'string' || input.dir.length === 0 || input.dir.includes('\0'))) {
+    throw new CheckpointError('INVALID_CONFIG', 'dir must be a non-empty path');
+  }
+  const resolved: ResolvedCheckpointConfig = {
+    enabled: input.enabled === true,
+    dir: input.dir as string | undefined,
+    retain: DEFAULT_RETAIN,
+    skip: stringList(input.skip, 'skip'),
+    maxFileMib: 100,
+    maxStoreGib: 5,
+    keepDays: 14,
+    maxPictureFiles: 10_000,
+    maxPictureMib: 500,
+    maxPictureSeconds: 10,
+    maxWalkEntries: 100_000,
+    snapshotCapMib: 1024,
+    protected: stringList(input.protected, 'protected'),
+  };
+  for (const key of Object.keys(NUMERIC_KEYS) as NumericKey[]) {
+    const [field, , integer] = NUMERIC_KEYS[key];
+    const value = input[key];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+      throw new CheckpointError('INVALID_CONFIG', `${key} must be a positive ${integer ? 'integer' : 'number'}`);
+    }
+    resolved[field] = value;
+  }
+  return resolved;
+}
+
+function stringList(value: unknown, key: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string' || item.length === 0)) {
+    throw new CheckpointError('INVALID_CONFIG', `${key} must be a list of non-empty strings`);
+  }
+  return [...(value as string[])];
+}
+
+/**
+ * Extracts the checkpoint table from a whole config: a parsed object with
+ * `capabilities.checkpoint` (or a top-level `checkpoints` table, the CLI's spelling), or TOML text.
+ *
+ * @throws CheckpointError `INVALID_CONFIG` for TOML syntax errors or a non-table value.
+ */
+export function checkpointTableOf(config: unknown): unknown {
+  let parsed: unknown = config;
+  if (typeof config === 'string') {
+    try {
+      parsed = parseToml(config);
+    } catch (error) {
+      throw new CheckpointError('INVALID_CONFIG', `config is not valid TOML: ${(error as Error).message}`, { cause: error });
+    }
+  }
+  if (parsed === undefined || parsed === null) return undefined;
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new CheckpointError('INVALID_CONFIG', 'config must be a table');
+  }
+  const root = parsed as Record<string, unknown>;
+  const capabilities = root.capabilities;
+  if (capabilities !== undefined) {
+    if (typeof capabilities !== 'object' || capabilities === null || Array.isArray(capabilities)) {
+      throw new CheckpointError('INVALID_CONFIG', 'capabilities must be a table');
+    }
+    const table = (capabilities as Record<string, unknown>).checkpoint;
+    if (table !== undefined) return table;
+  }
+  return root.checkpoints;
+}
+
+/**
+ * The per-project store folder name: the project folder's name plus a short hash of its canonical
+ * path, so two projects with one name never share a store.
+ */
+export function projectKey(canonicalProjectRoot: string): string {
+  const name = path.basename(canonicalProjectRoot).replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40) || 'root';
+  const digest = createHash('sha256').update(canonicalProjectRoot).digest('hex').slice(0, 12);
+  return `${name}-${digest}`;
+}
+
+/** The default store folder for a project: under `$XDG_DATA_HOME/turnback/`, else `~/.local/share/turnback/`. */
+export function defaultStoreDir(canonicalProjectRoot: string, env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_DATA_HOME;
+  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.local', 'share');
+  return path.join(base, 'turnback', projectKey(canonicalProjectRoot));
+}

@@ -1,0 +1,274 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import * as path from 'node:path';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import type { CheckpointId } from '../core/id.js';
+import { TEMP_PREFIX, type FileSystem } from '../fs/file-system.js';
+
+/** Format tag written into `STORE.json`. */
+export const STORE_FORMAT = 'turnback-store';
+/** Current on-disk layout version. A store with a higher version is refused, never rewritten. */
+export const STORE_VERSION = 1;
+/** Mode of every folder the store creates: only the owner may read the pre-images. */
+export const DIR_MODE = 0o700;
+/** Mode of every file the store creates. */
+export const FILE_MODE = 0o600;
+/**
+ * Anything a concurrent writer may still be about to reference (fresh objects, temp files,
+ * leftovers) is left alone by prune for this long.
+ * @default 10 minutes
+ */
+export const GRACE_MS: number = 10 * 60 * 1000;
+
+/** Contents of `STORE.json`. */
+export interface StoreInfo {
+  format: typeof STORE_FORMAT;
+  version: typeof STORE_VERSION;
+  /** Canonical (realpath) project root this store belongs to. */
+  projectRoot: string;
+}
+
+/**
+ * Every path of the versioned store layout. Only this module knows where things live, so an
+ * alternative backend can replace the file layout without touching callers.
+ */
+export class StoreLayout {
+  /** Canonical store root. */
+  readonly root: string;
+  /** `STORE.json` */
+  readonly infoFile: string;
+  /** `objects/v1` */
+  readonly objectsDir: string;
+  /** `checkpoints` */
+  readonly checkpointsDir: string;
+  /** `state` */
+  readonly stateDir: string;
+  /** `tmp` */
+  readonly tmpDir: string;
+  /** `store.lock` */
+  readonly lockFile: string;
+  private tempCounter = 0;
+  private readonly tempTag: string = `${process.pid}-${randomBytes(4).toString('hex')}`;
+
+  constructor(root: string) {
+    this.root = root;
+    this.infoFile = path.join(root, 'STORE.json');
+    this.objectsDir = path.join(root, 'objects', 'v1');
+    this.checkpointsDir = path.join(root, 'checkpoints');
+    this.stateDir = path.join(root, 'state');
+    this.tmpDir = path.join(root, 'tmp');
+    this.lockFile = path.join(root, 'store.lock');
+  }
+
+  /** Fan-out folder of an object key (first two hex digits). */
+  objectDir(key: string): string {
+    return path.join(this.objectsDir, key.slice(0, 2));
+  }
+
+  /** Absolute path of an object. */
+  objectPath(key: string): string {
+    return path.join(this.objectsDir, key.slice(0, 2), key);
+  }
+
+  /** Sealed manifest path. */
+  manifestPath(id: CheckpointId): string {
+    return path.join(this.checkpointsDir, `${id}.json`);
+  }
+
+  /** Open checkpoint journal path. */
+  journalPath(id: CheckpointId): string {
+    return path.join(this.checkpointsDir, `${id}.journal`);
+  }
+
+  /** Path of a state document; `name` must already be validated. */
+  statePath(name: string): string {
+    return path.join(this.stateDir, `${name}.json`);
+  }
+
+  /**
+   * A fresh temp file path in `tmp/`. The name carries the writer's pid so prune can tell a
+   * crashed writer's leftovers from a live writer's work in progress.
+   */
+  tempPath(): string {
+    this.tempCounter += 1;
+    return path.join(this.tmpDir, `${TEMP_PREFIX}${this.tempTag}-${this.tempCounter}`);
+  }
+}
+
+/** The pid encoded in a temp file name made by {@link StoreLayout.tempPath}, if any. */
+export function tempNamePid(name: string): number | undefined {
+  if (!name.startsWith(TEMP_PREFIX)) return undefined;
+  const pid = Number(name.slice(TEMP_PREFIX.length).split('-')[0]);
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** This machine's host name, recorded in locks and journal headers. */
+export const HOSTNAME: string = hostname();
+
+/**
+ * True when `pid` names a live process on this host. `EPERM` means it exists but belongs to
+ * someone else, which still counts as alive.
+ */
+export function isPidAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errnoCode(error) === 'EPERM';
+  }
+}
+
+/**
+ * Canonicalises a path that may not exist yet: realpath of the nearest existing ancestor plus
+ * the missing tail. Lets `open` refuse a root inside `.git` before creating anything.
+ */
+export async function canonicalizeMaybeMissing(fs: FileSystem, target: string): Promise<string> {
+  const tail: string[] = [];
+  let current = path.resolve(target);
+  for (;;) {
+    try {
+      const real = await fs.realpath(current);
+      return path.join(real, ...tail.reverse());
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw error;
+      const parent = path.dirname(current);
+      if (parent === current) return path.resolve(target);
+      tail.push(path.basename(current));
+      current = parent;
+    }
+  }
+}
+
+/** True when `inner` equals `outer` or lies below it (both absolute, canonical). */
+export function isInside(outer: string, inner: string): boolean {
+  const relative = path.relative(outer, inner);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+/** Creates a folder (and parents) with {@link DIR_MODE}, then chmods it in case umask interfered. */
+export async function ensureDir(fs: FileSystem, dir: string): Promise<void> {
+  const created = await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
+  if (created !== undefined) await fs.chmod(dir, DIR_MODE);
+}
+
+/**
+ * Creates `target` holding `data` atomically and without overwriting: temp file, `link`, unlink.
+ * Returns false when `target` already exists (the temp file is removed either way).
+ */
+export async function createExclusive(fs: FileSystem, layout: StoreLayout, target: string, data: Uint8Array | string): Promise<boolean> {
+  const temp = layout.tempPath();
+  await fs.writeFile(temp, data, { flag: 'wx', mode: FILE_MODE });
+  try {
+    await fs.link(temp, target);
+    return true;
+  } catch (error) {
+    if (errnoCode(error) === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await fs.unlink(temp).catch(() => undefined);
+  }
+}
+
+/** Options for {@link openLayout}. */
+export interface OpenLayoutOptions {
+  fs: FileSystem;
+  /** Canonical project root. */
+  projectRoot: string;
+}
+
+/**
+ * Opens (creating when needed) the store layout at `root`.
+ *
+ * @throws CheckpointError `STORE_UNAVAILABLE` when the root is a symlink, not a folder, inside the
+ *   project's `.git`, unwritable, or of an unknown format; `FOREIGN_WORKSPACE` when `STORE.json`
+ *   names another project.
+ */
+export async function openLayout(root: string, options: OpenLayoutOptions): Promise<StoreLayout> {
+  const { fs, projectRoot } = options;
+  const absolute = path.resolve(root);
+  const canonical = await canonicalizeMaybeMissing(fs, absolute).catch((error: unknown) => {
+    throw new CheckpointError('STORE_UNAVAILABLE', `cannot resolve store root ${absolute}`, { path: absolute, cause: error });
+  });
+  if (isInside(path.join(projectRoot, '.git'), canonical)) {
+    throw new CheckpointError('STORE_UNAVAILABLE', `the store must not live inside the project's .git: ${absolute}`, { path: absolute });
+  }
+  try {
+    const stats = await fs.lstat(absolute);
+    if (stats.isSymbolicLink()) {
+      throw new CheckpointError('STORE_UNAVAILABLE', `store root is a symlink: ${absolute}`, { path: absolute });
+    }
+    if (!stats.isDirectory()) {
+      throw new CheckpointError('STORE_UNAVAILABLE', `store root is not a folder: ${absolute}`, { path: absolute });
+    }
+  } catch (error) {
+    if (error instanceof CheckpointError) throw error;
+    if (errnoCode(error) !== 'ENOENT') {
+      throw new CheckpointError('STORE_UNAVAILABLE', `cannot inspect store root ${absolute}`, { path: absolute, cause: error });
+    }
+  }
+  try {
+    await fs.mkdir(canonical, { recursive: true, mode: DIR_MODE });
+    await fs.chmod(canonical, DIR_MODE);
+    const layout = new StoreLayout(canonical);
+    await ensureDir(fs, layout.tmpDir);
+    await readOrCreateInfo(fs, layout, projectRoot);
+    for (const dir of [layout.objectsDir, layout.checkpointsDir, layout.stateDir]) await ensureDir(fs, dir);
+    return layout;
+  } catch (error) {
+    if (error instanceof CheckpointError) throw error;
+    throw new CheckpointError('STORE_UNAVAILABLE', `cannot open store at ${absolute}: ${asCheckpointError(error, 'io').message}`, {
+      path: absolute,
+      cause: error,
+    });
+  }
+}
+
+async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot: string): Promise<StoreInfo> {
+  const fresh: StoreInfo = { format: STORE_FORMAT, version: STORE_VERSION, projectRoot };
+  let text: string;
+  try {
+    text = await fs.readFile(layout.infoFile, 'utf8');
+  } catch (error) {
+    if (errnoCode(error) !== 'ENOENT') throw error;
+    // Two processes opening a new store race here; link-without-overwrite lets exactly one win.
+    if (await createExclusive(fs, layout, layout.infoFile, `${JSON.stringify(fresh, null, 2)}\n`)) return fresh;
+    text = await fs.readFile(layout.infoFile, 'utf8');
+  }
+  let info: unknown;
+  try {
+    info = JSON.parse(text);
+  } catch (error) {
+    throw new CheckpointError('STORE_UNAVAILABLE', `STORE.json does not parse`, { path: layout.infoFile, cause: error });
+  }
+  const record = info as Partial<StoreInfo> | null;
+  if (typeof record !== 'object' || record === null || record.format !== STORE_FORMAT || typeof record.projectRoot !== 'string') {
+    throw new CheckpointError('STORE_UNAVAILABLE', `STORE.json is not a turnback store`, { path: layout.infoFile });
+  }
+  if (record.version !== STORE_VERSION) {
+    throw new CheckpointError('STORE_UNAVAILABLE', `unsupported store version ${String(record.version)}`, {
+      path: layout.infoFile,
+      expected: String(STORE_VERSION),
+      found: String(record.version),
+    });
+  }
+  if (record.projectRoot !== projectRoot) {
+    throw new CheckpointError('FOREIGN_WORKSPACE', `store belongs to another project`, {
+      path: layout.infoFile,
+      expected: projectRoot,
+      found: record.projectRoot,
+    });
+  }
+  return fresh;
+}
+
+/** Reads a small JSON file, or `undefined` when missing. */
+export async function readJsonIfExists(fs: FileSystem, file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw asCheckpointError(error, 'cannot read', file);
+  }
+}

@@ -1,0 +1,247 @@
+import * as path from 'node:path';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import { checkpointIdTime, type CheckpointId } from '../core/id.js';
+import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
+import { scanCatalog } from './catalog.js';
+import { parseJournal } from './journal.js';
+import { GRACE_MS, HOSTNAME, isPidAlive, tempNamePid, type StoreLayout } from './layout.js';
+import { manifestObjects, parseManifest } from './manifests.js';
+import { OBJECT_KEY_SCAN, type ObjectStore } from './objects.js';
+import { loadHasher } from '../core/hash.js';
+
+/** What the store layer's maintenance steps (prune, verify) need from a store. Internal. */
+export interface StoreContext {
+  fs: FileSystem;
+  layout: StoreLayout;
+  objects: ObjectStore;
+  projectRoot: string;
+  withLock<T>(fn: () => Promise<T>): Promise<T>;
+  storeSizeBytes(): Promise<number>;
+}
+
+/** Options of `prune`. */
+export interface PruneOptions {
+  /** Keep at most this many checkpoints. @default DEFAULT_RETAIN (100) */
+  retain?: number;
+  /** Remove checkpoints older than this many days. @default no age limit */
+  keepDays?: number;
+  /** Remove the oldest checkpoints while the store is larger than this. @default no size limit */
+  maxStoreBytes?: number;
+}
+
+/** Why prune removed a checkpoint. */
+export type PruneReason = 'retain' | 'keep-days' | 'store-full';
+
+/** What `prune` did. */
+export interface PruneReport {
+  /** Removed checkpoints, sorted by id. */
+  removedCheckpoints: CheckpointId[];
+  /** Number of object files removed. */
+  removedObjects: number;
+  /** Bytes freed (manifests, journals, objects, temp files). */
+  freedBytes: number;
+  /** Each removed checkpoint with the rule that removed it. */
+  cleared: { id: CheckpointId; reason: PruneReason }[];
+}
+
+/** One checkpoint as prune sees it. */
+interface Held {
+  id: CheckpointId;
+  files: { path: string; size: number }[];
+  refs: Set<string>;
+  /** False for a journal whose writer is alive: never removed. */
+  removable: boolean;
+}
+
+function checkOptions(options: PruneOptions): Required<Pick<PruneOptions, 'retain'>> & PruneOptions {
+  const { retain, keepDays, maxStoreBytes } = options;
+  if (retain === undefined || !Number.isSafeInteger(retain) || retain < 0) throw new CheckpointError('INVALID_ARGUMENT', 'retain must be a non-negative integer');
+  if (keepDays !== undefined && (!Number.isFinite(keepDays) || keepDays < 0)) throw new CheckpointError('INVALID_ARGUMENT', 'keepDays must be a non-negative number');
+  if (maxStoreBytes !== undefined && (!Number.isSafeInteger(maxStoreBytes) || maxStoreBytes < 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'maxStoreBytes must be a non-negative integer');
+  }
+  return { ...options, retain };
+}
+
+async function readText(fs: FileSystem, file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw asCheckpointError(error, 'cannot read', file);
+  }
+}
+
+/** Object keys anywhere in unreadable text: when a manifest cannot be parsed, keep what it may reference. */
+function salvageRefs(text: string): Set<string> {
+  return new Set(text.match(OBJECT_KEY_SCAN) ?? []);
+}
+
+/**
+ * Loads every checkpoint with the objects it references. A checkpoint that cannot be parsed
+ * still protects every object key its text mentions, so damage never cascades into data loss.
+ */
+export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
+  await loadHasher();
+  const catalog = await scanCatalog(ctx.fs, ctx.layout);
+  const held: Held[] = [];
+  for (const entry of catalog.entries) {
+    const item: Held = { id: entry.id, files: [], refs: new Set(), removable: true };
+    if (entry.journal) {
+      const file = ctx.layout.journalPath(entry.id);
+      const text = await readText(ctx.fs, file);
+      if (text !== undefined) {
+        item.files.push({ path: file, size: Buffer.byteLength(text) });
+        const contents = parseJournal(text);
+        const header = contents.header;
+        if (header && header.hostname === HOSTNAME && isPidAlive(header.pid)) item.removable = false;
+        for (const key of salvageRefs(text)) item.refs.add(key);
+      }
+    }
+    if (entry.sealed) {
+      const file = ctx.layout.manifestPath(entry.id);
+      const text = await readText(ctx.fs, file);
+      if (text !== undefined) {
+        item.files.push({ path: file, size: Buffer.byteLength(text) });
+        try {
+          for (const key of manifestObjects(parseManifest(text, { id: entry.id, workspace: ctx.projectRoot, file }))) item.refs.add(key);
+        } catch {
+          for (const key of salvageRefs(text)) item.refs.add(key);
+        }
+      }
+    }
+    if (item.files.length > 0) held.push(item);
+  }
+  return held;
+}
+
+/**
+ * Prune, under the store lock: checkpoints beyond `retain`, then older than `keepDays`, then the
+ * oldest while the store exceeds `maxStoreBytes`; then every object no checkpoint references and
+ * older than the grace period (a concurrent capture may be about to reference a fresh one; a
+ * dedupe hit refreshes an old object's mtime for the same reason); then stale temp files.
+ */
+export async function pruneStore(ctx: StoreContext, options: PruneOptions): Promise<PruneReport> {
+  const resolved = checkOptions(options);
+  return ctx.withLock(async () => {
+    const now = Date.now();
+    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [] };
+    const held = await loadReferences(ctx);
+    const refcount = new Map<string, number>();
+    for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
+    const objects = new Map((await ctx.objects.listObjects()).map((info) => [info.key, info]));
+    const removed = new Set<CheckpointId>();
+
+    const remove = async (item: Held, reason: PruneReason): Promise<number> => {
+      let freed = 0;
+      for (const file of item.files) {
+        try {
+          await ctx.fs.unlink(file.path);
+          freed += file.size;
+        } catch (error) {
+          if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove checkpoint', file.path);
+        }
+      }
+      for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 1) - 1);
+      removed.add(item.id);
+      report.cleared.push({ id: item.id, reason });
+      report.freedBytes += freed;
+      return freed;
+    };
+    const collect = async (): Promise<number> => {
+      let freed = 0;
+      for (const [key, info] of objects) {
+        if ((refcount.get(key) ?? 0) > 0 || now - info.mtimeMs < GRACE_MS) continue;
+        try {
+          await ctx.fs.unlink(info.path);
+          freed += info.diskSize;
+          report.removedObjects += 1;
+        } catch (error) {
+          if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove object', info.path);
+        }
+        objects.delete(key);
+      }
+      report.freedBytes += freed;
+      return freed;
+    };
+
+    const removable = held.filter((item) => item.removable);
+    let excess = held.length - resolved.retain;
+    for (const item of removable) {
+      if (excess <= 0) break;
+      await remove(item, 'retain');
+      excess -= 1;
+    }
+    if (resolved.keepDays !== undefined) {
+      const cutoff = now - resolved.keepDays * 86_400_000;
+      for (const item of removable) {
+        if (!removed.has(item.id) && checkpointIdTime(item.id) < cutoff) await remove(item, 'keep-days');
+      }
+    }
+    await collect();
+    report.freedBytes += await removeLeftovers(ctx, now);
+    if (resolved.maxStoreBytes !== undefined) {
+      let size = await ctx.storeSizeBytes();
+      for (const item of removable) {
+        if (size <= resolved.maxStoreBytes) break;
+        if (removed.has(item.id)) continue;
+        size -= await remove(item, 'store-full');
+        size -= await collect();
+      }
+    }
+    report.removedCheckpoints = [...removed].sort();
+    report.cleared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return report;
+  });
+}
+
+/**
+ * Removes what interrupted writes leave behind: temp files of dead writers (or older than the
+ * grace period), interrupted atomic writes in `checkpoints/` and `state/`, journals left beside
+ * their sealed manifest by a seal cut short, and lock files set aside by a lock break.
+ */
+async function removeLeftovers(ctx: StoreContext, now: number): Promise<number> {
+  const { fs, layout } = ctx;
+  let freed = 0;
+  const removeIf = async (file: string, decide: (mtimeMs: number) => boolean): Promise<void> => {
+    try {
+      const stats = await fs.lstat(file);
+      if (!stats.isFile() || !decide(stats.mtimeMs)) return;
+      await fs.unlink(file);
+      freed += stats.size;
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove leftover', file);
+    }
+  };
+  const old = (mtimeMs: number): boolean => now - mtimeMs >= GRACE_MS;
+  for (const name of await listNames(fs, layout.tmpDir)) {
+    const pid = isTurnbackTempName(name) ? tempNamePid(name) : undefined;
+    const deadWriter = pid !== undefined && pid !== process.pid && !isPidAlive(pid);
+    await removeIf(path.join(layout.tmpDir, name), (mtimeMs) => deadWriter || old(mtimeMs));
+  }
+  const catalog = await scanCatalog(fs, layout);
+  for (const stray of catalog.strays) await removeIf(stray, old);
+  for (const entry of catalog.entries) {
+    if (!entry.sealed || !entry.journal) continue;
+    const file = layout.journalPath(entry.id);
+    const header = parseJournal((await readText(fs, file)) ?? '').header;
+    const alive = header !== undefined && header.hostname === HOSTNAME && isPidAlive(header.pid);
+    if (!alive) await removeIf(file, () => true);
+  }
+  for (const name of await listNames(fs, layout.stateDir)) {
+    if (!name.endsWith('.json')) await removeIf(path.join(layout.stateDir, name), old);
+  }
+  for (const name of await listNames(fs, layout.root)) {
+    if (name.startsWith('store.lock.stale-')) await removeIf(path.join(layout.root, name), old);
+  }
+  return freed;
+}
+
+async function listNames(fs: FileSystem, dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir);
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return [];
+    throw asCheckpointError(error, 'cannot list', dir);
+  }
+}

@@ -1,0 +1,425 @@
+import * as path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import { newCheckpointId, parseCheckpointId, type CheckpointId } from '../core/id.js';
+import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
+import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
+import { scanCatalog } from './catalog.js';
+import { JournalWriter, foldJournal, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
+import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
+import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
+import { isCheckpointKind, manifestProblem, metaOf, readManifest, writeManifest } from './manifests.js';
+import { ObjectStore, type FileObjectRef, type ObjectFileInfo, type ObjectRef, type PutFileExpectation } from './objects.js';
+import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
+import { verifyStore, type VerifyReport } from './verify.js';
+
+/**
+ * Default number of checkpoints retained per project before the oldest are pruned.
+ * @default 100
+ */
+export const DEFAULT_RETAIN = 100;
+
+/** Options of {@link CheckpointStore.open}. */
+export interface OpenStoreOptions {
+  /** The project the store belongs to; canonicalised with realpath. */
+  projectRoot: string;
+  /** File system to use. @default nodeFileSystem */
+  fs?: FileSystem;
+  /** How long lock-taking operations wait for another process. @default 10000 */
+  lockTimeoutMs?: number;
+}
+
+/** Options of {@link CheckpointStore.openCheckpoint}. */
+export interface OpenCheckpointOptions {
+  kind: CheckpointKind;
+  sessionId?: string;
+  label?: string;
+  /** For `pre-restore`: the checkpoint being restored. */
+  restoreOf?: CheckpointId;
+  /** For tool-call snapshots: the owning scope. */
+  scopeId?: string;
+}
+
+/** What `seal` may still change. */
+export interface SealPatch {
+  /** @default the last `meta` record's value, else true */
+  complete?: boolean;
+  label?: string;
+}
+
+/** An open checkpoint: append journal records, then seal (or close to leave it open). */
+export interface CheckpointWriter {
+  /** The checkpoint's id. */
+  readonly id: CheckpointId;
+  /** Appends one record (serialised in call order). */
+  append(record: JournalRecord): Promise<void>;
+  /** Writes the manifest atomically, then removes the journal. */
+  seal(patch?: SealPatch): Promise<CheckpointManifest>;
+  /** Closes the journal handle without sealing; the checkpoint stays open (`complete: false`). */
+  close(): Promise<void>;
+}
+
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, FileObjectRef, PutFileExpectation, ObjectFileInfo, JournalRecord };
+
+const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
+
+/**
+ * A directory-backed, content-addressed shadow store for one project. Never touches anything
+ * outside its root; never uses git.
+ */
+export class CheckpointStore {
+  /** Canonical store root. */
+  readonly root: string;
+  /** Canonical project root. */
+  readonly projectRoot: string;
+  private readonly fs: FileSystem;
+  private readonly layout: StoreLayout;
+  private readonly objects: ObjectStore;
+  private readonly lock: StoreLock;
+
+  private constructor(fs: FileSystem, layout: StoreLayout, projectRoot: string, lockTimeoutMs: number) {
+    this.fs = fs;
+    this.layout = layout;
+    this.root = layout.root;
+    this.projectRoot = projectRoot;
+    this.objects = new ObjectStore(fs, layout);
+    this.lock = new StoreLock(fs, layout, lockTimeoutMs);
+  }
+
+  /**
+   * Opens (creating when needed) the store at `root` for `projectRoot`.
+   *
+   * @throws CheckpointError `STORE_UNAVAILABLE` (symlink, not a folder, inside `.git`, unwritable,
+   *   unknown format), `FOREIGN_WORKSPACE` (another project's store), `UNAVAILABLE` (project root
+   *   missing), `INVALID_ARGUMENT`.
+   */
+  static async open(root: string, options: OpenStoreOptions): Promise<CheckpointStore> {
+    if (typeof root !== 'string' || root === '' || root.includes('\0')) throw new CheckpointError('INVALID_ARGUMENT', 'store root must be a non-empty path');
+    if (typeof options?.projectRoot !== 'string' || options.projectRoot === '') {
+      throw new CheckpointError('INVALID_ARGUMENT', 'projectRoot must be a non-empty path');
+    }
+    const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+    if (!Number.isFinite(lockTimeoutMs) || lockTimeoutMs < 0) throw new CheckpointError('INVALID_ARGUMENT', 'lockTimeoutMs must be a non-negative number');
+    const fs = options.fs ?? nodeFileSystem;
+    let projectRoot: string;
+    try {
+      projectRoot = await fs.realpath(path.resolve(options.projectRoot));
+      if (!(await fs.stat(projectRoot)).isDirectory()) throw new Error('not a folder');
+    } catch (error) {
+      throw new CheckpointError('UNAVAILABLE', `project root is not an existing folder: ${options.projectRoot}`, { path: options.projectRoot, cause: error });
+    }
+    const layout = await openLayout(root, { fs, projectRoot });
+    return new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
+  }
+
+  /** Every checkpoint, sealed and open, sorted by id. Unreadable ones are skipped (`verify` reports them). */
+  async list(): Promise<CheckpointMeta[]> {
+    const catalog = await scanCatalog(this.fs, this.layout);
+    const metas: CheckpointMeta[] = [];
+    for (const entry of catalog.entries) {
+      try {
+        const manifest = await this.manifest(entry.id);
+        metas.push(metaOf(manifest));
+      } catch (error) {
+        if (error instanceof CheckpointError && error.code !== 'IO') continue;
+        throw error;
+      }
+    }
+    return metas;
+  }
+
+  /**
+   * One checkpoint's manifest: the sealed JSON, or for an open checkpoint the journal folded
+   * into a manifest with `complete: false`.
+   *
+   * @throws CheckpointError `INVALID_ID`, `UNKNOWN_CHECKPOINT`, `CORRUPT_MANIFEST`, `FOREIGN_WORKSPACE`.
+   */
+  async manifest(id: CheckpointId | string): Promise<CheckpointManifest> {
+    const checked = parseCheckpointId(id);
+    // Twice: a seal between the two reads moves the checkpoint from journal to manifest.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const sealed = await readManifest(this.fs, this.layout, checked, this.projectRoot);
+      if (sealed) return sealed;
+      let contents: JournalContents;
+      try {
+        contents = await readJournal(this.fs, this.layout.journalPath(checked));
+      } catch (error) {
+        if (error instanceof CheckpointError && errnoCode(error.cause) === 'ENOENT') continue;
+        throw error;
+      }
+      return this.journalManifest(checked, contents);
+    }
+    throw new CheckpointError('UNKNOWN_CHECKPOINT', `no checkpoint ${checked}`, { found: checked });
+  }
+
+  private journalManifest(id: CheckpointId, contents: JournalContents): CheckpointManifest {
+    const file = this.layout.journalPath(id);
+    const header = contents.header;
+    if (!header || header.meta.id !== id) throw new CheckpointError('CORRUPT_MANIFEST', `journal ${id} has no valid header`, { path: file });
+    if (header.meta.workspace !== this.projectRoot) {
+      throw new CheckpointError('FOREIGN_WORKSPACE', `journal belongs to another project`, { path: file, expected: this.projectRoot, found: header.meta.workspace });
+    }
+    const manifest = buildManifest(header.meta, contents.records, { complete: false });
+    if (contents.corruptLines > 0) {
+      manifest.gaps.push({ reason: 'journal-corrupt', detail: `${contents.corruptLines} journal line(s) failed their checksum and were dropped` });
+    }
+    return manifest;
+  }
+
+  /**
+   * Removes old checkpoints and unreferenced objects, under the store lock.
+   * @throws CheckpointError `STORE_BUSY`, `INVALID_ARGUMENT`.
+   */
+  prune(options: PruneOptions = {}): Promise<PruneReport> {
+    return pruneStore(this.context(), { retain: DEFAULT_RETAIN, ...options });
+  }
+
+  /** Checks the whole store; problems are reported, never thrown. */
+  verify(): Promise<VerifyReport> {
+    return verifyStore(this.context());
+  }
+
+  private context(): Parameters<typeof pruneStore>[0] {
+    return {
+      fs: this.fs,
+      layout: this.layout,
+      objects: this.objects,
+      projectRoot: this.projectRoot,
+      withLock: (fn) => this.lock.withLock(fn),
+      storeSizeBytes: () => this.storeSizeBytes(),
+    };
+  }
+
+  /** Stores bytes (write-once, deduplicated, verified against collisions). */
+  putBytes(bytes: Uint8Array): Promise<ObjectRef> {
+    if (!(bytes instanceof Uint8Array)) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'putBytes takes a Uint8Array'));
+    return this.objects.putBytes(bytes);
+  }
+
+  /**
+   * Stores the current bytes of a regular file.
+   * @throws CheckpointError `CONFLICT` when it is not a regular file, differs from `expected`, or changed while read.
+   */
+  putFile(absPath: string, expected?: PutFileExpectation): Promise<FileObjectRef> {
+    if (typeof absPath !== 'string' || !path.isAbsolute(absPath)) {
+      return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'putFile takes an absolute path', { path: String(absPath) }));
+    }
+    return this.objects.putFile(absPath, expected);
+  }
+
+  /** An object's original bytes. @throws CheckpointError `INTEGRITY` when missing or damaged. */
+  readObject(object: string): Promise<Buffer> {
+    return this.objects.readObject(object);
+  }
+
+  /** True when the object file exists. */
+  hasObject(object: string): Promise<boolean> {
+    return this.objects.hasObject(object);
+  }
+
+  /**
+   * Releases what the store keeps open between calls (a pre-created temp file). Optional: the
+   * store keeps working after it, and a leftover from a process that never called it is removed
+   * by the next prune.
+   */
+  close(): Promise<void> {
+    return this.objects.close();
+  }
+
+  /** Every object file, for gc and tooling. */
+  listObjects(): Promise<ObjectFileInfo[]> {
+    return this.objects.listObjects();
+  }
+
+  /**
+   * Opens a new checkpoint backed by an append-only journal.
+   * @throws CheckpointError `INVALID_ARGUMENT`, `INVALID_ID` (restoreOf), `IO`.
+   */
+  async openCheckpoint(options: OpenCheckpointOptions): Promise<CheckpointWriter> {
+    if (!isCheckpointKind(options?.kind)) throw new CheckpointError('INVALID_ARGUMENT', `unknown checkpoint kind ${JSON.stringify(options?.kind)}`);
+    for (const field of ['sessionId', 'label', 'scopeId'] as const) {
+      const value = options[field];
+      if (value !== undefined && typeof value !== 'string') throw new CheckpointError('INVALID_ARGUMENT', `${field} must be a string`);
+    }
+    const id = newCheckpointId();
+    const meta: JournalMeta = { id, kind: options.kind, createdAt: new Date().toISOString(), workspace: this.projectRoot };
+    if (options.sessionId !== undefined) meta.sessionId = options.sessionId;
+    if (options.label !== undefined) meta.label = options.label;
+    if (options.restoreOf !== undefined) meta.restoreOf = parseCheckpointId(options.restoreOf);
+    if (options.scopeId !== undefined) meta.scopeId = options.scopeId;
+    const journal = await JournalWriter.create(this.fs, this.layout, meta);
+    return new OpenCheckpoint(this.fs, this.layout, meta, journal);
+  }
+
+  /** Runs `fn` holding the inter-process store lock (reentrant). @throws CheckpointError `STORE_BUSY`. */
+  withLock<T>(fn: () => Promise<T> | T, options?: WithLockOptions): Promise<T> {
+    return this.lock.withLock(fn, options);
+  }
+
+  /**
+   * Reads a small JSON document from `state/<name>.json`; `undefined` when absent.
+   * @throws CheckpointError `INVALID_ARGUMENT` (bad name), `CORRUPT_MANIFEST` (does not parse).
+   */
+  async readState(name: string): Promise<unknown> {
+    const file = this.layout.statePath(checkStateName(name));
+    let text: string;
+    try {
+      text = await this.fs.readFile(file, 'utf8');
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return undefined;
+      throw asCheckpointError(error, 'cannot read state', file);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (error) {
+      throw new CheckpointError('CORRUPT_MANIFEST', `state ${name} does not parse`, { path: file, cause: error });
+    }
+  }
+
+  /** Writes `state/<name>.json` atomically (fsynced). @throws CheckpointError `INVALID_ARGUMENT`, `IO`. */
+  async writeState(name: string, value: unknown): Promise<void> {
+    const file = this.layout.statePath(checkStateName(name));
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (error) {
+      throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`, { cause: error });
+    }
+    if (text === undefined) throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`);
+    try {
+      await writeFileAtomic(file, `${text}\n`, { mode: FILE_MODE, fsync: true });
+    } catch (error) {
+      throw asCheckpointError(error, 'cannot write state', file);
+    }
+  }
+
+  /** Total bytes of every file under the store root (logical sizes). */
+  async storeSizeBytes(): Promise<number> {
+    const walk = async (dir: string): Promise<number> => {
+      let entries;
+      try {
+        entries = await this.fs.readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if (errnoCode(error) === 'ENOENT') return 0;
+        throw asCheckpointError(error, 'cannot measure the store', dir);
+      }
+      let total = 0;
+      for (const entry of entries) {
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) total += await walk(full);
+        else if (entry.isFile()) {
+          try {
+            total += (await this.fs.lstat(full)).size;
+          } catch (error) {
+            if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot measure the store', full);
+          }
+        }
+      }
+      return total;
+    };
+    return walk(this.root);
+  }
+
+  /**
+   * Deletes one checkpoint (manifest and journal), under the lock. Objects go at the next prune.
+   * @throws CheckpointError `INVALID_ID`, `UNKNOWN_CHECKPOINT`, `STORE_BUSY`.
+   */
+  async deleteCheckpoint(id: CheckpointId | string): Promise<void> {
+    const checked = parseCheckpointId(id);
+    await this.lock.withLock(async () => {
+      let removed = 0;
+      for (const file of [this.layout.manifestPath(checked), this.layout.journalPath(checked)]) {
+        try {
+          await this.fs.unlink(file);
+          removed += 1;
+        } catch (error) {
+          if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot delete checkpoint', file);
+        }
+      }
+      if (removed === 0) throw new CheckpointError('UNKNOWN_CHECKPOINT', `no checkpoint ${checked}`, { found: checked });
+    });
+  }
+}
+
+function checkStateName(name: unknown): string {
+  if (typeof name !== 'string' || !STATE_NAME.test(name) || name.includes('..')) {
+    throw new CheckpointError('INVALID_ARGUMENT', `invalid state name ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
+/** Builds a manifest from journal metadata and records. */
+export function buildManifest(meta: JournalMeta, records: readonly JournalRecord[], patch: SealPatch = {}): CheckpointManifest {
+  const folded = foldJournal(records);
+  const manifest: CheckpointManifest = {
+    format: 'turnback-manifest',
+    version: 1,
+    id: meta.id,
+    kind: meta.kind,
+    createdAt: meta.createdAt,
+    workspace: meta.workspace,
+    complete: patch.complete ?? folded.complete ?? true,
+    entryCount: folded.entries.length,
+    entries: folded.entries,
+    gaps: folded.gaps,
+    calls: folded.calls,
+  };
+  if (meta.sessionId !== undefined) manifest.sessionId = meta.sessionId;
+  const label = patch.label ?? folded.label ?? meta.label;
+  if (label !== undefined) manifest.label = label;
+  if (meta.restoreOf !== undefined) manifest.restoreOf = meta.restoreOf;
+  if (meta.scopeId !== undefined) manifest.scopeId = meta.scopeId;
+  return manifest;
+}
+
+class OpenCheckpoint implements CheckpointWriter {
+  readonly id: CheckpointId;
+  private readonly records: JournalRecord[] = [];
+  private sealed = false;
+
+  constructor(
+    private readonly fs: FileSystem,
+    private readonly layout: StoreLayout,
+    private readonly meta: JournalMeta,
+    private readonly journal: JournalWriter,
+  ) {
+    this.id = meta.id;
+  }
+
+  append(record: JournalRecord): Promise<void> {
+    if (this.sealed) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is sealed`));
+    const problem = journalRecordProblem(record);
+    if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
+    const done = this.journal.append(record);
+    // Kept in memory too, so seal needs no re-read. Callers must not mutate a record after appending it.
+    this.records.push(record);
+    return done;
+  }
+
+  async seal(patch: SealPatch = {}): Promise<CheckpointManifest> {
+    if (this.sealed) throw new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is already sealed`);
+    if (patch.label !== undefined && typeof patch.label !== 'string') throw new CheckpointError('INVALID_ARGUMENT', 'label must be a string');
+    if (patch.complete !== undefined && typeof patch.complete !== 'boolean') throw new CheckpointError('INVALID_ARGUMENT', 'complete must be a boolean');
+    this.sealed = true;
+    await this.journal.close().catch(() => undefined);
+    const manifest = buildManifest(this.meta, this.records, patch);
+    if (this.journal.failed !== undefined) {
+      manifest.complete = false;
+      manifest.gaps.push({ reason: 'journal-write-failed', detail: asCheckpointError(this.journal.failed, 'journal append failed').message });
+    }
+    const problem = manifestProblem(manifest);
+    if (problem !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} cannot be sealed: ${problem}`);
+    await writeManifest(this.layout, manifest);
+    await this.fs.unlink(this.journal.file).catch((error: unknown) => {
+      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove sealed journal', this.journal.file);
+    });
+    return manifest;
+  }
+
+  close(): Promise<void> {
+    return this.journal.close();
+  }
+}
+
+/** Re-exported for layers that read journal headers. */
+export type { JournalHeader };

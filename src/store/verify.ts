@@ -1,0 +1,131 @@
+import { errnoCode, isCheckpointError } from '../core/errors.js';
+import { loadHasher } from '../core/hash.js';
+import type { CheckpointId } from '../core/id.js';
+import type { CheckpointManifest } from '../core/model.js';
+import { scanCatalog } from './catalog.js';
+import { readJournal } from './journal.js';
+import { STORE_FORMAT, STORE_VERSION } from './layout.js';
+import { readManifest } from './manifests.js';
+import { checkObjectBytes, parseObjectKey } from './objects.js';
+import type { StoreContext } from './retention.js';
+
+/** What kind of damage `verify` found. */
+export type VerifyProblemKind = 'layout' | 'manifest' | 'journal' | 'missing-object' | 'corrupt-object';
+
+/** One problem found by `verify`. */
+export interface VerifyProblem {
+  kind: VerifyProblemKind;
+  /** Absolute path of the damaged file, when there is one. */
+  path?: string;
+  /** The checkpoint concerned, when there is one. */
+  id?: CheckpointId;
+  detail: string;
+}
+
+/** The outcome of `verify`. Leftover temp files and unreferenced objects are not problems: prune removes them. */
+export interface VerifyReport {
+  ok: boolean;
+  problems: VerifyProblem[];
+  stats: {
+    /** Checkpoints found (sealed and open). */
+    checkpoints: number;
+    /** Object files checked. */
+    objects: number;
+    /** Bytes of object files on disk. */
+    bytes: number;
+  };
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Checks the store in named steps: layout, manifests, journals, objects (every object decoded
+ * and hashed; every referenced object present and matching the size and hash recorded for it).
+ */
+export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
+  await loadHasher();
+  const problems: VerifyProblem[] = [];
+  const stats = { checkpoints: 0, objects: 0, bytes: 0 };
+  const { fs, layout } = ctx;
+
+  // Step 1: layout.
+  try {
+    const info = JSON.parse(await fs.readFile(layout.infoFile, 'utf8')) as Record<string, unknown>;
+    if (info.format !== STORE_FORMAT || info.version !== STORE_VERSION || info.projectRoot !== ctx.projectRoot) {
+      problems.push({ kind: 'layout', path: layout.infoFile, detail: 'STORE.json does not describe this store' });
+    }
+  } catch (error) {
+    problems.push({ kind: 'layout', path: layout.infoFile, detail: `STORE.json unreadable: ${describe(error)}` });
+  }
+  for (const dir of [layout.objectsDir, layout.checkpointsDir, layout.stateDir, layout.tmpDir]) {
+    try {
+      const stats = await fs.lstat(dir);
+      if (!stats.isDirectory()) problems.push({ kind: 'layout', path: dir, detail: 'not a folder' });
+    } catch (error) {
+      problems.push({ kind: 'layout', path: dir, detail: `missing: ${describe(error)}` });
+    }
+  }
+
+  // Step 2 and 3: manifests and journals, collecting what each references.
+  const references = new Map<string, { id: CheckpointId; hash: string; size: number }>();
+  const addRefs = (id: CheckpointId, manifest: Pick<CheckpointManifest, 'entries'>): void => {
+    for (const entry of manifest.entries) {
+      const state = entry.before;
+      if (state.type !== 'file') continue;
+      const parsed = parseObjectKey(state.object);
+      if (!parsed || parsed.hash !== state.hash || parsed.size !== state.size) {
+        problems.push({ kind: 'manifest', id, detail: `${entry.path}: object key ${state.object} does not match hash ${state.hash} / size ${state.size}` });
+      }
+      if (!references.has(state.object)) references.set(state.object, { id, hash: state.hash, size: state.size });
+    }
+  };
+  const catalog = await scanCatalog(fs, layout);
+  for (const entry of catalog.entries) {
+    if (entry.sealed) {
+      const file = layout.manifestPath(entry.id);
+      try {
+        const manifest = await readManifest(fs, layout, entry.id, ctx.projectRoot);
+        if (manifest) {
+          stats.checkpoints += 1;
+          addRefs(entry.id, manifest);
+        }
+      } catch (error) {
+        problems.push({ kind: 'manifest', id: entry.id, path: file, detail: describe(error) });
+      }
+      // A journal beside a sealed manifest is a seal cut short; the manifest is authoritative.
+      continue;
+    }
+    const file = layout.journalPath(entry.id);
+    try {
+      const contents = await readJournal(fs, file);
+      stats.checkpoints += 1;
+      if (!contents.header) problems.push({ kind: 'journal', id: entry.id, path: file, detail: 'missing or damaged header' });
+      else if (contents.header.meta.workspace !== ctx.projectRoot) problems.push({ kind: 'journal', id: entry.id, path: file, detail: 'belongs to another project' });
+      if (contents.corruptLines > 0) problems.push({ kind: 'journal', id: entry.id, path: file, detail: `${contents.corruptLines} damaged line(s)` });
+      const entries = contents.records.flatMap((r) => (r.op === 'before' ? [{ path: r.path, before: r.state }] : []));
+      addRefs(entry.id, { entries });
+    } catch (error) {
+      if (isCheckpointError(error) && errnoCode(error.cause) === 'ENOENT') continue;
+      problems.push({ kind: 'journal', id: entry.id, path: file, detail: describe(error) });
+    }
+  }
+
+  // Step 4: objects.
+  const present = new Set<string>();
+  for (const info of await ctx.objects.listObjects()) {
+    stats.objects += 1;
+    stats.bytes += info.diskSize;
+    present.add(info.key);
+    try {
+      await checkObjectBytes(info.key, await fs.readFile(info.path), info.path);
+    } catch (error) {
+      problems.push({ kind: 'corrupt-object', path: info.path, detail: describe(error) });
+    }
+  }
+  for (const [key, ref] of references) {
+    if (!present.has(key)) problems.push({ kind: 'missing-object', id: ref.id, path: layout.objectPath(key), detail: `object ${key} is missing` });
+  }
+  return { ok: problems.length === 0, problems, stats };
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { diffPictures, type DiffRecord, type PictureLike } from '../../src/capture/diff.js';
+import type { PathState } from '../../src/core/model.js';
+
+function file(hash: string, mode = 0o644): PathState {
+  return { type: 'file', object: `${hash}-1`, hash, size: 1, mode };
+}
+
+function pic(entries: Record<string, PathState | DiffRecord>, unchecked: string[] = []): PictureLike {
+  const records = new Map<string, DiffRecord>();
+  for (const [p, value] of Object.entries(entries)) records.set(p, 'state' in value ? value : { state: value });
+  return { records, unchecked: unchecked.map((path) => ({ path })) };
+}
+
+describe('diffPictures', () => {
+  it('reports created, deleted and changed paths, sorted', () => {
+    const before = pic({ 'a.txt': file('1'), 'b.txt': file('2'), 'c.txt': file('3') });
+    const after = pic({ 'a.txt': file('1'), 'b.txt': file('9'), 'd.txt': file('4') });
+    expect(diffPictures(before, after)).toEqual([
+      { path: 'b.txt', kind: 'changed', before: file('2'), after: file('9') },
+      { path: 'c.txt', kind: 'deleted', before: file('3') },
+      { path: 'd.txt', kind: 'created', after: file('4') },
+    ]);
+  });
+
+  it('a changed mode counts as changed', () => {
+    expect(diffPictures(pic({ x: file('1', 0o644) }), pic({ x: file('1', 0o755) }))).toEqual([
+      { path: 'x', kind: 'changed', before: file('1', 0o644), after: file('1', 0o755) },
+    ]);
+  });
+
+  it('a type change and a retargeted symlink count as changed', () => {
+    const before = pic({ a: file('1'), l: { type: 'symlink', target: 'x' } });
+    const after = pic({ a: { type: 'symlink', target: 'a' }, l: { type: 'symlink', target: 'y' } });
+    expect(diffPictures(before, after).map((c) => [c.path, c.kind])).toEqual([
+      ['a', 'changed'],
+      ['l', 'changed'],
+    ]);
+  });
+
+  it('never reports deleted under a folder the later picture left unchecked', () => {
+    const before = pic({ 'out/a': file('1'), 'out/deep/b': file('2'), 'outside': file('3'), 'src/c': file('4') });
+    const after = pic({ 'src/c': file('4') }, ['out']);
+    expect(diffPictures(before, after)).toEqual([{ path: 'outside', kind: 'deleted', before: file('3') }]);
+  });
+
+  it('an unchecked project ("." ) hides every deletion', () => {
+    expect(diffPictures(pic({ a: file('1') }), pic({}, ['.']))).toEqual([]);
+  });
+
+  it('never reports created under a folder the earlier picture left unchecked', () => {
+    expect(diffPictures(pic({}, ['gen']), pic({ 'gen/x': file('1'), y: file('2') }))).toEqual([{ path: 'y', kind: 'created', after: file('2') }]);
+  });
+
+  it('same stat means unchanged, even when the earlier picture had no copy', () => {
+    const stat = { size: 1, mode: 0o644, mtimeNs: '100', ino: '7' };
+    const before = pic({ a: { ...stat, state: { type: 'uncopied', reason: 'picture-budget', size: 1, mode: 0o644 } } });
+    const after = pic({ a: { ...stat, state: file('1') } });
+    expect(diffPictures(before, after)).toEqual([]);
+  });
+
+  it('unknown content with a moved stat is reported changed', () => {
+    const uncopied: PathState = { type: 'uncopied', reason: 'credential', size: 3, mode: 0o600 };
+    const before = pic({ '.env': { size: 3, mode: 0o600, mtimeNs: '1', ino: '1', state: uncopied } });
+    const after = pic({ '.env': { size: 3, mode: 0o600, mtimeNs: '2', ino: '1', state: uncopied } });
+    expect(diffPictures(before, after).map((c) => c.kind)).toEqual(['changed']);
+  });
+
+  it('same content after a touch is unchanged', () => {
+    const before = pic({ a: { size: 1, mode: 0o644, mtimeNs: '1', ino: '1', state: file('1') } });
+    const after = pic({ a: { size: 1, mode: 0o644, mtimeNs: '2', ino: '1', state: file('1') } });
+    expect(diffPictures(before, after)).toEqual([]);
+  });
+});

@@ -1,0 +1,68 @@
+import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { CheckpointError } from '../../src/core/errors.js';
+import { contentHash, loadHasher } from '../../src/core/hash.js';
+import type { PictureStore } from '../../src/capture/picture.js';
+
+/** A fixture entry: file content, a symlink, or an empty folder. */
+export type FixtureEntry = string | Buffer | { link: string } | { dir: true };
+
+/** Creates a fresh temp folder; remove it with `fs.rm(dir, { recursive: true, force: true })`. */
+export async function tempDir(prefix = 'turnback-capture-'): Promise<string> {
+  return fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), prefix)));
+}
+
+/** Writes `spec` (project path -> entry) under `root`. */
+export async function makeTree(root: string, spec: Record<string, FixtureEntry>): Promise<void> {
+  for (const [rel, entry] of Object.entries(spec)) {
+    const abs = path.join(root, ...rel.split('/'));
+    if (typeof entry === 'object' && 'dir' in entry) {
+      await fs.mkdir(abs, { recursive: true });
+      continue;
+    }
+    await fs.mkdir(path.dirname(abs), { recursive: true });
+    if (typeof entry === 'object' && 'link' in entry && !Buffer.isBuffer(entry)) await fs.symlink(entry.link, abs);
+    else await fs.writeFile(abs, entry);
+  }
+}
+
+/** Sets every file's mtime back, so "same stat" comparisons are not racing the clock. */
+export async function backdate(root: string, rel: string, seconds = 3600): Promise<void> {
+  const t = new Date(Date.now() - seconds * 1000);
+  await fs.utimes(path.join(root, ...rel.split('/')), t, t);
+}
+
+/** An in-memory store implementing exactly {@link PictureStore}, counting reads. */
+export class FakeStore implements PictureStore {
+  readonly objects = new Map<string, Buffer>();
+  readonly state = new Map<string, string>();
+  putFileCalls: string[] = [];
+  /** Paths (absolute) whose putFile throws this error instead. */
+  failures = new Map<string, unknown>();
+
+  async putFile(absPath: string, expected?: { size?: number; mtimeMs?: number }): Promise<{ object: string; hash: string; size: number; mode: number }> {
+    this.putFileCalls.push(absPath);
+    const failure = this.failures.get(absPath);
+    if (failure !== undefined) throw failure;
+    await loadHasher();
+    const stats = await fs.lstat(absPath);
+    if (!stats.isFile()) throw new CheckpointError('CONFLICT', 'not a file', { path: absPath });
+    if (expected?.size !== undefined && expected.size !== stats.size) throw new CheckpointError('CONFLICT', 'size changed', { path: absPath });
+    if (expected?.mtimeMs !== undefined && expected.mtimeMs !== stats.mtimeMs) throw new CheckpointError('CONFLICT', 'mtime changed', { path: absPath });
+    const bytes = await fs.readFile(absPath);
+    const hash = contentHash(bytes);
+    const object = `${hash}-${bytes.length.toString(16)}`;
+    this.objects.set(object, bytes);
+    return { object, hash, size: bytes.length, mode: stats.mode & 0o7777 };
+  }
+
+  async readState(name: string): Promise<unknown> {
+    const text = this.state.get(name);
+    return text === undefined ? undefined : JSON.parse(text);
+  }
+
+  async writeState(name: string, value: unknown): Promise<void> {
+    this.state.set(name, JSON.stringify(value));
+  }
+}

@@ -1,0 +1,191 @@
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { resolveCoverage, type CoverageOptions } from '../../src/capture/coverage.js';
+import { loadPictureCache, savePictureCache, takePicture, type Picture, type PictureCache } from '../../src/capture/picture.js';
+import { CheckpointError } from '../../src/core/errors.js';
+import { backdate, FakeStore, makeTree, tempDir } from './helpers.js';
+
+let root: string;
+let store: FakeStore;
+beforeEach(async () => {
+  root = await tempDir();
+  store = new FakeStore();
+});
+afterEach(async () => {
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+async function picture(options: CoverageOptions = {}, extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal } = {}): Promise<Picture> {
+  return takePicture({ store, projectRoot: root, coverage: resolveCoverage(options), ...extra });
+}
+
+async function manyFiles(count: number, folder = 'out'): Promise<void> {
+  await fs.mkdir(path.join(root, folder), { recursive: true });
+  await Promise.all(Array.from({ length: count }, (_, i) => fs.writeFile(path.join(root, folder, `f${i}.txt`), `file ${i}`)));
+}
+
+describe('takePicture', () => {
+  it('copies every covered file and records symlinks by target', async () => {
+    await makeTree(root, { 'a.txt': 'alpha', 'src/b.ts': 'beta', link: { link: 'a.txt' } });
+    const p = await picture();
+    expect(p.partial).toBe(false);
+    expect(p.copied).toBe(2);
+    expect(p.copiedBytes).toBe(9);
+    expect(p.summary).toBe('checkpoint: 3 files, 2 copied');
+    const a = p.records.get('a.txt');
+    expect(a?.state).toMatchObject({ type: 'file', size: 5 });
+    if (a?.state.type !== 'file') throw new Error('expected a file');
+    expect(store.objects.get(a.state.object)?.toString()).toBe('alpha');
+    expect(p.records.get('link')?.state).toEqual({ type: 'symlink', target: 'a.txt' });
+  });
+
+  it('records credential files and too-large files without reading them', async () => {
+    await makeTree(root, { '.env': 'SECRET=1', 'certs/tls.pem': 'pem', '.env.example': 'SECRET=', 'big.bin': Buffer.alloc(2000), 'small.txt': 's' });
+    const p = await picture({ maxFileMib: 0.001 });
+    expect(p.records.get('.env')?.state).toEqual({ type: 'uncopied', reason: 'credential', size: 8, mode: expect.any(Number) });
+    expect(p.records.get('certs/tls.pem')?.state).toMatchObject({ type: 'uncopied', reason: 'credential' });
+    expect(p.records.get('big.bin')?.state).toMatchObject({ type: 'uncopied', reason: 'too-large', size: 2000 });
+    expect(p.records.get('.env.example')?.state.type).toBe('file');
+    expect(store.putFileCalls.map((f) => path.basename(f)).sort()).toEqual(['.env.example', 'small.txt']);
+    expect(p.partial).toBe(false);
+  });
+
+  it('maxPictureFiles: stops copying, says what it left, and a later picture copies the rest', async () => {
+    await manyFiles(12, 'out');
+    await makeTree(root, { 'src/a.ts': 'a' });
+    const first = await picture({ maxPictureFiles: 5 });
+    expect(first.partial).toBe(true);
+    expect(first.copied).toBe(5);
+    expect(first.records.size).toBe(13);
+    const budget = [...first.records.values()].filter((r) => r.state.type === 'uncopied' && r.state.reason === 'picture-budget');
+    expect(budget).toHaveLength(8);
+    expect(first.summary).toMatch(/^checkpoint partial: \d+ new files in (out|src)\/.*, 5 copied$/);
+    expect(first.gaps).toContainEqual({ reason: 'picture-budget', detail: expect.stringContaining('8 files not copied') });
+
+    const second = await picture({ maxPictureFiles: 5 }, { cache: first });
+    expect(second.copied).toBe(5);
+    const third = await picture({ maxPictureFiles: 5 }, { cache: second });
+    expect(third.copied).toBe(3);
+    expect(third.partial).toBe(false);
+    expect([...third.records.values()].every((r) => r.state.type === 'file')).toBe(true);
+  });
+
+  it('groups budget-uncopied files by top folder in the summary', async () => {
+    await manyFiles(6, 'out');
+    await manyFiles(2, 'gen');
+    const p = await picture({ maxPictureFiles: 0 });
+    expect(p.summary).toBe('checkpoint partial: 6 new files in out/, 2 in gen/, 0 copied');
+  });
+
+  it('maxPictureMib: bytes past the budget are not copied', async () => {
+    await makeTree(root, { 'a.bin': Buffer.alloc(600), 'b.bin': Buffer.alloc(600) });
+    const p = await picture({ maxPictureMib: 1000 / (1024 * 1024) });
+    expect(p.copied).toBe(1);
+    expect(p.partial).toBe(true);
+    expect(p.gaps.some((g) => g.reason === 'picture-budget' && g.detail.includes('MiB'))).toBe(true);
+  });
+
+  it('maxPictureSeconds: a passed deadline yields a partial picture that never reads as complete', async () => {
+    await makeTree(root, { 'a.txt': 'a' });
+    const p = await picture({}, { deadline: Date.now() - 1 });
+    expect(p.partial).toBe(true);
+    expect(p.records.size).toBe(0);
+    expect(p.unchecked).toEqual([{ path: '.', reason: 'time-limit' }]);
+    expect(p.summary).toBe('checkpoint partial: 0 copied; not checked: the project (time limit)');
+  });
+
+  it('maxWalkEntries and maxDepth make the picture partial and name the folders', async () => {
+    await makeTree(root, { 'a/b/c.txt': 'c', 'top.txt': 't' });
+    const p = await picture({ maxDepth: 1 });
+    expect(p.partial).toBe(true);
+    expect(p.summary).toBe('checkpoint partial: 1 copied; not checked: a/b/ (too deep)');
+    const q = await picture({ maxWalkEntries: 2 });
+    expect(q.partial).toBe(true);
+    expect(q.unchecked.every((u) => u.reason === 'walk-entries')).toBe(true);
+  });
+
+  it('a file that changes while read is recorded changed-during-capture', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'b.txt': 'b' });
+    store.failures.set(path.join(root, 'a.txt'), new CheckpointError('CONFLICT', 'changed'));
+    const eacces = Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+    store.failures.set(path.join(root, 'b.txt'), new CheckpointError('IO', 'cannot open', { cause: eacces }));
+    const p = await picture();
+    expect(p.records.get('a.txt')?.state).toMatchObject({ type: 'uncopied', reason: 'changed-during-capture' });
+    expect(p.records.get('b.txt')?.state).toMatchObject({ type: 'uncopied', reason: 'unreadable' });
+    expect(p.gaps.map((g) => g.path).sort()).toEqual(['a.txt', 'b.txt']);
+    expect(p.copied).toBe(0);
+  });
+
+  it('rejects with the signal reason when aborted', async () => {
+    await makeTree(root, { 'a.txt': 'a' });
+    const controller = new AbortController();
+    controller.abort(new Error('interrupted'));
+    await expect(picture({}, { signal: controller.signal })).rejects.toThrow('interrupted');
+  });
+
+  it('reports progress', async () => {
+    await makeTree(root, { 'a.txt': 'a' });
+    const seen: string[] = [];
+    await takePicture({ store, projectRoot: root, coverage: resolveCoverage(), onProgress: (p) => seen.push(p.phase) });
+    expect(seen).toEqual(['scan', 'copy']);
+  });
+});
+
+describe('stat cache', () => {
+  it('a second picture of an unchanged tree reads no file; a changed one is re-read', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'b.txt': 'b', 'sub/c.txt': 'c' });
+    for (const f of ['a.txt', 'b.txt', 'sub/c.txt']) await backdate(root, f);
+    const first = await picture();
+    expect(store.putFileCalls).toHaveLength(3);
+    store.putFileCalls = [];
+    const second = await picture({}, { cache: first });
+    expect(store.putFileCalls).toEqual([]);
+    expect(second.copied).toBe(0);
+    expect(second.records.get('a.txt')?.state).toEqual(first.records.get('a.txt')?.state);
+
+    await fs.writeFile(path.join(root, 'b.txt'), 'b2');
+    await fs.chmod(path.join(root, 'sub/c.txt'), 0o600);
+    const third = await picture({}, { cache: second });
+    expect(store.putFileCalls.map((f) => path.relative(root, f)).sort()).toEqual(['b.txt', path.join('sub', 'c.txt')]);
+    expect(third.records.get('sub/c.txt')?.state).toMatchObject({ type: 'file', mode: 0o600 });
+  });
+
+  it('persists through the store: a new process does not re-hash an unchanged tree', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'b.txt': 'bb', '.env': 'S=1', link: { link: 'a.txt' } });
+    for (const f of ['a.txt', 'b.txt']) await backdate(root, f);
+    const first = await picture();
+    await savePictureCache(store, 'stat-cache', first);
+    const saved = JSON.parse(store.state.get('stat-cache') ?? '{}') as { records: unknown[] };
+    expect(saved.records).toHaveLength(2);
+
+    // A fresh store object sharing only the persisted state stands in for a new process.
+    const reopened = new FakeStore();
+    reopened.state.set('stat-cache', store.state.get('stat-cache') as string);
+    const cache = await loadPictureCache(reopened, 'stat-cache');
+    expect(cache.records.size).toBe(2);
+    const second = await takePicture({ store: reopened, projectRoot: root, coverage: resolveCoverage(), cache });
+    expect(reopened.putFileCalls).toEqual([]);
+    expect(second.records.get('b.txt')?.state).toEqual(first.records.get('b.txt')?.state);
+  });
+
+  it('a missing or malformed cache is empty, not an error', async () => {
+    expect((await loadPictureCache(store, 'nothing')).records.size).toBe(0);
+    await store.writeState('bad', { format: 'turnback-stat-cache', version: 1, records: [['x', 'not a number']] });
+    expect((await loadPictureCache(store, 'bad')).records.size).toBe(0);
+    await store.writeState('other', [1, 2, 3]);
+    expect((await loadPictureCache(store, 'other')).records.size).toBe(0);
+  });
+
+  it('budget-uncopied files have no cached object, so the next picture copies them', async () => {
+    await manyFiles(3);
+    const first = await picture({ maxPictureFiles: 1 });
+    await savePictureCache(store, 'c', first);
+    const cache = await loadPictureCache(store, 'c');
+    expect(cache.records.size).toBe(1);
+    store.putFileCalls = [];
+    const second = await picture({}, { cache });
+    expect(store.putFileCalls).toHaveLength(2);
+    expect(second.partial).toBe(false);
+  });
+});

@@ -1,0 +1,393 @@
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Fingerprint, PathState } from '../../src/core/model.js';
+import type { FileSystem } from '../../src/fs/file-system.js';
+import { nodeFileSystem } from '../../src/fs/file-system.js';
+import { applyRestore, type ApplyResult } from '../../src/restore/apply.js';
+import { planRestore, type PlanEntry, type PlanOptions } from '../../src/restore/plan.js';
+import { faultFs } from '../helpers/fault-fs.js';
+import { inputsFor, makeRoot, MemoryObjects, removeRoot, snapshotTree, tempLeftovers, writeTree } from './fixtures.js';
+
+let root: string;
+let outside: string;
+let objects: MemoryObjects;
+beforeEach(async () => {
+  root = await makeRoot();
+  outside = await makeRoot();
+  objects = new MemoryObjects();
+});
+afterEach(async () => {
+  await removeRoot(root);
+  await removeRoot(outside);
+});
+
+const exact: PlanOptions = { created: 'delete', modePolicy: 'exact' };
+type Targets = Record<string, { target: PathState; lastAfter?: Fingerprint | null }>;
+
+async function plan(targets: Targets, options: PlanOptions = exact): Promise<PlanEntry[]> {
+  return planRestore(await inputsFor(root, targets), options);
+}
+
+function apply(entries: PlanEntry[], fsImpl: FileSystem = nodeFileSystem, signal?: AbortSignal): Promise<ApplyResult> {
+  return applyRestore({ fs: fsImpl, projectRoot: root, readObject: objects.readObject }, entries, signal ? { signal } : {});
+}
+
+const bytesOf = (rel: string) => fs.readFile(path.join(root, rel), 'utf8');
+const modeOf = async (rel: string) => (await fs.lstat(path.join(root, rel))).mode & 0o7777;
+
+describe('applyRestore round trips', () => {
+  it('restores content and exact mode', async () => {
+    await writeTree(root, { 'src/a.txt': { file: 'agent edit', mode: 0o644 } });
+    const entries = await plan({ 'src/a.txt': { target: await objects.file('original', 0o755) } });
+    expect(entries[0]?.action).toBe('restore');
+    const result = await apply(entries);
+    expect(result).toMatchObject({ failed: [], refused: [], cleanupPending: [], rolledBack: false });
+    expect(result.restored.map((e) => e.path)).toEqual(['src/a.txt']);
+    expect(await bytesOf('src/a.txt')).toBe('original');
+    expect(await modeOf('src/a.txt')).toBe(0o755);
+    expect(tempLeftovers(await snapshotTree(root))).toEqual([]);
+  });
+
+  it('recreates a missing file, creating missing parent folders', async () => {
+    const entries = await plan({ 'docs/notes/deep/a.md': { target: await objects.file('# notes', 0o600) } });
+    expect(entries[0]?.action).toBe('recreate');
+    const result = await apply(entries);
+    expect(result.restored).toHaveLength(1);
+    expect(await bytesOf('docs/notes/deep/a.md')).toBe('# notes');
+    expect(await modeOf('docs/notes/deep/a.md')).toBe(0o600);
+  });
+
+  it('deletes a file created since the checkpoint', async () => {
+    await writeTree(root, { 'scripts/tidy.sh': { file: 'rm -rf', mode: 0o755 }, keep: { file: 'k' } });
+    const result = await apply(await plan({ 'scripts/tidy.sh': { target: { type: 'absent' } } }));
+    expect(result.restored.map((e) => e.action)).toEqual(['delete']);
+    expect(await snapshotTree(root)).toEqual({
+      keep: { type: 'file', bytes: Buffer.from('k').toString('hex'), mode: 0o644 },
+      scripts: { type: 'dir', mode: expect.any(Number) as number },
+    });
+  });
+
+  it('keeps created files with created: keep', async () => {
+    await writeTree(root, { new: { file: 'n' } });
+    const result = await apply(await plan({ new: { target: { type: 'absent' } } }, { created: 'keep', modePolicy: 'exact' }));
+    expect(result.skipped).toMatchObject([{ path: 'new', action: 'leave', reason: 'created-since' }]);
+    expect(await bytesOf('new')).toBe('n');
+  });
+
+  it('replaces a symlink that points outside the root instead of writing through it', async () => {
+    await writeTree(outside, { 'victim.txt': { file: 'do not touch' } });
+    const victim = path.join(outside, 'victim.txt');
+    await fs.symlink(victim, path.join(root, 'config'));
+    const result = await apply(await plan({ config: { target: await objects.file('restored config') } }));
+    expect(result.restored).toHaveLength(1);
+    expect((await fs.lstat(path.join(root, 'config'))).isFile()).toBe(true);
+    expect(await bytesOf('config')).toBe('restored config');
+    expect(await fs.readFile(victim, 'utf8')).toBe('do not touch');
+  });
+
+  it('restores a symlink (recreated, not followed) over a file and where nothing is', async () => {
+    await writeTree(root, { target: { file: 't' }, link: { file: 'agent replaced the link' } });
+    const result = await apply(
+      await plan({
+        link: { target: { type: 'symlink', target: 'target' } },
+        'gone/link2': { target: { type: 'symlink', target: '../../outside/nowhere' } },
+      }),
+    );
+    expect(result.restored.map((e) => e.action)).toEqual(['recreate', 'restore']);
+    expect(await fs.readlink(path.join(root, 'link'))).toBe('target');
+    expect(await fs.readlink(path.join(root, 'gone/link2'))).toBe('../../outside/nowhere');
+    expect(await bytesOf('target')).toBe('t');
+  });
+
+  it('rewrites a hard-linked file in place so the other link sees the restored content', async () => {
+    await writeTree(root, { a: { file: 'edited', mode: 0o644 } });
+    const other = path.join(outside, 'other-link');
+    await fs.link(path.join(root, 'a'), other);
+    const inode = (await fs.stat(other)).ino;
+    const result = await apply(await plan({ a: { target: await objects.file('original', 0o600) } }));
+    expect(result).toMatchObject({ failed: [], cleanupPending: [] });
+    expect(await bytesOf('a')).toBe('original');
+    expect(await fs.readFile(other, 'utf8')).toBe('original');
+    const [st, otherSt] = await Promise.all([fs.stat(path.join(root, 'a')), fs.stat(other)]);
+    expect(st.ino).toBe(inode);
+    expect(otherSt.nlink).toBe(2);
+    expect(st.mode & 0o777).toBe(0o600);
+    expect(tempLeftovers(await snapshotTree(root))).toEqual([]);
+  });
+
+  it('never-widen keeps a non-executable destination non-executable and an executable one as is', async () => {
+    await writeTree(root, { plain: { file: 'x', mode: 0o644 }, script: { file: 'y', mode: 0o750 } });
+    const entries = await plan(
+      {
+        plain: { target: await objects.file('p', 0o777) },
+        script: { target: await objects.file('s', 0o600) },
+        fresh: { target: await objects.file('f', 0o775) },
+      },
+      { created: 'delete', modePolicy: 'never-widen' },
+    );
+    await apply(entries);
+    expect(await modeOf('plain')).toBe(0o644);
+    expect(await modeOf('script')).toBe(0o750);
+    expect(await modeOf('fresh')).toBe(0o644);
+    expect(await bytesOf('plain')).toBe('p');
+  });
+
+  it('applies a mode-only restore under exact', async () => {
+    await writeTree(root, { run: { file: 'same', mode: 0o644 } });
+    const entries = await plan({ run: { target: await objects.file('same', 0o755) } });
+    expect(entries[0]).toMatchObject({ action: 'restore', reason: 'mode-only' });
+    await apply(entries);
+    expect(await modeOf('run')).toBe(0o755);
+  });
+
+  it('passes skip, leave and refuse entries through untouched', async () => {
+    await writeTree(root, { same: { file: 's' }, outsideEdit: { file: 'theirs' } });
+    const entries = await plan({
+      same: { target: await objects.file('s') },
+      outsideEdit: { target: await objects.file('mine'), lastAfter: 'file:0000000000000000' },
+      secret: { target: { type: 'uncopied', reason: 'credential', size: 1, mode: 0o600 }, lastAfter: 'absent' },
+    });
+    const before = await snapshotTree(root);
+    const result = await apply(entries);
+    expect(result.refused.map((e) => [e.path, e.reason])).toEqual([['outsideEdit', 'changed-outside']]);
+    expect(result.skipped.map((e) => [e.path, e.reason])).toEqual([
+      ['same', 'already-matches'],
+      ['secret', 'no-copy:credential'],
+    ]);
+    expect(await snapshotTree(root)).toEqual(before);
+  });
+});
+
+describe('guard re-check', () => {
+  it('refuses a file modified between plan and apply, and still restores the rest', async () => {
+    await writeTree(root, { a: { file: 'agent a' }, b: { file: 'agent b' } });
+    const entries = await plan({ a: { target: await objects.file('orig a') }, b: { target: await objects.file('orig b') } });
+    await fs.writeFile(path.join(root, 'a'), 'user edit after preview');
+    const result = await apply(entries);
+    expect(result.refused).toMatchObject([{ path: 'a', action: 'refuse', reason: 'changed-since-plan' }]);
+    expect(result.refused[0]?.foundHash).not.toBe(result.refused[0]?.expectedHash);
+    expect(result.restored.map((e) => e.path)).toEqual(['b']);
+    expect(await bytesOf('a')).toBe('user edit after preview');
+    expect(await bytesOf('b')).toBe('orig b');
+    expect(tempLeftovers(await snapshotTree(root))).toEqual([]);
+  });
+
+  it('re-checks just before the swap: a write landing after staging is refused, stage removed, folders undone', async () => {
+    const entries = await plan({ 'new/dir/a': { target: await objects.file('orig') }, b: { target: await objects.file('b') } });
+    let raced = false;
+    const ff = faultFs(nodeFileSystem, {
+      before: async (op, args) => {
+        // The stage write is the first open of a .turnback-stage- file: a racing writer creates the target now.
+        if (!raced && op === 'open' && String(args[0]).includes('.turnback-stage-') && String(args[0]).includes('new')) {
+          raced = true;
+          await fs.writeFile(path.join(root, 'new/dir/a'), 'racer');
+        }
+      },
+    });
+    const result = await apply(entries, ff.fs);
+    expect(raced).toBe(true);
+    expect(result.refused).toMatchObject([{ path: 'new/dir/a', reason: 'changed-since-plan', expectedHash: 'absent' }]);
+    expect(result.restored.map((e) => e.path)).toEqual(['b']);
+    expect(await bytesOf('new/dir/a')).toBe('racer');
+    expect(tempLeftovers(await snapshotTree(root))).toEqual([]);
+  });
+});
+
+describe('preflight failures leave the tree byte-identical', () => {
+  async function expectUntouched(entries: PlanEntry[], culprit: string, code: string): Promise<void> {
+    const before = await snapshotTree(root);
+    const outsideBefore = await snapshotTree(outside);
+    const result = await apply(entries);
+    expect(await snapshotTree(root)).toEqual(before);
+    expect(await snapshotTree(outside)).toEqual(outsideBefore);
+    expect(result.restored).toEqual([]);
+    expect(result.rolledBack).toBe(false);
+    const writing = entries.filter((e) => ['restore', 'recreate', 'delete'].includes(e.action));
+    expect(result.failed).toHaveLength(writing.length);
+    const [blamed, ...others] = [...result.failed].sort((x, y) => Number(y.code !== undefined) - Number(x.code !== undefined));
+    expect(blamed).toMatchObject({ path: culprit, code });
+    for (const f of others) expect(f.error).toMatch(/^not attempted/);
+  }
+
+  async function baseEntries(): Promise<PlanEntry[]> {
+    await writeTree(root, { a: { file: 'edited' }, z: { file: 'edited z' } });
+    return plan({ a: { target: await objects.file('orig') }, z: { target: await objects.file('orig z') } });
+  }
+
+  it('a path through a symlinked folder pointing outside the root', async () => {
+    const entries = await baseEntries();
+    await writeTree(outside, { 'b.txt': { file: 'outside' } });
+    await fs.symlink(outside, path.join(root, 'escape'));
+    const evil: PlanEntry = { path: 'escape/b.txt', action: 'restore', target: await objects.file('pwned'), expectedHash: 'file:x', mode: 0o644 };
+    await expectUntouched([...entries, evil], 'escape/b.txt', 'INVALID_PATH');
+  });
+
+  it('a .. segment in an entry path', async () => {
+    const entries = await baseEntries();
+    const evil: PlanEntry = { path: 'd/../../etc', action: 'recreate', target: await objects.file('x'), expectedHash: 'absent', mode: 0o644 };
+    await expectUntouched([evil, ...entries], 'd/../../etc', 'INVALID_PATH');
+  });
+
+  it('a path inside .git', async () => {
+    const entries = await baseEntries();
+    await writeTree(root, { '.git/HEAD': { file: 'ref: refs/heads/main' } });
+    const evil: PlanEntry = { path: '.git/HEAD', action: 'delete', target: { type: 'absent' }, expectedHash: 'file:x' };
+    await expectUntouched([...entries, evil], '.git/HEAD', 'INVALID_PATH');
+  });
+
+  it('a missing object', async () => {
+    const entries = await baseEntries();
+    const target = entries[1]!.target;
+    if (target.type === 'file') objects.objects.delete(target.object);
+    await expectUntouched(entries, 'z', 'INTEGRITY');
+  });
+
+  it('an object whose bytes do not match its record', async () => {
+    const entries = await baseEntries();
+    const target = entries[0]!.target;
+    if (target.type === 'file') objects.objects.set(target.object, Buffer.from('tampered'));
+    await expectUntouched(entries, 'a', 'INTEGRITY');
+  });
+
+  it('a duplicated path and an action that does not fit its target', async () => {
+    const entries = await baseEntries();
+    await expectUntouched([...entries, { ...entries[1]! }], 'z', 'INVALID_ARGUMENT');
+    const wrong: PlanEntry = { ...entries[0]!, action: 'delete' };
+    await expectUntouched([wrong, entries[1]!], 'a', 'INVALID_ARGUMENT');
+  });
+
+  it('an already-aborted signal', async () => {
+    const entries = await baseEntries();
+    const before = await snapshotTree(root);
+    const controller = new AbortController();
+    controller.abort();
+    const result = await apply(entries, nodeFileSystem, controller.signal);
+    expect(result.failed.map((f) => f.path)).toEqual(['a', 'z']);
+    expect(result.failed[0]?.code).toBe('ABORT_ERR');
+    expect(await snapshotTree(root)).toEqual(before);
+  });
+});
+
+describe('transaction rollback under injected faults', () => {
+  /** Every kind of write at once: content restore, hard-linked in place, recreate with folders, delete, link swaps. */
+  async function scenario(): Promise<{ entries: PlanEntry[]; expected: Record<string, unknown> }> {
+    await removeRoot(root);
+    await fs.mkdir(root);
+    await writeTree(root, {
+      'a.txt': { file: 'agent a', mode: 0o644 },
+      h1: { file: 'agent h', mode: 0o644 },
+      'junk.txt': { file: 'junk' },
+      ln: { file: 'was a link' },
+      f2: { link: 'a.txt' },
+      'keep/untouched': { file: 'u' },
+    });
+    await fs.link(path.join(root, 'h1'), path.join(root, 'keep/h2'));
+    const entries = await plan({
+      'a.txt': { target: await objects.file('orig a', 0o600) },
+      h1: { target: await objects.file('orig h', 0o640) },
+      'new/deep/c.txt': { target: await objects.file('orig c') },
+      'junk.txt': { target: { type: 'absent' } },
+      ln: { target: { type: 'symlink', target: 'a.txt' } },
+      f2: { target: await objects.file('orig f2', 0o755) },
+    });
+    return { entries, expected: {} };
+  }
+
+  async function expectedAfterSuccess(entries: PlanEntry[]): Promise<Record<string, unknown>> {
+    const tree = await snapshotTree(root);
+    // Only written paths, plus the hard link's twin, are compared: folders are incidental.
+    const pick = (rels: string[]) => Object.fromEntries(rels.map((r) => [r, tree[r]]));
+    return pick([...entries.map((e) => e.path), 'keep/h2', 'keep/untouched']);
+  }
+
+  it('an unfaulted run restores everything and yields the reference state', async () => {
+    const { entries } = await scenario();
+    const result = await apply(entries);
+    expect(result).toMatchObject({ failed: [], cleanupPending: [], rolledBack: false });
+    expect(result.restored).toHaveLength(6);
+    expect(await bytesOf('keep/h2')).toBe('orig h');
+    expect(await fs.readlink(path.join(root, 'ln'))).toBe('a.txt');
+  });
+
+  it('every single fault either rolls back to the exact original tree or completes', async () => {
+    const { entries } = await scenario();
+    const counting = faultFs(nodeFileSystem);
+    await apply(entries, counting.fs);
+    const reference = await expectedAfterSuccess(entries);
+    const counts = [...counting.calls.entries()];
+    expect(counts.length).toBeGreaterThan(5);
+    let rolledBackRuns = 0;
+    for (const [op, total] of counts) {
+      for (let nth = 1; nth <= total; nth++) {
+        const { entries: fresh } = await scenario();
+        const before = await snapshotTree(root);
+        const ff = faultFs(nodeFileSystem, { failOn: { op, nth } });
+        const result = await apply(fresh, ff.fs);
+        const after = await snapshotTree(root);
+        const label = `${op}#${nth}`;
+        expect(ff.fired, label).toBe(true);
+        for (const leftover of tempLeftovers(after)) expect(result.cleanupPending, label).toContain(leftover);
+        if (result.rolledBack || result.failed.length > 0) {
+          rolledBackRuns++;
+          expect(result.restored, label).toEqual([]);
+          expect(result.cleanupPending, label).toEqual([]);
+          expect(after, label).toEqual(before);
+          expect(result.failed.filter((f) => f.code !== undefined).length, label).toBe(1);
+        } else {
+          expect(await expectedAfterSuccess(fresh), label).toEqual(reference);
+        }
+      }
+    }
+    expect(rolledBackRuns).toBeGreaterThan(10);
+  });
+
+  it('cancellation mid-apply rolls back', async () => {
+    const { entries } = await scenario();
+    const before = await snapshotTree(root);
+    const controller = new AbortController();
+    const ff = faultFs(nodeFileSystem, {
+      before: (op, _args, count) => {
+        if (op === 'rename' && count === 2) controller.abort();
+      },
+    });
+    const result = await apply(entries, ff.fs, controller.signal);
+    expect(result.rolledBack).toBe(true);
+    expect(result.failed.some((f) => f.code === 'ABORT_ERR')).toBe(true);
+    expect(await snapshotTree(root)).toEqual(before);
+  });
+
+  it('reports what rollback could not put back in cleanupPending', async () => {
+    const { entries } = await scenario();
+    let failing = false;
+    const ff = faultFs(nodeFileSystem, {
+      failOn: { op: 'symlink', nth: 1 },
+      before: (op) => {
+        if (failing && op === 'rename') throw Object.assign(new Error('injected EIO'), { code: 'EIO' });
+        if (op === 'symlink') failing = true;
+      },
+    });
+    const result = await apply(entries, ff.fs);
+    expect(result.rolledBack).toBe(true);
+    expect(result.cleanupPending.length).toBeGreaterThan(0);
+    const leftovers = tempLeftovers(await snapshotTree(root));
+    expect(leftovers.length).toBeGreaterThan(0);
+    for (const leftover of leftovers) expect(result.cleanupPending).toContain(leftover);
+  });
+
+  it('a cleanup failure after commit is reported, not a failure', async () => {
+    await writeTree(root, { a: { file: 'edited' } });
+    const entries = await plan({ a: { target: await objects.file('orig') } });
+    const ff = faultFs(nodeFileSystem, {
+      before: (op, args) => {
+        if (op === 'unlink' && String(args[0]).includes('.turnback-displaced-')) throw Object.assign(new Error('EBUSY'), { code: 'EBUSY' });
+      },
+    });
+    const result = await apply(entries, ff.fs);
+    expect(result.failed).toEqual([]);
+    expect(result.restored).toHaveLength(1);
+    expect(result.cleanupPending).toHaveLength(1);
+    expect(result.cleanupPending[0]).toMatch(/^\.turnback-displaced-[0-9a-f]+$/);
+    expect(await bytesOf('a')).toBe('orig');
+  });
+});
