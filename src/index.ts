@@ -23,10 +23,38 @@ export type {
 } from './core/model.js';
 export type { DiskState } from './fs/disk-state.js';
 export type { ModePolicy } from './restore/modes.js';
-export type { PlanAction, PlanEntry, RestorePlan } from './restore/plan.js';
+export type { PlanAction, PlanEntry, PlanReason, RestorePlan } from './restore/plan.js';
 export { CheckpointStore, DEFAULT_RETAIN, type PruneReport, type VerifyReport } from './store/store.js';
-export { type CheckpointConfig, type ResolvedCheckpointConfig, resolveCheckpointConfig, defaultStoreDir } from './session/config.js';
-export { CheckpointObserver, type CheckpointObserverOptions, type RestoreOptions, type RestoreReport, type RestoreFailure } from './session/observer.js';
+export {
+  checkpointTableOf,
+  defaultStoreDir,
+  projectKey,
+  resolveCheckpointConfig,
+  type CheckpointConfig,
+  type ResolvedCheckpointConfig,
+} from './session/config.js';
+export {
+  CheckpointObserver,
+  type CallAttribution,
+  type CallBeginOptions,
+  type CallBeginResult,
+  type CheckpointObserverOptions,
+  type RestoreFailure,
+  type RestoreOptions,
+  type RestoreReport,
+  type SnapshotInfo,
+  type SnapshotScope,
+  type TurnChanges,
+} from './session/observer.js';
+export {
+  changesSinceInterrupted,
+  dismissInterrupted,
+  interruptedRuns,
+  type ChangesSinceInterrupted,
+  type InterruptedCall,
+} from './session/interrupted.js';
+export type { Change } from './capture/diff.js';
+export { workspaceRefusal, type CoverageOptions, type WorkspaceRefusal } from './capture/coverage.js';
 export { observerForConfig, type ObserverForConfigOptions } from './session/open.js';
 export type { IrreversibleCall } from './session/timeline.js';
 export type { WriteObserver, WriteOp } from './session/write-observer.js';

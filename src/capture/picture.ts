@@ -130,7 +130,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     if (stat.type === 'symlink') {
       const target = stat.target ?? '';
       const reuse = previous !== undefined && previous.state.type === 'symlink' && previous.state.target === target && sameStat(previous, stat);
-      records.set(stat.path, reuse ? previous : { ...stat, state: { type: 'symlink', target } });
+      records.set(stat.path, reuse ? previous : withState(stat, { type: 'symlink', target }));
       continue;
     }
     if (isCredentialPath(stat.path)) {
@@ -235,8 +235,14 @@ function sameStat(a: StatRecord, b: StatRecord): boolean {
   return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino && a.mode === b.mode && a.type === b.type;
 }
 
+/**
+ * Turns the scan's own record into a picture record in place: the scan result is private to
+ * {@link takePicture}, and copying 100,000 records would double the peak memory of a picture.
+ */
 function withState(stat: StatRecord, state: PathState): PictureRecord {
-  return { ...stat, state };
+  const record = stat as PictureRecord;
+  record.state = state;
+  return record;
 }
 
 function uncopiedState(reason: UncopiedReason, stat: StatRecord): PathState {
@@ -307,9 +313,17 @@ function summarize(total: number, copied: number, partial: boolean, budgetSkippe
   parts.push(`${numberFormat.format(copied)} copied`);
   let sentence = `checkpoint partial: ${parts.join(', ')}`;
   if (unchecked.length > 0) {
-    const shown = unchecked.slice(0, 3).map((u) => `${u.path === '.' ? 'the project' : `${u.path}/`} (${UNCHECKED_WORDS[u.reason]})`);
-    const more = unchecked.length - shown.length;
-    sentence += `; not checked: ${shown.join(', ')}${more > 0 ? ` and ${numberFormat.format(more)} more` : ''}`;
+    // One clause per reason, so a walk stopped with 800 folders left stays one readable line.
+    const byReason = new Map<UncheckedPath['reason'], string[]>();
+    for (const u of unchecked) {
+      const list = byReason.get(u.reason) ?? [];
+      list.push(u.path === '.' ? 'the project' : `${u.path}/`);
+      byReason.set(u.reason, list);
+    }
+    const clauses = [...byReason].map(([reason, list]) =>
+      list.length === 1 ? `${list[0]} (${UNCHECKED_WORDS[reason]})` : `${numberFormat.format(list.length)} folders (${UNCHECKED_WORDS[reason]}) such as ${list[0]}`,
+    );
+    sentence += `; not checked: ${clauses.join(', ')}`;
   }
   return sentence;
 }

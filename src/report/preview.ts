@@ -17,6 +17,8 @@ export interface PreviewRow {
 export interface UndoPreview {
   /** What the undo goes back to, e.g. `before ./tidy.sh`. */
   label: string;
+  /** The header's first words. @default `undo to <label>` */
+  title: string;
   rows: PreviewRow[];
   counts: Record<PreviewVerb, number>;
   /** Paths already as they were at the picture (not shown as rows). */
@@ -48,7 +50,7 @@ export function previewVerb(entry: Pick<PlanEntry, 'action' | 'reason'>): Previe
 }
 
 /** Builds the preview of a restore plan. Pure. */
-export function buildUndoPreview(label: string, entries: readonly PlanEntry[], maxFileMib: number = DEFAULT_MAX_FILE_MIB): UndoPreview {
+export function buildUndoPreview(label: string, entries: readonly PlanEntry[], maxFileMib: number = DEFAULT_MAX_FILE_MIB, title?: string): UndoPreview {
   const counts: Record<PreviewVerb, number> = { 'write back': 0, recreate: 0, delete: 0, kept: 0, leave: 0, skip: 0 };
   const rows: PreviewRow[] = [];
   let unchanged = 0;
@@ -64,7 +66,7 @@ export function buildUndoPreview(label: string, entries: readonly PlanEntry[], m
   }
   rows.sort((a, b) => VERB_ORDER.indexOf(a.verb) - VERB_ORDER.indexOf(b.verb) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const writes = counts['write back'] + counts.recreate + counts.delete > 0;
-  return { label, rows, counts, unchanged, writes };
+  return { label, title: title ?? `undo to ${label}`, rows, counts, unchanged, writes };
 }
 
 /** The header line: `undo to before ./tidy.sh: 1 to write back, 1 to recreate, 1 kept, 1 left alone`. */
@@ -77,7 +79,7 @@ export function previewHeader(preview: UndoPreview): string {
   if (c.kept > 0) parts.push(`${c.kept} kept`);
   if (c.leave > 0) parts.push(`${c.leave} left alone`);
   if (c.skip > 0) parts.push(`${c.skip} skipped`);
-  return `undo to ${preview.label}: ${parts.length > 0 ? parts.join(', ') : 'nothing to change'}`;
+  return `${preview.title}: ${parts.length > 0 ? parts.join(', ') : 'nothing to change'}`;
 }
 
 /** Draws the preview: the header, then one line per row (`  write back  src/parser.rs`). */

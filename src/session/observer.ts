@@ -33,6 +33,12 @@ export interface RestoreOptions {
    * @default 'exact'
    */
   modePolicy?: ModePolicy;
+  /**
+   * The plan a person previewed. Any path whose disk state differs from what that preview saw,
+   * or that the preview did not list as a write, is refused (`changed-since-plan`) instead of
+   * written: a restore never does more than was shown.
+   */
+  expect?: RestorePlan;
 }
 
 /** A failed write in a restore. */
@@ -408,12 +414,11 @@ export class CheckpointObserver implements WriteObserver {
   async withToolCall<T>(scope: SnapshotScope, fn: () => Promise<T>): Promise<T> {
     this.#assertOpen();
     assertScope(scope);
-    this.#toolContext ??= new AsyncLocalStorage<SnapshotScope>();
+    const context = (this.#toolContext ??= new AsyncLocalStorage<SnapshotScope>());
     this.#activeToolCalls++;
     try {
-      return await this.#toolContext.run({ sessionId: scope.sessionId, scopeId: scope.scopeId }, fn);
+      return await context.run({ sessionId: scope.sessionId, scopeId: scope.scopeId }, fn);
     } finally {
-      this.#activeToolCalls--;
       const open = this.#openSnapshots.get(snapshotKey(scope));
       if (open !== undefined) {
         this.#openSnapshots.delete(snapshotKey(scope));
@@ -421,8 +426,10 @@ export class CheckpointObserver implements WriteObserver {
         await open.writer.seal();
         await this.#enforceSnapshotCap(scope.sessionId);
       }
-      if (this.#activeToolCalls === 0) {
-        this.#toolContext.disable();
+      this.#activeToolCalls--;
+      if (this.#activeToolCalls === 0 && this.#toolContext === context) {
+        // Node 20 keeps promise hooks on while any AsyncLocalStorage is enabled: switch it off.
+        context.disable();
         this.#toolContext = undefined;
       }
     }
@@ -441,21 +448,22 @@ export class CheckpointObserver implements WriteObserver {
     const only = request.paths === undefined ? undefined : this.#pathFilter(request.paths);
     const writer = await this.store.openCheckpoint({ kind: 'snapshot', sessionId: request.sessionId, scopeId: request.scopeId, label: request.scopeId });
     const createdAt = new Date().toISOString();
-    if (only === undefined) {
-      this.#openSnapshots.set(key, { writer, scope: { sessionId: request.sessionId, scopeId: request.scopeId }, touched: new Map(), createdAt });
-      return { sessionId: request.sessionId, scopeId: request.scopeId, checkpointId: writer.id, createdAt, open: true, paths: [], bytes: 0 };
+    const scope = { sessionId: request.sessionId, scopeId: request.scopeId };
+    const touched = new Map<string, Promise<void>>();
+    if (only !== undefined) {
+      await loadHasher();
+      for (const path of only) {
+        const captured = await capturePath(this.#capture, path);
+        if (captured.gap !== undefined) await writer.append({ op: 'gap', gap: captured.gap });
+        await writer.append({ op: 'before', path, state: captured.state });
+        touched.set(path, Promise.resolve());
+      }
     }
-    await loadHasher();
-    for (const path of only) {
-      const captured = await capturePath(this.#capture, path);
-      if (captured.gap !== undefined) await writer.append({ op: 'gap', gap: captured.gap });
-      await writer.append({ op: 'before', path, state: captured.state });
-      const disk = await this.#diskStateOrOther(path);
-      await writer.append({ op: 'after', path, after: diskFingerprint(disk) });
-    }
-    const manifest = await writer.seal();
-    await this.#enforceSnapshotCap(request.sessionId);
-    return snapshotInfo(manifest, false);
+    // Explicit or not, the snapshot stays open until its tool call ends (or it is restored or
+    // dropped), so writes through the observer inside the call record the post-write state the
+    // restore guard needs.
+    this.#openSnapshots.set(key, { writer, scope, touched, createdAt });
+    return { ...scope, checkpointId: writer.id, createdAt, open: true, paths: [...touched.keys()].sort(), bytes: 0 };
   }
 
   /** The snapshots of a session, sorted by capture time. */
@@ -657,7 +665,8 @@ export class CheckpointObserver implements WriteObserver {
       incomplete: p.incomplete,
       disk: await this.#diskStateOrOther(p.path),
     }));
-    const entries = planRestore(inputs, { created, modePolicy });
+    let entries = planRestore(inputs, { created, modePolicy });
+    if (options.expect !== undefined) entries = holdToPreview(entries, options.expect);
     if (only !== undefined) {
       const covered = new Set(selected.map((p) => p.path));
       for (const path of only) {
@@ -820,4 +829,24 @@ function changesOf(manifest: CheckpointManifest): Change[] {
     else changes.push({ path: entry.path, kind: 'changed', before: entry.before });
   }
   return changes;
+}
+
+/** Refuses every write the previewed plan did not show with the same disk state. */
+function holdToPreview(entries: PlanEntry[], preview: RestorePlan): PlanEntry[] {
+  if (typeof preview !== 'object' || preview === null || !Array.isArray(preview.entries)) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'expect must be a plan returned by plan()');
+  }
+  const shown = new Map(preview.entries.map((e) => [e.path, e]));
+  return entries.map((entry) => {
+    if (entry.action !== 'restore' && entry.action !== 'recreate' && entry.action !== 'delete') return entry;
+    const previewed = shown.get(entry.path);
+    if (previewed !== undefined && previewed.action === entry.action && previewed.expectedHash === entry.expectedHash) return entry;
+    return {
+      ...entry,
+      action: 'refuse',
+      reason: 'changed-since-plan',
+      ...(previewed?.expectedHash !== undefined ? { expectedHash: previewed.expectedHash } : {}),
+      ...(entry.expectedHash !== undefined ? { foundHash: entry.expectedHash } : {}),
+    };
+  });
 }

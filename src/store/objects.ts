@@ -141,16 +141,20 @@ export class ObjectStore {
     return this.putHashed(bytes, contentHash(bytes));
   }
 
-  private async putHashed(bytes: Uint8Array, hash: string): Promise<ObjectRef> {
+  /** `prepared`: a temp file already holding the encoded bytes; consumed (linked or removed) here. */
+  private async putHashed(bytes: Uint8Array, hash: string, prepared?: Promise<string>): Promise<ObjectRef> {
     const base = baseObjectKey(hash, bytes.length);
     const pending = this.inFlight.get(base);
     if (pending) {
-      if (bytesEqual(pending.bytes, bytes)) return pending.promise;
+      if (bytesEqual(pending.bytes, bytes)) {
+        if (prepared) prepared.then((temp) => this.fs.unlink(temp)).catch(() => undefined);
+        return pending.promise;
+      }
       // Same key, different bytes (a collision) racing in this process: go after it.
       await pending.promise.catch(() => undefined);
-      return this.putHashed(bytes, hash);
+      return this.putHashed(bytes, hash, prepared);
     }
-    const promise = this.store(bytes, hash, base);
+    const promise = this.store(bytes, hash, base, prepared);
     this.inFlight.set(base, { bytes, promise });
     try {
       return await promise;
@@ -159,9 +163,10 @@ export class ObjectStore {
     }
   }
 
-  private async store(bytes: Uint8Array, hash: string, base: string): Promise<ObjectRef> {
+  private async store(bytes: Uint8Array, hash: string, base: string, prepared?: Promise<string>): Promise<ObjectRef> {
     let temp: string | undefined;
     try {
+      if (prepared) temp = await prepared;
       // Write first, compare on EEXIST: a first capture (the common case) pays no existence probe.
       for (let suffix = 0; suffix <= MAX_SUFFIX; ) {
         const key = suffix === 0 ? base : `${base}.${suffix}`;
@@ -308,8 +313,7 @@ export class ObjectStore {
       }
       throw asCheckpointError(error, 'cannot open file', absPath);
     }
-    let bytes: Buffer | undefined;
-    let mode: number;
+    let prepared: Promise<string> | undefined;
     try {
       const before = await handle.stat();
       if (!before.isFile()) {
@@ -321,25 +325,33 @@ export class ObjectStore {
       if (expected?.mtimeMs !== undefined && expected.mtimeMs !== before.mtimeMs) {
         throw new CheckpointError('CONFLICT', `file was modified: ${absPath}`, { path: absPath, expected: String(expected.mtimeMs), found: String(before.mtimeMs) });
       }
-      bytes = await readExactly(handle, before.size);
-      const after = await handle.stat();
-      if (bytes === undefined || after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
+      const bytes = await readExactly(handle, before.size);
+      if (bytes === undefined) throw new CheckpointError('CONFLICT', `file shrank while it was read: ${absPath}`, { path: absPath });
+      // The change check (second fstat) runs while the temp object is written: one round trip fewer.
+      const afterStat = handle.stat();
+      afterStat.catch(() => undefined);
+      await loadHasher();
+      const hash = contentHash(bytes);
+      if (expected?.hash !== undefined && expected.hash !== hash) {
+        throw new CheckpointError('CONFLICT', `file content changed: ${absPath}`, { path: absPath, expected: expected.hash, found: hash });
+      }
+      prepared = this.writeTemp(bytes);
+      prepared.catch(() => undefined);
+      const after = await afterStat;
+      if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
         throw new CheckpointError('CONFLICT', `file changed while it was read: ${absPath}`, { path: absPath });
       }
-      mode = before.mode & 0o7777;
+      const ready = prepared;
+      prepared = undefined;
+      const ref = await this.putHashed(bytes, hash, ready);
+      return { ...ref, mode: before.mode & 0o7777 };
     } catch (error) {
       throw asCheckpointError(error, 'cannot read file', absPath);
     } finally {
-      // Not awaited: the bytes are read; closing in the background takes a round trip off the hot path.
+      // Not awaited: closing in the background takes a round trip off the hot path.
       handle.close().catch(() => undefined);
+      if (prepared) prepared.then((temp) => this.fs.unlink(temp)).catch(() => undefined);
     }
-    await loadHasher();
-    const hash = contentHash(bytes);
-    if (expected?.hash !== undefined && expected.hash !== hash) {
-      throw new CheckpointError('CONFLICT', `file content changed: ${absPath}`, { path: absPath, expected: expected.hash, found: hash });
-    }
-    const ref = await this.putHashed(bytes, hash);
-    return { ...ref, mode };
   }
 
   /**

@@ -100,8 +100,10 @@ describe('takePicture', () => {
     const p = await picture({ maxDepth: 1 });
     expect(p.partial).toBe(true);
     expect(p.summary).toBe('checkpoint partial: 1 copied; not checked: a/b/ (too deep)');
-    const q = await picture({ maxWalkEntries: 2 });
+    await makeTree(root, { 'd1/x': 'x', 'd2/x': 'x', 'd3/x': 'x' });
+    const q = await picture({ maxWalkEntries: 5 });
     expect(q.partial).toBe(true);
+    expect(q.summary).toMatch(/; not checked: \d+ folders \(walk limit\) such as \S+\/$/);
     expect(q.unchecked.every((u) => u.reason === 'walk-entries')).toBe(true);
   });
 

@@ -1,0 +1,60 @@
+import { loadContext, openStore, storeExists, type GlobalOptions } from './context.js';
+import { writeProjectEnabled } from './config-file.js';
+import { EXIT } from './exit-codes.js';
+import type { Io } from './io.js';
+
+/** `turnback on` / `turnback off`: writes `enabled` in the project's turnback.toml `[checkpoints]` table. */
+export async function switchCommand(enabled: boolean, options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  if (enabled && context.refusal !== undefined) {
+    io.emit({ enabled: false, why: context.refusal });
+    io.out(`checkpoints: off (${context.refusal})`);
+    io.err(`turnback: checkpoints are off: ${context.refusal}; a project here takes no pictures`);
+    return EXIT.error;
+  }
+  const file = await writeProjectEnabled(context.projectRoot, enabled);
+  io.emit({ enabled, file });
+  io.out(`checkpoints: ${enabled ? 'on' : 'off'}   (enabled = ${enabled} in ${file})`);
+  if (!enabled) io.out(io.style.dim('turnback undo still works on earlier pictures'));
+  return EXIT.ok;
+}
+
+/** `turnback prune`: clears checkpoints past `retain`, `keep_days` and `max_store_gib`. */
+export async function pruneCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  if (!(await storeExists(context))) {
+    io.emit({ removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [] });
+    io.out('no checkpoints in this project');
+    return EXIT.ok;
+  }
+  const r = context.config.resolved;
+  const store = await openStore(context);
+  const report = await store.prune({ retain: r.retain, keepDays: r.keepDays, maxStoreBytes: Math.floor(r.maxStoreGib * 1024 ** 3) });
+  io.emit(report);
+  const byReason = new Map<string, number>();
+  for (const c of report.cleared) byReason.set(c.reason, (byReason.get(c.reason) ?? 0) + 1);
+  const why = [...byReason].map(([reason, n]) => `${n} ${reason === 'retain' ? `past retain = ${r.retain}` : reason === 'keep-days' ? `older than ${r.keepDays} days` : 'over the store cap'}`).join(', ');
+  io.out(`cleared ${report.removedCheckpoints.length} ${report.removedCheckpoints.length === 1 ? 'checkpoint' : 'checkpoints'}${why.length > 0 ? ` (${why})` : ''}, ${report.removedObjects} objects, freed ${formatBytes(report.freedBytes)}`);
+  return EXIT.ok;
+}
+
+/** `turnback verify`: checks every object and manifest; exit 1 when there are problems. */
+export async function verifyCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  if (!(await storeExists(context))) {
+    io.emit({ ok: true, problems: [], stats: { checkpoints: 0, objects: 0, bytes: 0 } });
+    io.out('no checkpoints in this project');
+    return EXIT.ok;
+  }
+  const report = await (await openStore(context)).verify();
+  io.emit(report);
+  io.out(`${report.ok ? 'store ok' : `store has ${report.problems.length} ${report.problems.length === 1 ? 'problem' : 'problems'}`}: ${report.stats.checkpoints} checkpoints, ${report.stats.objects} objects, ${formatBytes(report.stats.bytes)}`);
+  for (const problem of report.problems) io.out(`  ${problem.kind}${problem.path !== undefined ? `  ${problem.path}` : ''}   ${problem.detail}`);
+  return report.ok ? EXIT.ok : EXIT.error;
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}

@@ -1,0 +1,182 @@
+import { lstat, readFile, readlink } from 'node:fs/promises';
+import * as path from 'node:path';
+import { createTwoFilesPatch } from 'diff';
+import type { CheckpointId, CheckpointMeta, PathState, PlanEntry } from '../index.js';
+import { noCopyText } from '../report/reasons.js';
+import { renderTurnEndList } from '../report/turn-end-list.js';
+import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
+import { EXIT } from './exit-codes.js';
+import { handleInterrupted, type InterruptedReport } from './interrupted.js';
+import { CliExit, type Io } from './io.js';
+import { displayLabel, displayTime, resolveId, shortId, undoablePictures } from './pictures.js';
+import { turnEndListFor } from './turn-list.js';
+import { renderInterruptedNotice } from '../report/interrupted.js';
+import { projectPathOf } from './undo.js';
+
+function refusalNotice(context: CliContext, io: Io): void {
+  if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
+}
+
+function metaJson(meta: CheckpointMeta): Record<string, unknown> {
+  return { id: meta.id, shortId: shortId(meta.id), kind: meta.kind, label: displayLabel(meta), createdAt: meta.createdAt, files: meta.entryCount, complete: meta.complete, ...(meta.restoreOf !== undefined ? { restoreOf: meta.restoreOf } : {}) };
+}
+
+/** `turnback list`: pictures newest first, with their label, time and how many files changed. */
+export async function listCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  refusalNotice(context, io);
+  const pictures = (await storeExists(context)) ? await undoablePictures(await openStore(context)) : [];
+  io.emit({ checkpoints: pictures.map(metaJson) });
+  if (pictures.length === 0) {
+    io.out('no checkpoints in this project');
+    return EXIT.ok;
+  }
+  for (const meta of pictures) {
+    const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'} changed`;
+    const open = meta.complete ? '' : io.style.dim('   (open or cut short)');
+    io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.createdAt)}   ${files}${open}`);
+  }
+  return EXIT.ok;
+}
+
+async function openExisting(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: Awaited<ReturnType<typeof openStore>> }> {
+  const context = await loadContext(options);
+  refusalNotice(context, io);
+  if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
+  return { context, store: await openStore(context) };
+}
+
+/** `turnback show ID`: the checkpoint's turn-end list. */
+export async function showCommand(id: string, options: GlobalOptions, io: Io): Promise<number> {
+  const { context, store } = await openExisting(options, io);
+  const meta = await resolveId(store, id);
+  const observer = observerFor(context, store);
+  const turn = await observer.turnChanges(meta.id as CheckpointId);
+  await observer.close();
+  const list = await turnEndListFor(context, turn);
+  io.emit({ checkpoint: metaJson(meta), list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
+  io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
+  io.out(...renderTurnEndList(list, io.style));
+  return EXIT.ok;
+}
+
+const BINARY_SNIFF = 8000;
+
+function isBinary(bytes: Buffer): boolean {
+  return bytes.subarray(0, BINARY_SNIFF).includes(0);
+}
+
+function sizeText(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+type Side = { kind: 'text'; text: string } | { kind: 'absent' } | { kind: 'summary'; text: string; bytes?: Buffer };
+
+async function recordedSide(store: Awaited<ReturnType<typeof openStore>>, state: PathState, maxFileMib: number): Promise<Side> {
+  switch (state.type) {
+    case 'absent':
+      return { kind: 'absent' };
+    case 'file': {
+      const bytes = await store.readObject(state.object);
+      return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes } : { kind: 'text', text: bytes.toString('utf8') };
+    }
+    case 'symlink':
+      return { kind: 'summary', text: `symlink to ${state.target}` };
+    case 'uncopied':
+      return { kind: 'summary', text: `${sizeText(state.size)}, ${noCopyText(state.reason, maxFileMib)}` };
+    case 'other':
+      return { kind: 'summary', text: `a ${state.kind}` };
+  }
+}
+
+async function diskSide(projectRoot: string, projectPath: string): Promise<Side> {
+  const absolute = path.join(projectRoot, ...projectPath.split('/'));
+  let stats;
+  try {
+    stats = await lstat(absolute);
+  } catch {
+    return { kind: 'absent' };
+  }
+  if (stats.isSymbolicLink()) return { kind: 'summary', text: `symlink to ${await readlink(absolute)}` };
+  if (!stats.isFile()) return { kind: 'summary', text: stats.isDirectory() ? 'a folder' : 'a special file' };
+  if (stats.size > 16 * 1024 * 1024) return { kind: 'summary', text: `${sizeText(stats.size)}, too large to diff` };
+  const bytes = await readFile(absolute);
+  return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes } : { kind: 'text', text: bytes.toString('utf8') };
+}
+
+/** One path's diff from the checkpoint to now: a unified diff for text, one line otherwise. */
+export function diffOne(projectPath: string, before: Side, now: Side): string {
+  if (before.kind !== 'summary' && now.kind !== 'summary') {
+    const oldName = before.kind === 'absent' ? '/dev/null' : `a/${projectPath}`;
+    const newName = now.kind === 'absent' ? '/dev/null' : `b/${projectPath}`;
+    return createTwoFilesPatch(oldName, newName, before.kind === 'text' ? before.text : '', now.kind === 'text' ? now.text : '', undefined, undefined, { context: 3 }).replace(/^=+\n/, '');
+  }
+  const describe = (side: Side): string => (side.kind === 'absent' ? 'absent' : side.kind === 'text' ? `text, ${sizeText(Buffer.byteLength(side.text))}` : side.text);
+  return `${projectPath}: ${describe(before)} → ${describe(now)}\n`;
+}
+
+/** `turnback diff ID [PATH…]`: what changed since the checkpoint, as unified diffs. */
+export async function diffCommand(id: string, paths: string[], options: GlobalOptions, io: Io): Promise<number> {
+  const { context, store } = await openExisting(options, io);
+  const meta = await resolveId(store, id);
+  const observer = observerFor(context, store);
+  const only = paths.map((p) => projectPathOf(context.projectRoot, p));
+  const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'never-widen', ...(only.length > 0 ? { paths: only } : {}) });
+  await observer.close();
+  const entries = plan.entries.filter((e: PlanEntry) => !(e.action === 'skip' && (e.reason === 'already-matches' || (e.reason as string) === 'not-changed-since')));
+  const diffs: { path: string; diff: string }[] = [];
+  for (const entry of entries) {
+    const before = await recordedSide(store, entry.target, context.config.resolved.maxFileMib);
+    const now = await diskSide(context.projectRoot, entry.path);
+    diffs.push({ path: entry.path, diff: diffOne(entry.path, before, now) });
+  }
+  io.emit({ checkpoint: metaJson(meta), diffs });
+  if (diffs.length === 0) io.out(`no changes since ${displayLabel(meta)}`);
+  for (const d of diffs) process.stdout.write(io.json ? '' : colourDiff(d.diff, io));
+  return EXIT.ok;
+}
+
+function colourDiff(text: string, io: Io): string {
+  if (io.style.dim('x') === 'x') return text;
+  return text
+    .split('\n')
+    .map((line) => (line.startsWith('+') && !line.startsWith('+++') ? `\u001b[32m${line}\u001b[39m` : line.startsWith('-') && !line.startsWith('---') ? `\u001b[31m${line}\u001b[39m` : line.startsWith('@@') ? io.style.dim(line) : line))
+    .join('\n');
+}
+
+/** `turnback status`: on or off and why, the store, the last picture, interrupted runs. */
+export async function statusCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  const why = context.refusal ?? (!context.config.enabled ? `enabled = false in ${context.config.enabledBy ?? 'the config'}` : undefined);
+  const on = why === undefined;
+  const exists = await storeExists(context);
+  let size: number | undefined;
+  let last: CheckpointMeta | undefined;
+  let interrupted: InterruptedReport[] = [];
+  if (exists) {
+    const store = await openStore(context);
+    size = await store.storeSizeBytes();
+    last = (await undoablePictures(store))[0];
+    interrupted = await handleInterrupted(context, store, false);
+  }
+  io.emit({
+    enabled: on,
+    ...(why !== undefined ? { why } : {}),
+    project: context.projectRoot,
+    store: { dir: context.storeDir, from: context.storeFrom, exists, ...(size !== undefined ? { bytes: size } : {}) },
+    config: { user: context.config.user.found ? context.config.user.file : null, project: context.config.project.found ? context.config.project.file : null },
+    last: last !== undefined ? metaJson(last) : null,
+    interrupted,
+  });
+  io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
+  io.out(`project: ${context.projectRoot}`);
+  io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)})` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
+  io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.createdAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed)` : 'none'}`);
+  for (const report of interrupted) {
+    io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib }, io.style));
+  }
+  return EXIT.ok;
+}
+

@@ -1,0 +1,65 @@
+import {
+  CheckpointObserver,
+  changesSinceInterrupted,
+  dismissInterrupted,
+  interruptedRuns,
+  type CheckpointStore,
+  type Gap,
+} from '../index.js';
+import { renderInterruptedNotice } from '../report/interrupted.js';
+import type { ReportChange } from '../report/turn-end-list.js';
+import type { CliContext } from './context.js';
+import type { Io } from './io.js';
+
+/** An interrupted run as reported (and as `--json` prints it). */
+export interface InterruptedReport {
+  command: string | undefined;
+  startedAt: string;
+  pid: number;
+  checkpointId: string;
+  changes: ReportChange[];
+  gaps: Gap[];
+  partial: boolean;
+  /** True when its changes were recorded as a checkpoint now (so `turnback undo` reaches them). */
+  recorded: boolean;
+}
+
+function coverageOf(context: CliContext): { maxFileMib: number; maxPictureFiles: number; maxPictureMib: number; maxPictureSeconds: number; maxWalkEntries: number; skip: string[] } {
+  const r = context.config.resolved;
+  return { maxFileMib: r.maxFileMib, maxPictureFiles: r.maxPictureFiles, maxPictureMib: r.maxPictureMib, maxPictureSeconds: r.maxPictureSeconds, maxWalkEntries: r.maxWalkEntries, skip: [...r.skip] };
+}
+
+/**
+ * Finds runs whose turnback process died while their command ran. With `record`, each one's
+ * changes are attributed now (a `call` checkpoint labelled with its command, which `undo` lists),
+ * and it is not reported again; without, it is only described (what `status` does).
+ */
+export async function handleInterrupted(context: CliContext, store: CheckpointStore, record: boolean): Promise<InterruptedReport[]> {
+  const reports: InterruptedReport[] = [];
+  for (const run of await interruptedRuns(store)) {
+    const base = { command: run.command, startedAt: run.startedAt, pid: run.pid, checkpointId: run.checkpointId };
+    if (record) {
+      try {
+        // Ending the call under its own session id reads its persisted picture back and records the changes.
+        const adopter = new CheckpointObserver({ store, sessionId: run.sessionId, coverage: coverageOf(context), maxFileBytes: Math.floor(context.config.resolved.maxFileMib * 1024 * 1024) });
+        const attribution = await adopter.callEnd(run.callId, { sideEffect: 'filesystem' });
+        await adopter.close();
+        reports.push({ ...base, changes: attribution.changes, gaps: attribution.gaps, partial: attribution.partial, recorded: true });
+        continue;
+      } catch {
+        // Fall back to describing it, then forget it so it is not reported forever.
+      }
+    }
+    const since = await changesSinceInterrupted(store, run, coverageOf(context));
+    if (record) await dismissInterrupted(store, run);
+    reports.push({ ...base, changes: since.changes, gaps: since.gaps, partial: since.partial, recorded: false });
+  }
+  return reports;
+}
+
+/** Prints the notice for each interrupted run on stderr. */
+export function printInterrupted(io: Io, context: CliContext, reports: readonly InterruptedReport[]): void {
+  for (const report of reports) {
+    io.err(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib }, io.errStyle));
+  }
+}

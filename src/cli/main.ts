@@ -1,0 +1,126 @@
+import { Command, CommanderError, Option } from 'commander';
+import { pruneCommand, switchCommand, verifyCommand } from './admin.js';
+import type { GlobalOptions } from './context.js';
+import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
+import { diffCommand, listCommand, showCommand, statusCommand } from './info.js';
+import { describeFailure, Io } from './io.js';
+import { runCommand, type RunOptions } from './run.js';
+import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
+
+const CONFIG_HELP = `
+Config: [checkpoints] in ./turnback.toml (the project) and $XDG_CONFIG_HOME/turnback/config.toml
+(else ~/.config/turnback/config.toml); the project overrides the user. Checkpoints are on unless
+enabled = false. Store: --store > TURNBACK_DIR > dir in config > $XDG_DATA_HOME/turnback/<project key>.
+Colour only on a terminal, never when NO_COLOR is set.`;
+
+function common(command: Command): Command {
+  return command
+    .option('--project <dir>', 'the project root (default: the git toplevel of the current folder, else the current folder)')
+    .option('--store <dir>', 'the checkpoint store folder (default: TURNBACK_DIR, then dir in config, then the per-project data folder)')
+    .option('--json', 'print one JSON document on stdout, for scripts')
+    .addHelpText('after', EXIT_CODES_HELP);
+}
+
+/** Runs one command, turning thrown failures into a message and an exit code. */
+async function guarded(json: boolean | undefined, fn: (io: Io) => Promise<number>): Promise<void> {
+  const io = new Io(json === true);
+  try {
+    process.exitCode = await fn(io);
+  } catch (error) {
+    const failure = describeFailure(error);
+    if (io.json) io.emit({ error: { reason: failure.reason, message: failure.message } });
+    io.err(`turnback: ${failure.message}`);
+    process.exitCode = failure.exitCode;
+  }
+}
+
+/** Builds the `turnback` program. */
+export function buildProgram(): Command {
+  const program = new Command('turnback')
+    .description('File checkpoints: a picture before a command, a change list after, and undo.')
+    .version('0.1.0')
+    .enablePositionalOptions()
+    .exitOverride()
+    .showHelpAfterError('(turnback --help lists the commands)')
+    .addHelpText('after', `${CONFIG_HELP}\n${EXIT_CODES_HELP}`);
+
+  common(
+    program
+      .command('run')
+      .description("take a picture, run CMD with this terminal, then list what changed; exits with CMD's code")
+      .option('--label <label>', 'what the picture is called (default: "before CMD")')
+      .argument('<command...>', 'the command and its arguments, after --')
+      .passThroughOptions()
+      .usage('[--label L] -- CMD ARGS…'),
+  ).action((argv: string[], options: RunOptions) => guarded(options.json, (io) => runCommand(argv, options, io)));
+
+  common(program.command('list').description('pictures, newest first: label, time, how many files changed')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => listCommand(options, io)),
+  );
+
+  common(program.command('show').description("a picture's change list").argument('<id>', 'full id or the short id from list')).action(
+    (id: string, options: GlobalOptions) => guarded(options.json, (io) => showCommand(id, options, io)),
+  );
+
+  common(
+    program
+      .command('diff')
+      .description('what changed since a picture: unified diffs for text, one line for binary or uncopied files')
+      .argument('<id>', 'full id or the short id from list')
+      .argument('[paths...]', 'limit to these paths'),
+  ).action((id: string, paths: string[], options: GlobalOptions) => guarded(options.json, (io) => diffCommand(id, paths, options, io)));
+
+  common(
+    program
+      .command('undo')
+      .description('bring files back to a picture: preview, confirm, restore (never deletes new files unless --delete-created)')
+      .argument('[id]', 'the picture (default: pick one; with --yes or --dry-run, the newest)')
+      .addOption(new Option('--path <path>', 'restore only this path, to its state before its latest change (repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
+      .option('--yes', 'do not ask')
+      .option('--dry-run', 'show the preview, change nothing')
+      .option('--delete-created', 'also delete files created since the picture')
+      .addHelpText('after', '\nOn a terminal, bare undo opens a picker (↑/↓, Enter previews, Enter restores, Esc cancels).\nOtherwise it prints a numbered list and reads a number, then asks: restore? type y to confirm.'),
+  ).action((id: string | undefined, options: UndoOptions) => guarded(options.json, (io) => undoCommand(id, options, io)));
+
+  common(
+    program
+      .command('redo')
+      .description('put files back as they were before the last undo (itself undoable)')
+      .option('--yes', 'do not ask')
+      .option('--dry-run', 'show the preview, change nothing'),
+  ).action((options: GlobalOptions & { yes?: boolean; dryRun?: boolean }) => guarded(options.json, (io) => redoCommand(options, io)));
+
+  common(program.command('status').description('on or off and why, the store, the last picture, any interrupted run')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => statusCommand(options, io)),
+  );
+  common(program.command('on').description('switch checkpoints on (enabled = true in ./turnback.toml)')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => switchCommand(true, options, io)),
+  );
+  common(program.command('off').description('switch checkpoints off (enabled = false in ./turnback.toml)')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => switchCommand(false, options, io)),
+  );
+  common(program.command('prune').description('clear checkpoints past retain, keep_days and max_store_gib')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => pruneCommand(options, io)),
+  );
+  common(program.command('verify').description('check every stored object and manifest')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => verifyCommand(options, io)),
+  );
+  return program;
+}
+
+/** The entry point: parses `argv` and sets `process.exitCode`. */
+export async function main(argv: string[] = process.argv): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
+      process.exitCode = ok ? EXIT.ok : EXIT.usage;
+      return;
+    }
+    throw error;
+  }
+}
+
+await main();

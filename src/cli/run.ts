@@ -1,0 +1,193 @@
+import { spawn } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import type { CheckpointId, CheckpointObserver, Gap } from '../index.js';
+import { renderTurnEndList, shellQuote, type ReportChange, type TurnEndList } from '../report/turn-end-list.js';
+import { loadContext, observerFor, openStore, type GlobalOptions } from './context.js';
+import { EXIT } from './exit-codes.js';
+import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
+import { CliExit, describeFailure, type Io } from './io.js';
+import { turnEndListFor } from './turn-list.js';
+
+/** Options of `turnback run`. */
+export interface RunOptions extends GlobalOptions {
+  label?: string;
+}
+
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Writes a progress line on stderr once a picture has taken more than a second. */
+class Progress {
+  readonly #tty = process.stderr.isTTY === true;
+  readonly #started = Date.now();
+  #shown = false;
+  #last = '';
+  #timer: NodeJS.Timeout;
+
+  constructor(what: string) {
+    this.#last = what;
+    this.#timer = setTimeout(() => this.#show(), 1000);
+    this.#timer.unref();
+  }
+
+  update(progress: { walked: number; copied: number; toCopy: number }): void {
+    this.#last = `turnback: taking a picture… ${progress.walked.toLocaleString('en')} files seen, ${progress.copied.toLocaleString('en')} of ${progress.toCopy.toLocaleString('en')} copied`;
+    if (this.#shown && this.#tty) this.#show();
+  }
+
+  #show(): void {
+    if (this.#tty) process.stderr.write(`\r\u001b[K${this.#last}`);
+    else if (!this.#shown) process.stderr.write(`${this.#last}\n`);
+    this.#shown = true;
+  }
+
+  done(): void {
+    clearTimeout(this.#timer);
+    if (!this.#shown) return;
+    const seconds = ((Date.now() - this.#started) / 1000).toFixed(1);
+    process.stderr.write(`${this.#tty ? '\r\u001b[K' : ''}turnback: picture taken in ${seconds} s\n`);
+  }
+}
+
+/** How the child ended. */
+interface ChildEnd {
+  code: number;
+  signal: NodeJS.Signals | undefined;
+  spawnError?: string;
+}
+
+function runChild(argv: readonly string[]): Promise<ChildEnd> {
+  return new Promise((resolve) => {
+    const [file, ...args] = argv as [string, ...string[]];
+    const child = spawn(file, args, { stdio: 'inherit' });
+    const forward = (signal: NodeJS.Signals): void => {
+      // The child usually got a terminal signal too (same process group); forwarding covers `kill <pid>`.
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    };
+    for (const signal of FORWARDED) process.on(signal, forward);
+    const finish = (end: ChildEnd): void => {
+      for (const signal of FORWARDED) process.off(signal, forward);
+      resolve(end);
+    };
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      finish({ code: error.code === 'ENOENT' ? 127 : 126, signal: undefined, spawnError: `cannot run ${file}: ${error.code === 'ENOENT' ? 'command not found' : error.message}` });
+    });
+    child.once('exit', (code, signal) => {
+      if (signal !== null) finish({ code: 128 + (osConstants.signals[signal] ?? 0), signal });
+      else finish({ code: code ?? 1, signal: undefined });
+    });
+  });
+}
+
+/** The `--json` document of `turnback run`. */
+export interface RunJson {
+  checkpoint: string | null;
+  label: string;
+  command: string[];
+  exitCode: number;
+  signal: string | null;
+  list: TurnEndList | null;
+  changes: { path: string; kind: ReportChange['kind'] }[];
+  notes: string[];
+  interrupted: InterruptedReport[];
+}
+
+/**
+ * `turnback run [--label L] -- CMD ARGS…`: picture, run, list. Never blocks the command: a failed
+ * picture becomes a note and the command still runs.
+ */
+export async function runCommand(argv: string[], options: RunOptions, io: Io): Promise<number> {
+  if (argv.length === 0) throw new CliExit(EXIT.usage, 'USAGE', 'run needs a command: turnback run -- CMD ARGS…');
+  const commandLine = argv.map(shellQuote).join(' ');
+  const label = options.label ?? `before ${commandLine}`;
+  const context = await loadContext(options);
+  const notes: string[] = [];
+  let interrupted: InterruptedReport[] = [];
+  let observer: CheckpointObserver | undefined;
+  let checkpoint: CheckpointId | undefined;
+  let baselineGaps: Gap[] = [];
+
+  if (context.refusal !== undefined) {
+    notes.push(`no checkpoint: checkpoints are off: ${context.refusal}`);
+  } else if (!context.config.enabled) {
+    notes.push(`no checkpoint: checkpoints are off (enabled = false in ${context.config.enabledBy ?? 'the config'})`);
+  } else {
+    const abort = new AbortController();
+    const onSignal = (): void => abort.abort();
+    for (const signal of FORWARDED) process.on(signal, onSignal);
+    const progress = new Progress(`turnback: taking a picture before ${commandLine}…`);
+    try {
+      const store = await openStore(context);
+      try {
+        interrupted = await handleInterrupted(context, store, true);
+        if (!io.json) printInterrupted(io, context, interrupted);
+      } catch (error) {
+        // Never block the command over an earlier run's leftovers.
+        notes.push(`interrupted runs not checked: ${describeFailure(error).message}`);
+      }
+      observer = observerFor(context, store);
+      checkpoint = await observer.beginTurn({ label });
+      const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress.update(p) });
+      baselineGaps = begin.gaps;
+    } catch (error) {
+      progress.done();
+      if (abort.signal.aborted) {
+        await observer?.close().catch(() => undefined);
+        io.err('turnback: interrupted while taking a checkpoint; the command did not run');
+        return 130;
+      }
+      const failure = describeFailure(error);
+      notes.push(`no checkpoint: ${failure.message}`);
+      await observer?.close().catch(() => undefined);
+      observer = undefined;
+      checkpoint = undefined;
+    } finally {
+      for (const signal of FORWARDED) process.off(signal, onSignal);
+    }
+    progress.done();
+  }
+
+  const end = await runChild(argv);
+  if (end.spawnError !== undefined) io.err(`turnback: ${end.spawnError}`);
+
+  let list: TurnEndList | undefined;
+  let changes: ReportChange[] = [];
+  if (observer !== undefined) {
+    // The command is over: a Ctrl-C now must not kill turnback before the list prints.
+    const ignore = (): void => undefined;
+    for (const signal of FORWARDED) process.on(signal, ignore);
+    try {
+      const attribution = await observer.callEnd('run', { sideEffect: 'filesystem' });
+      await observer.close();
+      changes = attribution.changes;
+      list = await turnEndListFor(context, {
+        changes,
+        gaps: [...baselineGaps.filter((g) => !attribution.gaps.includes(g)), ...attribution.gaps],
+        partial: attribution.partial,
+        ...(attribution.summary !== undefined ? { summary: attribution.summary } : {}),
+      });
+    } catch (error) {
+      notes.push(`no checkpoint: the picture after the command failed: ${describeFailure(error).message}`);
+    } finally {
+      for (const signal of FORWARDED) process.off(signal, ignore);
+    }
+  }
+
+  if (list !== undefined) {
+    list.notes.unshift(...notes);
+    io.err(...renderTurnEndList(list, io.errStyle));
+  } else {
+    io.err(...notes.map((note) => io.errStyle.dim(`turnback: ${note}`)));
+  }
+  io.emit({
+    checkpoint: checkpoint ?? null,
+    label,
+    command: argv,
+    exitCode: end.code,
+    signal: end.signal ?? null,
+    list: list ?? null,
+    changes: changes.map((c) => ({ path: c.path, kind: c.kind })),
+    notes: list?.notes ?? notes,
+    interrupted,
+  } satisfies RunJson);
+  return end.code;
+}

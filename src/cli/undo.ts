@@ -1,0 +1,204 @@
+import * as path from 'node:path';
+import type { CheckpointId, CheckpointMeta, CheckpointObserver, CheckpointStore, RestorePlan, RestoreReport } from '../index.js';
+import { buildUndoPreview, renderReceipt, renderUndoPreview, type UndoPreview } from '../report/preview.js';
+import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
+import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
+import { EXIT } from './exit-codes.js';
+import { handleInterrupted, printInterrupted } from './interrupted.js';
+import { CliExit, type Io } from './io.js';
+import { displayLabel, displayTime, latestCheckpointFor, resolveId, undoablePictures } from './pictures.js';
+
+/** Options of `turnback undo`. */
+export interface UndoOptions extends GlobalOptions {
+  path?: string[];
+  yes?: boolean;
+  dryRun?: boolean;
+  deleteCreated?: boolean;
+}
+
+/** One restore to make: a checkpoint and, optionally, the paths to limit it to. */
+interface Step {
+  meta: CheckpointMeta;
+  label: string;
+  paths?: string[];
+  plan: RestorePlan;
+  preview: UndoPreview;
+}
+
+/**
+ * A user path (relative to the current folder, or absolute) as a project path.
+ *
+ * @throws CliExit (usage) when it is outside the project.
+ */
+export function projectPathOf(projectRoot: string, input: string, cwd: string = process.cwd()): string {
+  const relative = path.relative(projectRoot, path.resolve(cwd, input));
+  if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
+    throw new CliExit(EXIT.usage, 'OUTSIDE_ROOT', `undo takes a path inside the project (${input})`);
+  }
+  return relative.split(path.sep).join('/');
+}
+
+function pictureLine(meta: CheckpointMeta): string {
+  const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'}`;
+  return `${displayLabel(meta)} · ${displayTime(meta.createdAt)}   (${files})`;
+}
+
+async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: CheckpointStore; observer: CheckpointObserver }> {
+  const context = await loadContext(options);
+  if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
+  if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
+  const store = await openStore(context);
+  const interrupted = await handleInterrupted(context, store, true);
+  if (!io.json) printInterrupted(io, context, interrupted);
+  return { context, store, observer: observerFor(context, store) };
+}
+
+async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string): Promise<Step> {
+  const plan = await observer.plan(meta.id, { created, modePolicy: 'never-widen', ...(paths !== undefined ? { paths } : {}) });
+  const label = displayLabel(meta);
+  const preview = buildUndoPreview(label, plan.entries, maxFileMib, title);
+  return { meta, label, ...(paths !== undefined ? { paths } : {}), plan, preview };
+}
+
+/** Asks before restoring: Enter on a terminal, `y` on a pipe. `--yes` skips it. */
+async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineReader): Promise<boolean> {
+  if (options.yes === true) return true;
+  if (io.json) throw new CliExit(EXIT.usage, 'USAGE', '--json needs --yes or --dry-run to restore (there is no one to ask)');
+  if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
+    return new TerminalPicker(process.stdin, process.stdout).confirm([], 'Enter restores · Esc cancels');
+  }
+  return isYes(await reader().ask(process.stdout, 'restore? type y to confirm '));
+}
+
+async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete'): Promise<number> {
+  const reports: { checkpoint: string; label: string; report: RestoreReport }[] = [];
+  let failed = false;
+  for (const step of steps) {
+    const report = await observer.restore(step.meta.id as CheckpointId, {
+      created,
+      modePolicy: 'never-widen',
+      ...(step.paths !== undefined ? { paths: step.paths } : {}),
+      expect: step.plan,
+    });
+    reports.push({ checkpoint: step.meta.id, label: step.label, report });
+    io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib }));
+    if (report.failed.length > 0) failed = true;
+  }
+  await observer.close();
+  io.emit({ restored: true, restores: reports });
+  return failed ? EXIT.error : EXIT.ok;
+}
+
+function showPreviews(io: Io, steps: readonly Step[]): void {
+  for (const step of steps) io.out(...renderUndoPreview(step.preview, io.style));
+}
+
+/**
+ * `turnback undo [ID] [--path P]… [--yes] [--dry-run] [--delete-created]`: preview, ask, restore.
+ * Never deletes unless `--delete-created`; modes are never widened; saves first.
+ */
+export async function undoCommand(id: string | undefined, options: UndoOptions, io: Io): Promise<number> {
+  const { context, store, observer } = await openForRestore(options, io);
+  const created = options.deleteCreated === true ? 'delete' : 'keep';
+  const maxFileMib = context.config.resolved.maxFileMib;
+  let lines: LineReader | undefined;
+  const reader = (): LineReader => (lines ??= new LineReader(process.stdin));
+  try {
+    const pictures = (await undoablePictures(store)).filter((m) => m.entryCount > 0);
+    const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p));
+    const steps: Step[] = [];
+
+    if (id !== undefined) {
+      const meta = await resolveId(store, id);
+      steps.push(await planStep(observer, meta, created, paths.length > 0 ? paths : undefined, maxFileMib));
+    } else if (paths.length > 0) {
+      // Each path goes back to its state before its own latest change.
+      const byCheckpoint = new Map<string, { meta: CheckpointMeta; paths: string[] }>();
+      for (const p of paths) {
+        const meta = await latestCheckpointFor(store, p);
+        if (meta === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', `no checkpoint holds a change of ${p}`);
+        const group = byCheckpoint.get(meta.id) ?? { meta, paths: [] };
+        group.paths.push(p);
+        byCheckpoint.set(meta.id, group);
+      }
+      for (const group of byCheckpoint.values()) steps.push(await planStep(observer, group.meta, created, group.paths, maxFileMib));
+    } else {
+      if (pictures.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
+      let chosen: CheckpointMeta | undefined;
+      if (options.yes === true || options.dryRun === true || io.json) {
+        chosen = pictures[0];
+      } else if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
+        const picker = new TerminalPicker(process.stdin, process.stdout);
+        const index = await picker.pick('undo to which picture? (↑/↓ move · Enter previews · Esc cancels)', pictures.map(pictureLine), '');
+        chosen = index === undefined ? undefined : pictures[index];
+        if (chosen !== undefined) {
+          const step = await planStep(observer, chosen, created, undefined, maxFileMib);
+          if (!step.preview.writes) return nothingToChange(io, [step]);
+          const ok = await picker.confirm(renderUndoPreview(step.preview, io.style), 'Enter restores · Esc cancels');
+          if (!ok) return cancelled(io);
+          return await applySteps(io, context, observer, [step], created);
+        }
+      } else {
+        io.out(...pictures.map((m, i) => `${String(i + 1).padStart(3)}  ${pictureLine(m)}`));
+        const index = parsePick(await reader().ask(process.stdout, 'number to preview (anything else cancels): '), pictures.length);
+        chosen = index === undefined ? undefined : pictures[index];
+      }
+      if (chosen === undefined) return cancelled(io);
+      steps.push(await planStep(observer, chosen, created, undefined, maxFileMib));
+    }
+
+    if (!steps.some((s) => s.preview.writes)) return nothingToChange(io, steps);
+    showPreviews(io, steps);
+    if (options.dryRun === true) {
+      io.emit({ dryRun: true, previews: steps.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries })) });
+      await observer.close();
+      return EXIT.ok;
+    }
+    if (!(await confirm(io, options, reader))) return cancelled(io);
+    return await applySteps(io, context, observer, steps, created);
+  } finally {
+    lines?.close();
+    await observer.close().catch(() => undefined);
+  }
+}
+
+function cancelled(io: Io): number {
+  io.out('undo cancelled');
+  io.emit({ restored: false, reason: 'cancelled' });
+  return EXIT.nothing;
+}
+
+function nothingToChange(io: Io, steps: readonly Step[]): number {
+  showPreviews(io, steps);
+  io.out('nothing to undo: every file is already as it was, or was changed since');
+  io.emit({ restored: false, reason: 'nothing-to-change', previews: steps.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries })) });
+  return EXIT.nothing;
+}
+
+/**
+ * `turnback redo`: puts the tree back as it was before the last undo, by restoring that undo's
+ * saved checkpoint with `created: 'delete'` (guarded like every restore, and itself undoable).
+ */
+export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryRun?: boolean }, io: Io): Promise<number> {
+  const { context, store, observer } = await openForRestore(options, io);
+  let lines: LineReader | undefined;
+  try {
+    const metas = await store.list();
+    const saves = metas.filter((m) => m.kind === 'pre-restore').sort((a, b) => (a.id < b.id ? 1 : -1));
+    const last = saves[0];
+    const lastWasRedo = last !== undefined && saves.some((s) => s.id === last.restoreOf);
+    if (last === undefined || lastWasRedo) throw new CliExit(EXIT.nothing, 'NOTHING', last === undefined ? 'nothing to redo: no undo in this project' : 'nothing to redo: the last undo was already redone');
+    const step = await planStep(observer, last, 'delete', undefined, context.config.resolved.maxFileMib, 'redo (back to before the last undo)');
+    if (!step.preview.writes) return nothingToChange(io, [step]);
+    showPreviews(io, [step]);
+    if (options.dryRun === true) {
+      io.emit({ dryRun: true, previews: [{ checkpoint: step.meta.id, ...step.preview, entries: step.plan.entries }] });
+      return EXIT.ok;
+    }
+    if (!(await confirm(io, options, () => (lines ??= new LineReader(process.stdin))))) return cancelled(io);
+    return await applySteps(io, context, observer, [step], 'delete');
+  } finally {
+    lines?.close();
+    await observer.close().catch(() => undefined);
+  }
+}

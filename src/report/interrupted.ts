@@ -1,0 +1,57 @@
+import type { Gap } from '../index.js';
+import { DEFAULT_MAX_FILE_MIB, noCopyText, uncopiedReasonOf } from './reasons.js';
+import { plainStyle, type LineStyle } from './style.js';
+import type { ReportChange } from './turn-end-list.js';
+
+/** A command that was running when turnback itself was killed, and what changed since its picture. */
+export interface InterruptedInput {
+  command: string | undefined;
+  startedAt: string;
+  changes: readonly ReportChange[];
+  gaps?: readonly Gap[];
+  partial?: boolean;
+  summary?: string;
+  /** @default 'turnback undo' */
+  undoCommand?: string;
+  /** @default 100 */
+  maxFileMib?: number;
+  /** Rows shown before `… and N more`. @default 10 */
+  maxRows?: number;
+}
+
+/**
+ * The notice for an interrupted run (seed 001, "Resuming a killed session"):
+ *
+ * ```
+ * turnback was killed while a command ran: `printf x >> a.txt`. It may have partly run; its output was not recorded.
+ *   Since it started:
+ *     changed   a.txt      turnback undo restores
+ *     new       started
+ *   Not covered: gitignored files, anything outside the project.
+ * ```
+ */
+export function renderInterruptedNotice(input: InterruptedInput, style: LineStyle = plainStyle): string[] {
+  const undo = input.undoCommand ?? 'turnback undo';
+  const maxFileMib = input.maxFileMib ?? DEFAULT_MAX_FILE_MIB;
+  const maxRows = input.maxRows ?? 10;
+  const what = input.command !== undefined ? `\`${input.command}\`` : 'a command';
+  const lines = [style.warn(`turnback was killed while a command ran: ${what} (started ${input.startedAt}). It may have partly run; its output was not recorded.`)];
+  if (input.changes.length === 0) {
+    lines.push('  Since it started: no files changed.');
+  } else {
+    lines.push('  Since it started:');
+    const width = Math.min(40, Math.max(...input.changes.slice(0, maxRows).map((c) => c.path.length)));
+    for (const change of input.changes.slice(0, maxRows)) {
+      const word = change.kind === 'created' ? 'new' : change.kind;
+      const reason = change.kind === 'created' ? undefined : uncopiedReasonOf(change.before);
+      const tail = change.kind === 'created' ? '' : reason !== undefined ? noCopyText(reason, maxFileMib) : style.bold(`${undo} restores`);
+      lines.push(`    ${word.padEnd(8)}  ${change.path.padEnd(width)}${tail.length > 0 ? `   ${tail}` : ''}`.trimEnd());
+    }
+    if (input.changes.length > maxRows) lines.push(style.dim(`    … and ${input.changes.length - maxRows} more`));
+  }
+  if (input.partial === true) {
+    lines.push(style.dim(`  checkpoint partial: ${input.summary !== undefined && input.summary.length > 0 ? input.summary : 'the picture stopped early'}`));
+  }
+  lines.push(style.dim('  Not covered: gitignored files, anything outside the project.'));
+  return lines;
+}

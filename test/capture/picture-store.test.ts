@@ -1,0 +1,55 @@
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { resolveCoverage } from '../../src/capture/coverage.js';
+import { loadPictureCache, savePictureCache, takePicture, type PictureStore } from '../../src/capture/picture.js';
+import { CheckpointStore } from '../../src/store/store.js';
+import { backdate, makeTree, tempDir } from './helpers.js';
+
+let root: string;
+beforeEach(async () => {
+  root = await tempDir();
+});
+afterEach(async () => {
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+describe('takePicture with the real CheckpointStore', () => {
+  it('copies into the store, skips the store inside the project, and reuses the persisted cache', async () => {
+    await makeTree(root, { 'a.txt': 'alpha', 'src/b.ts': 'beta', '.env': 'S=1' });
+    for (const f of ['a.txt', 'src/b.ts']) await backdate(root, f);
+    const storeRoot = path.join(root, '.turnback');
+    const store = await CheckpointStore.open(storeRoot, { projectRoot: root });
+    try {
+      const coverage = resolveCoverage();
+      const first = await takePicture({ store, projectRoot: root, coverage, exclude: [storeRoot] });
+      expect([...first.records.keys()].sort()).toEqual(['.env', 'a.txt', 'src/b.ts']);
+      expect(first.copied).toBe(2);
+      const a = first.records.get('a.txt')?.state;
+      if (a?.type !== 'file') throw new Error('expected a stored file');
+      expect((await store.readObject(a.object)).toString()).toBe('alpha');
+      await savePictureCache(store, 'picture-cache', first);
+
+      let reads = 0;
+      const counting: PictureStore = {
+        putFile: (p, e) => {
+          reads += 1;
+          return store.putFile(p, e);
+        },
+        readState: (n) => store.readState(n),
+        writeState: (n, v) => store.writeState(n, v),
+      };
+      const cache = await loadPictureCache(counting, 'picture-cache');
+      const second = await takePicture({ store: counting, projectRoot: root, coverage, cache, exclude: [storeRoot] });
+      expect(reads).toBe(0);
+      expect(second.records.get('a.txt')?.state).toEqual(a);
+
+      await fs.writeFile(path.join(root, 'a.txt'), 'changed');
+      const third = await takePicture({ store: counting, projectRoot: root, coverage, cache: second, exclude: [storeRoot] });
+      expect(reads).toBe(1);
+      expect(third.records.get('a.txt')?.state).toMatchObject({ type: 'file', size: 7 });
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -1,0 +1,110 @@
+import { mkdir, readFile, realpath, stat, symlink, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { isCheckpointError } from '../../src/core/errors.js';
+import { CheckpointStore, DEFAULT_RETAIN } from '../../src/store/store.js';
+import { makeSandbox, openStore, type Sandbox } from './helpers.js';
+
+let box: Sandbox;
+
+beforeEach(async () => {
+  box = await makeSandbox();
+});
+afterEach(async () => {
+  await box.cleanup();
+});
+
+describe('layout', () => {
+  test('creates the versioned layout with owner-only modes', async () => {
+    const store = await openStore(box);
+    expect(store.projectRoot).toBe(await realpath(box.project));
+    expect(JSON.parse(await readFile(path.join(store.root, 'STORE.json'), 'utf8'))).toEqual({
+      format: 'turnback-store',
+      version: 1,
+      projectRoot: store.projectRoot,
+    });
+    for (const dir of ['', 'objects', 'objects/v1', 'checkpoints', 'state', 'tmp']) {
+      expect((await stat(path.join(store.root, dir))).mode & 0o777).toBe(0o700);
+    }
+    expect((await stat(path.join(store.root, 'STORE.json'))).mode & 0o777).toBe(0o600);
+    const writer = await store.openCheckpoint({ kind: 'turn' });
+    expect((await stat(path.join(store.root, 'checkpoints', `${writer.id}.journal`))).mode & 0o777).toBe(0o600);
+    await writer.seal();
+    expect((await stat(path.join(store.root, 'checkpoints', `${writer.id}.json`))).mode & 0o777).toBe(0o600);
+    await store.writeState('stat-cache', { a: 1 });
+    expect((await stat(path.join(store.root, 'state', 'stat-cache.json'))).mode & 0o777).toBe(0o600);
+    expect(DEFAULT_RETAIN).toBe(100);
+    // Reopening is fine.
+    await expect(openStore(box)).resolves.toBeInstanceOf(CheckpointStore);
+    await store.close();
+  });
+
+  test('refuses a symlinked store root, a file as root, and a root inside .git', async () => {
+    const real = path.join(box.dir, 'real');
+    await mkdir(real);
+    await symlink(real, box.storeRoot);
+    await expect(openStore(box)).rejects.toSatisfy((e) => isCheckpointError(e, 'STORE_UNAVAILABLE'));
+    const file = path.join(box.dir, 'file');
+    await writeFile(file, 'x');
+    await expect(CheckpointStore.open(file, { projectRoot: box.project })).rejects.toSatisfy((e) => isCheckpointError(e, 'STORE_UNAVAILABLE'));
+    const inGit = path.join(box.project, '.git', 'turnback');
+    await expect(CheckpointStore.open(inGit, { projectRoot: box.project })).rejects.toSatisfy((e) => isCheckpointError(e, 'STORE_UNAVAILABLE'));
+    await expect(stat(path.join(box.project, '.git'))).rejects.toThrow();
+  });
+
+  test('refuses another project store with FOREIGN_WORKSPACE', async () => {
+    const first = await openStore(box);
+    await first.close();
+    const other = path.join(box.dir, 'other');
+    await mkdir(other);
+    const error = await CheckpointStore.open(box.storeRoot, { projectRoot: other }).catch((e: unknown) => e);
+    expect(isCheckpointError(error, 'FOREIGN_WORKSPACE')).toBe(true);
+  });
+
+  test('state documents: atomic JSON, validated names', async () => {
+    const store = await openStore(box);
+    expect(await store.readState('sessions')).toBeUndefined();
+    await store.writeState('sessions', { list: [1, 2] });
+    expect(await store.readState('sessions')).toEqual({ list: [1, 2] });
+    await expect(store.readState('../x')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+    await expect(store.writeState('A/b', 1)).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+    await writeFile(path.join(store.root, 'state', 'bad.json'), '{');
+    await expect(store.readState('bad')).rejects.toSatisfy((e) => isCheckpointError(e, 'CORRUPT_MANIFEST'));
+  });
+});
+
+describe('manifests', () => {
+  test('a corrupt manifest reads as CORRUPT_MANIFEST and a foreign one as FOREIGN_WORKSPACE', async () => {
+    const store = await openStore(box);
+    const writer = await store.openCheckpoint({ kind: 'snapshot' });
+    await writer.append({ op: 'before', path: 'a', state: { type: 'absent' } });
+    const sealed = await writer.seal();
+    const file = path.join(store.root, 'checkpoints', `${sealed.id}.json`);
+    const good = await readFile(file, 'utf8');
+
+    await writeFile(file, good.slice(0, 30));
+    await expect(store.manifest(sealed.id)).rejects.toSatisfy((e) => isCheckpointError(e, 'CORRUPT_MANIFEST'));
+    const variants: ((m: Record<string, unknown>) => void)[] = [
+      (m) => (m.version = 2),
+      (m) => (m.format = 'other'),
+      (m) => (m.entries = [{ path: '../x', before: { type: 'absent' } }]),
+      (m) => (m.entries = [{ path: 'a', before: { type: 'file', object: 'zz', hash: 'x', size: 1, mode: 0 } }]),
+      (m) => (m.entryCount = 5),
+      (m) => (m.extra = true),
+      (m) => (m.id = '0000000000001-0000-00000000'),
+    ];
+    for (const change of variants) {
+      const manifest = JSON.parse(good) as Record<string, unknown>;
+      change(manifest);
+      await writeFile(file, JSON.stringify(manifest));
+      await expect(store.manifest(sealed.id)).rejects.toSatisfy((e) => isCheckpointError(e, 'CORRUPT_MANIFEST'));
+    }
+    const foreign = JSON.parse(good) as Record<string, unknown>;
+    foreign.workspace = '/somewhere/else';
+    await writeFile(file, JSON.stringify(foreign));
+    await expect(store.manifest(sealed.id)).rejects.toSatisfy((e) => isCheckpointError(e, 'FOREIGN_WORKSPACE'));
+    // list skips what it cannot read rather than failing.
+    expect(await store.list()).toEqual([]);
+    await store.close();
+  });
+});

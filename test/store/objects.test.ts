@@ -1,0 +1,136 @@
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import fc from 'fast-check';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { isCheckpointError } from '../../src/core/errors.js';
+import { contentHash, loadHasher } from '../../src/core/hash.js';
+import { baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/objects.js';
+import type { CheckpointStore } from '../../src/store/store.js';
+import { makeSandbox, openStore, type Sandbox } from './helpers.js';
+
+let box: Sandbox;
+let store: CheckpointStore;
+
+beforeEach(async () => {
+  box = await makeSandbox();
+  store = await openStore(box);
+  await loadHasher();
+});
+afterEach(async () => {
+  await store.close();
+  await box.cleanup();
+});
+
+function objectFile(key: string): string {
+  return path.join(store.root, 'objects', 'v1', key.slice(0, 2), key);
+}
+
+describe('objects', () => {
+  test('random byte arrays round trip and dedupe to the same key', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ minLength: 0, maxLength: 5000 }), async (bytes) => {
+        const ref = await store.putBytes(bytes);
+        expect(ref.size).toBe(bytes.length);
+        expect(ref.hash).toBe(contentHash(bytes));
+        expect(ref.object).toBe(baseObjectKey(ref.hash, bytes.length));
+        const back = await store.readObject(ref.object);
+        expect(Buffer.compare(back, Buffer.from(bytes))).toBe(0);
+        const again = await store.putBytes(Buffer.from(bytes));
+        expect(again.object).toBe(ref.object);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  test('compressible content is stored deflated, random content raw', async () => {
+    const text = Buffer.from('hello turnback\n'.repeat(2000));
+    const random = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7919 + ((i * i) >> 3)) & 0xff));
+    const small = Buffer.from('x'.repeat(500));
+    const textRef = await store.putBytes(text);
+    const randomRef = await store.putBytes(random);
+    const smallRef = await store.putBytes(small);
+    const storedText = await readFile(objectFile(textRef.object));
+    expect(storedText[0]).toBe(1);
+    expect(storedText.length).toBeLessThan(text.length / 10);
+    const storedSmall = await readFile(objectFile(smallRef.object));
+    expect(storedSmall[0]).toBe(0);
+    expect(storedSmall.length).toBe(small.length + 1);
+    expect(Buffer.compare(decodeObject(storedText), text)).toBe(0);
+    expect(Buffer.compare(await store.readObject(textRef.object), text)).toBe(0);
+    expect(Buffer.compare(await store.readObject(randomRef.object), random)).toBe(0);
+  });
+
+  test('concurrent puts of the same bytes share one object', async () => {
+    const bytes = Buffer.from('same content '.repeat(300));
+    const refs = await Promise.all(Array.from({ length: 8 }, () => store.putBytes(bytes)));
+    expect(new Set(refs.map((r) => r.object)).size).toBe(1);
+    expect((await store.listObjects()).length).toBe(1);
+  });
+
+  test('a hash collision on an existing key gets the next suffix and reads back its own bytes', async () => {
+    const mine = Buffer.from('the content being stored');
+    const key = baseObjectKey(contentHash(mine), mine.length);
+    // Fabricate a different object already sitting under the same key (same size, other bytes).
+    const impostor = Buffer.from('another content, same size'.slice(0, mine.length).padEnd(mine.length, '!'));
+    expect(Buffer.compare(impostor, mine)).not.toBe(0);
+    await mkdir(path.dirname(objectFile(key)), { recursive: true });
+    await writeFile(objectFile(key), Buffer.concat([Buffer.of(0), impostor]));
+    const ref = await store.putBytes(mine);
+    expect(ref.object).toBe(`${key}.1`);
+    expect(parseObjectKey(ref.object)).toEqual({ hash: contentHash(mine), size: mine.length, suffix: 1 });
+    expect(Buffer.compare(await store.readObject(ref.object), mine)).toBe(0);
+    // The same content again finds its suffixed copy.
+    expect((await store.putBytes(mine)).object).toBe(`${key}.1`);
+    // The impostor under the bare key is never returned as if it were ours.
+    await expect(store.readObject(key)).rejects.toSatisfy((e) => isCheckpointError(e, 'INTEGRITY'));
+  });
+
+  test('a tampered object reads as INTEGRITY, never as wrong bytes', async () => {
+    const bytes = Buffer.from('abcdefghij'.repeat(10));
+    const ref = await store.putBytes(bytes);
+    const file = objectFile(ref.object);
+    const stored = await readFile(file);
+    stored[stored.length - 1] ^= 0xff;
+    await writeFile(file, stored);
+    const flipped = await store.readObject(ref.object).catch((e: unknown) => e);
+    expect(isCheckpointError(flipped, 'INTEGRITY')).toBe(true);
+    expect(flipped).toMatchObject({ expected: ref.hash });
+    await writeFile(file, stored.subarray(0, 20));
+    const truncated = await store.readObject(ref.object).catch((e: unknown) => e);
+    expect(isCheckpointError(truncated, 'INTEGRITY')).toBe(true);
+    expect(truncated).toMatchObject({ expected: String(bytes.length), found: '19' });
+  });
+
+  test('a missing object is INTEGRITY with its path', async () => {
+    const key = baseObjectKey('0123456789abcdef', 10);
+    const error = await store.readObject(key).catch((e: unknown) => e);
+    expect(isCheckpointError(error, 'INTEGRITY')).toBe(true);
+    expect((error as { path: string }).path).toBe(objectFile(key));
+    expect(await store.hasObject(key)).toBe(false);
+    await expect(store.readObject('../../etc/passwd')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+  });
+
+  test('putFile stores a file with its mode and refuses symlinks and stale expectations', async () => {
+    const file = path.join(box.project, 'a.txt');
+    await writeFile(file, 'file body\n', { mode: 0o640 });
+    const info = await stat(file);
+    const ref = await store.putFile(file, { size: info.size, mtimeMs: info.mtimeMs });
+    expect(ref.mode).toBe(info.mode & 0o7777);
+    expect((await store.readObject(ref.object)).toString()).toBe('file body\n');
+    expect(await store.hasObject(ref.object)).toBe(true);
+    await expect(store.putFile(file, { size: 3 })).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(store.putFile(file, { hash: '0000000000000000' })).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    const { symlink } = await import('node:fs/promises');
+    await symlink(file, path.join(box.project, 'link'));
+    await expect(store.putFile(path.join(box.project, 'link'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(store.putFile(path.join(box.project, 'missing'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(store.putFile(box.project)).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(store.putFile('relative.txt')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+  });
+
+  test('objects and folders get owner-only modes', async () => {
+    const ref = await store.putBytes(Buffer.from('secret'));
+    expect((await stat(objectFile(ref.object))).mode & 0o777).toBe(0o600);
+    expect((await stat(path.dirname(objectFile(ref.object)))).mode & 0o777).toBe(0o700);
+  });
+});
