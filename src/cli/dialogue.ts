@@ -25,8 +25,11 @@ export function isYes(line: string | undefined): boolean {
 export class LineReader {
   readonly #lines: AsyncIterator<string>;
   readonly #close: () => void;
+  readonly #echo: boolean;
 
   constructor(input: Readable) {
+    // Piped answers are not echoed by a terminal; end the prompt line ourselves.
+    this.#echo = (input as { isTTY?: boolean }).isTTY !== true;
     const rl = createInterface({ input, crlfDelay: Infinity, terminal: false });
     this.#lines = rl[Symbol.asyncIterator]();
     this.#close = () => rl.close();
@@ -40,6 +43,7 @@ export class LineReader {
       output.write('\n');
       return undefined;
     }
+    if (this.#echo) output.write('\n');
     return next.value;
   }
 

@@ -126,7 +126,9 @@ export function renderReceipt(
   const n = report.restored.length;
   const lines = [style.bold(`restored ${n} ${n === 1 ? 'file' : 'files'} to ${label}`)];
   const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${path}${note.length > 0 ? `   ${note}` : ''}`;
-  for (const entry of report.restored) {
+  const order = { written: 0, recreated: 1, deleted: 2 } as Record<string, number>;
+  const restored = [...report.restored].sort((a, b) => (order[doneVerb(a)] ?? 0) - (order[doneVerb(b)] ?? 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  for (const entry of restored) {
     lines.push(row(doneVerb(entry), entry.path, entry.reason === 'mode-only' ? planReasonText(entry.reason, maxFileMib) : ''));
   }
   const kept: PlanEntry[] = [];

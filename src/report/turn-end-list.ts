@@ -67,6 +67,8 @@ export interface TurnEndRow {
   noCopy?: { count: number; reason: string };
   /** The command that undoes this row, offered on flagged rows. */
   undo?: string;
+  /** For a folder row flagged `not in git`: how many of its files git has no copy of. */
+  notInGit?: number;
 }
 
 /** The turn-end list as data: what `--json` prints and what {@link renderTurnEndList} draws. */
@@ -167,7 +169,7 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
   }
 
   const rows: TurnEndRow[] = [];
-  const folderRows = new Map<string, { row: TurnEndRow; flagSet: Set<RowFlag>; noCopyReasons: string[] }>();
+  const folderRows = new Map<string, { row: TurnEndRow; flagSet: Set<RowFlag>; noCopyReasons: string[]; notInGit: number }>();
   for (const change of changes) {
     const folder = collapsed.find((c) => change.path.startsWith(c.folder));
     const reason = isLoss(change) ? uncopiedReasonOf(change.before) : undefined;
@@ -179,16 +181,19 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
     }
     let group = folderRows.get(folder.folder);
     if (group === undefined) {
-      group = { row: { kind: KIND_WORD[folder.kind], path: folder.folder, files: 0, flags: [] }, flagSet: new Set(), noCopyReasons: [] };
+      group = { row: { kind: KIND_WORD[folder.kind], path: folder.folder, files: 0, flags: [] }, flagSet: new Set(), noCopyReasons: [], notInGit: 0 };
       folderRows.set(folder.folder, group);
       rows.push(group.row);
     }
     group.row.files += 1;
-    for (const flag of flagsOf(change)) group.flagSet.add(flag);
+    const flags = flagsOf(change);
+    for (const flag of flags) group.flagSet.add(flag);
+    if (flags.includes('not in git')) group.notInGit += 1;
     if (reason !== undefined) group.noCopyReasons.push(noCopyText(reason, maxFileMib));
   }
-  for (const { row, flagSet, noCopyReasons } of folderRows.values()) {
+  for (const { row, flagSet, noCopyReasons, notInGit } of folderRows.values()) {
     row.flags = (['not in git', '20+ deleted', 'protected'] as const).filter((f) => flagSet.has(f));
+    if (notInGit > 0 && notInGit < row.files) row.notInGit = notInGit;
     if (noCopyReasons.length > 0) row.noCopy = { count: noCopyReasons.length, reason: noCopyReasons[0] as string };
   }
   for (const row of rows) {
@@ -285,7 +290,8 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
     const marker = row.flags.length > 0 ? style.warn('⚠ ') : '  ';
     const name = row.path.endsWith('/') ? `${row.path} (${row.files} files)` : row.path;
     const tail: string[] = [];
-    if (row.flags.length > 0) tail.push(style.warn(row.flags.join(', ')));
+    const flagText = row.flags.map((f) => (f === 'not in git' && row.notInGit !== undefined ? `not in git (${row.notInGit} of ${row.files})` : f));
+    if (flagText.length > 0) tail.push(style.warn(flagText.join(', ')));
     if (row.noCopy !== undefined) {
       tail.push(row.files === 1 ? row.noCopy.reason : `${row.noCopy.count} of ${row.files} without a copy: ${row.noCopy.reason}`);
     }

@@ -635,8 +635,27 @@ export class CheckpointObserver implements WriteObserver {
     report.refused.push(...applied.refused);
     report.skipped.push(...applied.skipped);
     report.failed = applied.failed;
-    report.cleanupPending = applied.cleanupPending;
+    report.cleanupPending = [...applied.cleanupPending, ...(await this.#strayTempFiles(writing, applied.cleanupPending))];
     return report;
+  }
+
+  /**
+   * Staged or displaced files that an earlier, killed restore left beside the paths this one
+   * touched. Their content is in the store (every restore saves first), so they are reported for
+   * a person to remove, never deleted silently and never read as project files.
+   */
+  async #strayTempFiles(entries: PlanEntry[], known: string[]): Promise<string[]> {
+    const folders = new Set(entries.map((e) => (e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : '')));
+    const seen = new Set(known);
+    const strays: string[] = [];
+    for (const folder of folders) {
+      const names = await this.#fs.readdir(folder === '' ? this.projectRoot : `${this.projectRoot}/${folder}`).catch(() => [] as string[]);
+      for (const name of names) {
+        const rel = folder === '' ? name : `${folder}/${name}`;
+        if ((name.startsWith('.turnback-stage-') || name.startsWith('.turnback-displaced-')) && !seen.has(rel)) strays.push(rel);
+      }
+    }
+    return strays.sort();
   }
 
   async #plan(idInput: CheckpointId, options: RestoreOptions): Promise<{ plan: RestorePlan; irreversible: IrreversibleCall[] }> {

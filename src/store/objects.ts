@@ -59,10 +59,7 @@ export interface ObjectFileInfo {
   mtimeMs: number;
 }
 
-interface TempFile {
-  path: string;
-  handle: FileHandle;
-}
+const EMPTY = new Uint8Array(0);
 
 /** The parts of a well-formed object key, or `undefined` when malformed. */
 export function parseObjectKey(key: unknown): { hash: string; size: number; suffix: number } | undefined {
@@ -123,7 +120,7 @@ export class ObjectStore {
   private readonly layout: StoreLayout;
   private readonly knownDirs = new Set<string>();
   private readonly inFlight = new Map<string, { bytes: Uint8Array; promise: Promise<ObjectRef> }>();
-  private spare: Promise<TempFile | undefined> | undefined;
+  private spare: Promise<string | undefined> | undefined;
   private closed = false;
 
   constructor(fs: FileSystem, layout: StoreLayout) {
@@ -217,25 +214,32 @@ export class ObjectStore {
 
   private async writeTemp(bytes: Uint8Array): Promise<string> {
     const [header, body] = await encodeObject(bytes);
-    const { path: temp, handle } = await this.takeTemp();
+    const temp = await this.takeTemp();
     try {
-      await handle.writev([header, body]);
+      // 'r+' on the empty file we created exclusively (tmp/ is 0700 and ours): no truncation needed.
+      const handle = await this.fs.open(temp, 'r+');
+      try {
+        await handle.writev([header, body]);
+      } catch (error) {
+        await handle.close().catch(() => undefined);
+        throw error;
+      }
+      // The bytes are in the file once writev returns; linking need not wait for close.
+      handle.close().catch(() => undefined);
     } catch (error) {
-      await handle.close().catch(() => undefined);
       this.fs.unlink(temp).catch(() => undefined);
       throw error;
     }
-    // The bytes are in the file once writev returns; linking need not wait for close.
-    handle.close().catch(() => undefined);
     return temp;
   }
 
   /**
-   * A fresh, empty, exclusively created temp file. Creating an inode is by far the most
-   * expensive step of a put (hundreds of microseconds on a busy ext4), so one spare is always
-   * being created in the background and the hot path usually just takes it.
+   * A fresh, empty temp file created exclusively. Creating an inode is by far the most expensive
+   * step of a put (hundreds of microseconds on a busy ext4, against tens for opening an existing
+   * file), so the next one is always being created in the background and the hot path usually
+   * just takes it. Only a path is kept between calls, never an open descriptor.
    */
-  private async takeTemp(): Promise<TempFile> {
+  private async takeTemp(): Promise<string> {
     const spare = this.spare;
     this.spare = undefined;
     const taken = (spare ? await spare : undefined) ?? (await this.createTemp());
@@ -243,20 +247,18 @@ export class ObjectStore {
     return taken;
   }
 
-  private async createTemp(): Promise<TempFile> {
+  private async createTemp(): Promise<string> {
     const temp = this.layout.tempPath();
-    return { path: temp, handle: await this.fs.open(temp, 'wx', FILE_MODE) };
+    await this.fs.writeFile(temp, EMPTY, { flag: 'wx', mode: FILE_MODE });
+    return temp;
   }
 
-  /** Releases the spare temp file. Puts after this still work, without a spare. */
+  /** Removes the spare temp file. Puts after this still work, without a spare. */
   async close(): Promise<void> {
     this.closed = true;
     const spare = await this.spare;
     this.spare = undefined;
-    if (spare) {
-      await spare.handle.close().catch(() => undefined);
-      await this.fs.unlink(spare.path).catch(() => undefined);
-    }
+    if (spare) await this.fs.unlink(spare).catch(() => undefined);
   }
 
   /** Links `temp` to `target` without overwriting; false when `target` exists. */

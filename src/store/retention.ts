@@ -27,6 +27,12 @@ export interface PruneOptions {
   keepDays?: number;
   /** Remove the oldest checkpoints while the store is larger than this. @default no size limit */
   maxStoreBytes?: number;
+  /**
+   * Unreferenced objects younger than this are kept, because a concurrent capture may be about to
+   * reference them. Pass 0 only when no capture can be running (e.g. forgetting a session).
+   * @default GRACE_MS (10 minutes)
+   */
+  graceMs?: number;
 }
 
 /** Why prune removed a checkpoint. */
@@ -54,7 +60,8 @@ interface Held {
 }
 
 function checkOptions(options: PruneOptions): Required<Pick<PruneOptions, 'retain'>> & PruneOptions {
-  const { retain, keepDays, maxStoreBytes } = options;
+  const { retain, keepDays, maxStoreBytes, graceMs } = options;
+  if (graceMs !== undefined && (!Number.isFinite(graceMs) || graceMs < 0)) throw new CheckpointError('INVALID_ARGUMENT', 'graceMs must be a non-negative number');
   if (retain === undefined || !Number.isSafeInteger(retain) || retain < 0) throw new CheckpointError('INVALID_ARGUMENT', 'retain must be a non-negative integer');
   if (keepDays !== undefined && (!Number.isFinite(keepDays) || keepDays < 0)) throw new CheckpointError('INVALID_ARGUMENT', 'keepDays must be a non-negative number');
   if (maxStoreBytes !== undefined && (!Number.isSafeInteger(maxStoreBytes) || maxStoreBytes < 0)) {
@@ -125,6 +132,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
   const resolved = checkOptions(options);
   return ctx.withLock(async () => {
     const now = Date.now();
+    const graceMs = resolved.graceMs ?? GRACE_MS;
     const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [] };
     const held = await loadReferences(ctx);
     const refcount = new Map<string, number>();
@@ -151,7 +159,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const collect = async (): Promise<number> => {
       let freed = 0;
       for (const [key, info] of objects) {
-        if ((refcount.get(key) ?? 0) > 0 || now - info.mtimeMs < GRACE_MS) continue;
+        if ((refcount.get(key) ?? 0) > 0 || now - info.mtimeMs < graceMs) continue;
         try {
           await ctx.fs.unlink(info.path);
           freed += info.diskSize;

@@ -276,6 +276,25 @@ export class CheckpointStore {
     }
   }
 
+  /**
+   * Names of the state documents (without `.json`), sorted, optionally only those starting with `prefix`.
+   * @throws CheckpointError `IO`.
+   */
+  async listState(prefix = ''): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await this.fs.readdir(this.layout.stateDir);
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return [];
+      throw asCheckpointError(error, 'cannot list state', this.layout.stateDir);
+    }
+    return names
+      .filter((n) => n.endsWith('.json'))
+      .map((n) => n.slice(0, -'.json'.length))
+      .filter((n) => STATE_NAME.test(n) && n.startsWith(prefix))
+      .sort();
+  }
+
   /** Writes `state/<name>.json` atomically (fsynced). @throws CheckpointError `INVALID_ARGUMENT`, `IO`. */
   async writeState(name: string, value: unknown): Promise<void> {
     const file = this.layout.statePath(checkStateName(name));

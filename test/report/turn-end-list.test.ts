@@ -157,3 +157,11 @@ describe('turn-end list', () => {
     expect(lines[1]).toBe('<⚠ >deleted  a   <not in git>   *turnback undo --path a*');
   });
 });
+
+describe('folder flags', () => {
+  it('counts how many files of a folder git has no copy of', () => {
+    const changes = [deleted('docs/a.md'), deleted('docs/b.md'), deleted('docs/c.md')];
+    const lines = render({ changes, git: { notInGit: new Set(['docs/b.md']), unchecked: new Set() } });
+    expect(lines[1]).toBe('⚠ deleted  docs/ (3 files)   not in git (1 of 3)   turnback undo');
+  });
+});

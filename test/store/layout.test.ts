@@ -66,6 +66,10 @@ describe('layout', () => {
     expect(await store.readState('sessions')).toBeUndefined();
     await store.writeState('sessions', { list: [1, 2] });
     expect(await store.readState('sessions')).toEqual({ list: [1, 2] });
+    await store.writeState('call-a', null);
+    await store.writeState('call-b', 1);
+    expect(await store.listState('call-')).toEqual(['call-a', 'call-b']);
+    expect(await store.listState()).toEqual(['call-a', 'call-b', 'sessions']);
     await expect(store.readState('../x')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
     await expect(store.writeState('A/b', 1)).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
     await writeFile(path.join(store.root, 'state', 'bad.json'), '{');

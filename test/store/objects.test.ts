@@ -1,4 +1,4 @@
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -90,7 +90,7 @@ describe('objects', () => {
     const ref = await store.putBytes(bytes);
     const file = objectFile(ref.object);
     const stored = await readFile(file);
-    stored[stored.length - 1] ^= 0xff;
+    stored[stored.length - 1] = (stored[stored.length - 1] as number) ^ 0xff;
     await writeFile(file, stored);
     const flipped = await store.readObject(ref.object).catch((e: unknown) => e);
     expect(isCheckpointError(flipped, 'INTEGRITY')).toBe(true);
@@ -126,6 +126,23 @@ describe('objects', () => {
     await expect(store.putFile(path.join(box.project, 'missing'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
     await expect(store.putFile(box.project)).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
     await expect(store.putFile('relative.txt')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+  });
+
+  test('a dedupe hit on an old object refreshes its mtime so a concurrent prune keeps it', async () => {
+    const bytes = Buffer.from('reused content');
+    const ref = await store.putBytes(bytes);
+    const old = new Date(Date.now() - 60 * 60_000);
+    await utimes(objectFile(ref.object), old, old);
+    expect((await store.putBytes(bytes)).object).toBe(ref.object);
+    expect((await stat(objectFile(ref.object))).mtimeMs).toBeGreaterThan(old.getTime() + 30 * 60_000);
+    expect((await store.prune()).removedObjects).toBe(0);
+  });
+
+  test('large objects (compressed off the event loop) round trip', async () => {
+    const big = Buffer.from('0123456789abcdef\n'.repeat(100_000));
+    const ref = await store.putBytes(big);
+    expect((await readFile(objectFile(ref.object)))[0]).toBe(1);
+    expect(Buffer.compare(await store.readObject(ref.object), big)).toBe(0);
   });
 
   test('objects and folders get owner-only modes', async () => {

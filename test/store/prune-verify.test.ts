@@ -90,6 +90,7 @@ describe('prune', () => {
       { id: made[1]?.id, reason: 'store-full' },
     ]);
     expect(await store.storeSizeBytes()).toBeLessThanOrEqual(before - 3000);
+    await expect(store.prune({ graceMs: -1 })).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
     await expect(store.prune({ retain: -1 })).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
   });
 
@@ -113,6 +114,13 @@ describe('prune', () => {
     await expect(stat(deadTemp)).rejects.toThrow();
     await expect(stat(mine)).resolves.toBeTruthy();
     await writer.seal();
+  });
+
+  test('graceMs: 0 removes fresh unreferenced objects at once', async () => {
+    const made = await checkpointWith(11);
+    await store.deleteCheckpoint(made.id);
+    expect((await store.prune({ graceMs: 0 })).removedObjects).toBe(1);
+    expect(await store.hasObject(made.object)).toBe(false);
   });
 
   test('deleteCheckpoint removes one checkpoint', async () => {
@@ -147,7 +155,7 @@ describe('verify', () => {
     const fileOf = (key: string): string => path.join(store.root, 'objects', 'v1', key.slice(0, 2), key);
     await unlink(fileOf(a.object));
     const stored = await readFile(fileOf(b.object));
-    stored[10] ^= 1;
+    stored[10] = (stored[10] as number) ^ 1;
     await writeFile(fileOf(b.object), stored);
     const report = await store.verify();
     expect(report.ok).toBe(false);

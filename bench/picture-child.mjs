@@ -1,0 +1,32 @@
+// Child process of the memory benchmark: takes pictures of a big tree and reports its peak RSS.
+// Usage: node bench/picture-child.mjs <projectRoot> <storeDir> [idle]
+import { CheckpointObserver, CheckpointStore } from '../dist/index.js';
+
+const [projectRoot, storeDir, mode] = process.argv.slice(2);
+const rss = () => process.resourceUsage().maxRSS; // KB
+if (mode === 'idle') {
+  // The floor: node plus the library loaded, nothing pictured.
+  const store = await CheckpointStore.open(storeDir, { projectRoot });
+  await store.close();
+  process.stdout.write(`${JSON.stringify({ idleMaxRssKb: rss() })}\n`);
+} else {
+  const store = await CheckpointStore.open(storeDir, { projectRoot });
+  // Limits raised so the whole tree is pictured; the defaults would stop at 10,000 copied files.
+  const observer = new CheckpointObserver({
+    store,
+    sessionId: 'bench-memory',
+    coverage: { maxPictureFiles: 1_000_000, maxWalkEntries: 10_000_000, maxPictureSeconds: 900, maxPictureMib: 100_000 },
+  });
+  let start = performance.now();
+  const begin = await observer.callBegin('memory');
+  const firstMs = performance.now() - start;
+  const afterFirstKb = rss();
+  start = performance.now();
+  const end = await observer.callEnd('memory');
+  const secondMs = performance.now() - start;
+  await observer.close();
+  await store.close();
+  process.stdout.write(
+    `${JSON.stringify({ firstMs, secondMs, afterFirstKb, maxRssKb: rss(), partial: begin.partial || end.partial, summary: begin.summary || end.summary, changes: end.changes.length })}\n`,
+  );
+}
