@@ -83,12 +83,23 @@ export function previewHeader(preview: UndoPreview): string {
 }
 
 /** Draws the preview: the header, then one line per row (`  write back  src/parser.rs`). */
-export function renderUndoPreview(preview: UndoPreview, style: LineStyle = plainStyle): string[] {
+export function renderUndoPreview(preview: UndoPreview, style: LineStyle = plainStyle, maxRows = 10): string[] {
   const lines = [style.bold(previewHeader(preview))];
+  // Writes past maxRows fold into one line; rows that are not written (kept, left, skipped) always show.
+  let writes = 0;
+  let hidden = 0;
   for (const row of preview.rows) {
+    if (row.verb === 'write back' || row.verb === 'recreate' || row.verb === 'delete') {
+      writes += 1;
+      if (writes > maxRows) {
+        hidden += 1;
+        continue;
+      }
+    }
     const note = row.note.length > 0 ? `   ${row.verb === 'skip' || row.verb === 'leave' ? style.warn(row.note) : style.dim(row.note)}` : '';
     lines.push(`  ${row.verb.padEnd(10)}  ${row.path}${note}`);
   }
+  if (hidden > 0) lines.splice(1 + maxRows, 0, style.dim(`  … and ${hidden} more to write back, recreate or delete`));
   return lines;
 }
 
@@ -120,17 +131,19 @@ export function renderReceipt(
   label: string,
   report: Pick<RestoreReport, 'restored' | 'refused' | 'skipped' | 'failed' | 'preRestoreId' | 'cleanupPending'>,
   style: LineStyle = plainStyle,
-  options: { maxFileMib?: number; undoCommand?: string } = {},
+  options: { maxFileMib?: number; undoCommand?: string; maxRows?: number } = {},
 ): string[] {
+  const maxRows = options.maxRows ?? 10;
   const maxFileMib = options.maxFileMib ?? DEFAULT_MAX_FILE_MIB;
   const n = report.restored.length;
   const lines = [style.bold(`restored ${n} ${n === 1 ? 'file' : 'files'} to ${label}`)];
   const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${path}${note.length > 0 ? `   ${note}` : ''}`;
   const order = { written: 0, recreated: 1, deleted: 2 } as Record<string, number>;
   const restored = [...report.restored].sort((a, b) => (order[doneVerb(a)] ?? 0) - (order[doneVerb(b)] ?? 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  for (const entry of restored) {
+  for (const entry of restored.slice(0, maxRows)) {
     lines.push(row(doneVerb(entry), entry.path, entry.reason === 'mode-only' ? planReasonText(entry.reason, maxFileMib) : ''));
   }
+  if (restored.length > maxRows) lines.push(style.dim(`  … and ${restored.length - maxRows} more`));
   const kept: PlanEntry[] = [];
   for (const entry of [...report.refused, ...report.skipped]) {
     if (entry.action === 'skip' && (entry.reason === 'already-matches' || entry.reason === 'not-changed-since' as string)) continue;

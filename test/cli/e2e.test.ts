@@ -187,7 +187,7 @@ describe('turnback undo and redo', () => {
 
     const turn = json<{ checkpoints: { id: string; kind: string }[] }>(tb(['list', '--json'])).checkpoints.find((c) => c.kind === 'turn');
     const all = tb(['undo', turn?.id ?? '', '--yes', '--delete-created', '--json']);
-    expect(all.stderr + all.code).toBe('0');
+    expect(all.code, all.stderr).toBe(0);
     expect(json<{ restored: boolean }>(all).restored).toBe(true);
     expect(existsSync(path.join(proj, 'tidy.sh'))).toBe(false);
     expect(existsSync(path.join(proj, 'docs', 'notes', 'n1.md'))).toBe(true);

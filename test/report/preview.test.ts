@@ -91,3 +91,17 @@ describe('reason words', () => {
     expect(planReasonText(undefined)).toBe('');
   });
 });
+
+describe('long previews', () => {
+  it('folds writes past 10 into one line but always shows kept and skipped rows', () => {
+    const many: PlanEntry[] = Array.from({ length: 13 }, (_, i) => ({ path: `src/m${String(i).padStart(2, '0')}.js`, action: 'restore', target: file, expectedHash: 'file:1' }) as PlanEntry);
+    many.push({ path: 'zz.txt', action: 'leave', reason: 'created-since', target: absent });
+    const lines = renderUndoPreview(buildUndoPreview('before x', many));
+    expect(lines).toHaveLength(1 + 10 + 1 + 1);
+    expect(lines[11]).toBe('  … and 3 more to write back, recreate or delete');
+    expect(lines[12]).toBe('  kept        zz.txt   (created since)');
+    const receipt = renderReceipt('before x', { restored: many.slice(0, 13), refused: [], skipped: [], failed: [], preRestoreId: undefined, cleanupPending: [] });
+    expect(receipt).toHaveLength(1 + 10 + 1);
+    expect(receipt.at(-1)).toBe('  … and 3 more');
+  });
+});
