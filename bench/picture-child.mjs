@@ -1,6 +1,10 @@
 // Child process of the memory benchmark: takes pictures of a big tree and reports its peak RSS.
 // Usage: node bench/picture-child.mjs <projectRoot> <storeDir> [idle]
-import { CheckpointObserver, CheckpointStore } from '../dist/index.js';
+import * as nodePath from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const DIST = process.env.TURNBACK_DIST ? nodePath.resolve(process.env.TURNBACK_DIST) : nodePath.join(nodePath.dirname(fileURLToPath(import.meta.url)), '..', 'dist');
+const { CheckpointObserver, CheckpointStore } = await import(pathToFileURL(nodePath.join(DIST, 'index.js')).href);
 
 const [projectRoot, storeDir, mode] = process.argv.slice(2);
 const rss = () => process.resourceUsage().maxRSS; // KB

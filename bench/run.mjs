@@ -5,7 +5,7 @@ import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { collect, diskUsage, fmtBytes, fmtMs, fmtRatio, git, median, parseArgs, say, shadowEnv, TempRoot, timeAsync, timeSync } from './lib.mjs';
 import { editFiles, generateTree, mulberry32 } from './tree.mjs';
 
@@ -19,11 +19,13 @@ if (args.help) {
 }
 for (const name of args.only ?? []) if (!BENCHES.includes(name)) throw new Error(`unknown bench ${name}; one of ${BENCHES.join(', ')}`);
 
+// TURNBACK_DIST points the bench at another build (e.g. `npm run bench:build -- X` → .bench-build/X).
+const DIST = process.env.TURNBACK_DIST ? path.resolve(process.env.TURNBACK_DIST) : path.join(HERE, '..', 'dist');
 let api;
 try {
-  api = await import('../dist/index.js');
+  api = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
 } catch (error) {
-  console.error(`cannot load ../dist/index.js (run \`npx tsup\` first): ${error.message}`);
+  console.error(`cannot load ${DIST}/index.js (run \`npx tsup\` first): ${error.message}`);
   process.exit(0);
 }
 const { CheckpointObserver, CheckpointStore } = api;

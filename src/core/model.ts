@@ -33,8 +33,19 @@ export type UncopiedReason =
  */
 export type Fingerprint = string;
 
+/**
+ * What a fingerprint is computed from: a recorded {@link PathState}, or anything shaped like one
+ * (the disk state the restore guard reads), so there is one definition of the fingerprint.
+ */
+export type FingerprintSource =
+  | { type: 'file'; hash: string }
+  | { type: 'absent' }
+  | { type: 'symlink'; target: string }
+  | { type: 'uncopied'; hash?: string }
+  | { type: 'other'; kind: string };
+
 /** The fingerprint of a recorded state, or `undefined` when its content is unknown (uncopied, unhashed). */
-export function fingerprintOf(state: PathState): Fingerprint | undefined {
+export function fingerprintOf(state: PathState | FingerprintSource): Fingerprint | undefined {
   switch (state.type) {
     case 'file':
       return `file:${state.hash}`;

@@ -1,10 +1,10 @@
 import { constants as fsConstants } from 'node:fs';
 import type { Stats } from 'node:fs';
-import { CheckpointError, asCheckpointError, assertNever, errnoCode } from '../core/errors.js';
-import { createContentHash, loadHasher } from '../core/hash.js';
-import type { Fingerprint } from '../core/model.js';
-import type { FileSystem } from './file-system.js';
-import { resolveInsideRoot } from './paths.js';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import { contentHash, createContentHash, loadHasher } from '../core/hash.js';
+import { fingerprintOf, type Fingerprint } from '../core/model.js';
+import type { FileSystem, SyncFileSystem } from './file-system.js';
+import { resolveInsideRoot, resolveInsideRootSync } from './paths.js';
 
 /**
  * What a project path holds on disk right now, read without following links.
@@ -30,6 +30,7 @@ const HASH_CHUNK = 1 << 20;
  *   that is a symlink or not a folder; `IO` for other operating-system failures.
  */
 export async function readDiskState(fs: FileSystem, projectRoot: string, projectPath: string): Promise<DiskState> {
+  await loadHasher();
   // A path that keeps changing type under us is reported as a conflict rather than chased forever.
   for (let attempt = 0; attempt < 3; attempt++) {
     const state = await readOnce(fs, projectRoot, projectPath);
@@ -41,26 +42,99 @@ export async function readDiskState(fs: FileSystem, projectRoot: string, project
 const RETRY: unique symbol = Symbol('retry');
 
 async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string): Promise<DiskState | typeof RETRY> {
+  if (fs.sync !== undefined) {
+    const state = readOnceSync(fs.sync, projectRoot, projectPath);
+    if (!(state instanceof LargeFile)) return state;
+    return hashRegularFile(fs, state.absolute, projectPath, state.stats);
+  }
   const resolved = await resolveInsideRoot(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: Stats;
   try {
     stats = await fs.lstat(resolved.absolute);
   } catch (error) {
-    const code = errnoCode(error);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { type: 'absent' };
-    throw asCheckpointError(error, `cannot inspect ${projectPath}`, projectPath);
+    return absentOrThrow(error, projectPath);
   }
   if (stats.isSymbolicLink()) {
     try {
       return { type: 'symlink', target: await fs.readlink(resolved.absolute) };
     } catch (error) {
-      // The link vanished or was replaced between lstat and readlink: read the new state once more.
-      if (errnoCode(error) === 'ENOENT' || errnoCode(error) === 'EINVAL') return RETRY;
-      throw asCheckpointError(error, `cannot read link ${projectPath}`, projectPath);
+      return retryOrThrow(error, projectPath);
     }
   }
   if (stats.isFile()) return hashRegularFile(fs, resolved.absolute, projectPath, stats);
+  return nonFileState(stats);
+}
+
+/** Files up to this size are read and hashed with synchronous calls (a few microseconds each). */
+export const SYNC_READ_MAX_BYTES: number = 256 * 1024;
+
+/** A regular file too large for the synchronous path: hashed through the promise API. */
+class LargeFile {
+  constructor(
+    readonly absolute: string,
+    readonly stats: Stats,
+  ) {}
+}
+
+function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): DiskState | LargeFile | typeof RETRY {
+  const resolved = resolveInsideRootSync(fs, projectRoot, projectPath);
+  if (resolved.missingDirs.length > 0) return { type: 'absent' };
+  let stats: Stats;
+  try {
+    stats = fs.lstatSync(resolved.absolute);
+  } catch (error) {
+    return absentOrThrow(error, projectPath);
+  }
+  if (stats.isSymbolicLink()) {
+    try {
+      return { type: 'symlink', target: fs.readlinkSync(resolved.absolute) };
+    } catch (error) {
+      return retryOrThrow(error, projectPath);
+    }
+  }
+  if (!stats.isFile()) return nonFileState(stats);
+  if (stats.size > SYNC_READ_MAX_BYTES) return new LargeFile(resolved.absolute, stats);
+  let fd: number;
+  try {
+    fd = fs.openSync(resolved.absolute, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch (error) {
+    return retryOrThrow(error, projectPath);
+  }
+  try {
+    const opened = fs.fstatSync(fd);
+    if (!opened.isFile() || opened.ino !== stats.ino || opened.dev !== stats.dev) return RETRY;
+    // One byte of slack tells a file that grew since fstat from one that did not.
+    const buffer = Buffer.allocUnsafe(opened.size + 1);
+    let size = 0;
+    for (;;) {
+      const read = fs.readSync(fd, buffer, size, buffer.length - size, size);
+      if (read === 0) break;
+      size += read;
+      if (size === buffer.length) return RETRY; // still growing: read the new state
+    }
+    return { type: 'file', hash: contentHash(buffer.subarray(0, size)), size, mode: opened.mode & 0o7777, nlink: opened.nlink };
+  } catch (error) {
+    throw asCheckpointError(error, `cannot read ${projectPath}`, projectPath);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function absentOrThrow(error: unknown, projectPath: string): DiskState {
+  const code = errnoCode(error);
+  if (code === 'ENOENT' || code === 'ENOTDIR') return { type: 'absent' };
+  throw asCheckpointError(error, `cannot inspect ${projectPath}`, projectPath);
+}
+
+/** ELOOP: the file became a symlink after lstat; ENOENT/EINVAL: it vanished or changed type. Read again. */
+function retryOrThrow(error: unknown, projectPath: string): typeof RETRY {
+  const code = errnoCode(error);
+  if (code === 'ENOENT' || code === 'EINVAL' || code === 'ELOOP') return RETRY;
+  throw asCheckpointError(error, `cannot read ${projectPath}`, projectPath);
+}
+
+function nonFileState(stats: Stats): DiskState {
   if (stats.isDirectory()) return { type: 'other', kind: 'directory' };
   if (stats.isFIFO()) return { type: 'other', kind: 'fifo' };
   if (stats.isSocket()) return { type: 'other', kind: 'socket' };
@@ -80,10 +154,7 @@ async function hashRegularFile(
     // O_NONBLOCK: a FIFO swapped in after lstat must not hang the open.
     handle = await fs.open(absolute, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
   } catch (error) {
-    const code = errnoCode(error);
-    // ELOOP: the file became a symlink after lstat; ENOENT: it vanished. Re-read the new state.
-    if (code === 'ELOOP' || code === 'ENOENT') return RETRY;
-    throw asCheckpointError(error, `cannot read ${projectPath}`, projectPath);
+    return retryOrThrow(error, projectPath);
   }
   try {
     const stats = await handle.stat();
@@ -108,16 +179,6 @@ async function hashRegularFile(
  * `PathState`: `file:<hash>`, `symlink:<target>`, `absent`, `other:<kind>`.
  */
 export function diskFingerprint(state: DiskState): Fingerprint {
-  switch (state.type) {
-    case 'file':
-      return `file:${state.hash}`;
-    case 'absent':
-      return 'absent';
-    case 'symlink':
-      return `symlink:${state.target}`;
-    case 'other':
-      return `other:${state.kind}`;
-    default:
-      return assertNever(state);
-  }
+  // Every disk state has a fingerprint: only an `uncopied` record without a hash lacks one.
+  return fingerprintOf(state) as Fingerprint;
 }

@@ -1,4 +1,20 @@
+import * as nodeSyncFs from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
+
+/**
+ * Synchronous calls for hot paths on small files. A promise-based call costs a thread-pool round
+ * trip (~80 µs on a busy machine) while the synchronous one costs a few microseconds, so reading
+ * a small file's state synchronously is both faster and kinder to the agent than queuing it.
+ * Callers bound what they do synchronously (small files only).
+ */
+export interface SyncFileSystem {
+  lstatSync: typeof nodeSyncFs.lstatSync;
+  openSync: typeof nodeSyncFs.openSync;
+  fstatSync: typeof nodeSyncFs.fstatSync;
+  readSync: typeof nodeSyncFs.readSync;
+  closeSync: typeof nodeSyncFs.closeSync;
+  readlinkSync: typeof nodeSyncFs.readlinkSync;
+}
 
 /**
  * The narrow set of file-system calls turnback makes where failure handling matters (restore
@@ -24,6 +40,11 @@ export interface FileSystem {
   realpath: typeof nodeFs.realpath;
   copyFile: typeof nodeFs.copyFile;
   appendFile: typeof nodeFs.appendFile;
+  /**
+   * Synchronous fast path for small files. Optional: without it every call goes through the
+   * promise API (fault-injection tests leave it out so every call can be made to fail).
+   */
+  sync?: SyncFileSystem;
 }
 
 /** The real file system. */
@@ -46,6 +67,14 @@ export const nodeFileSystem: FileSystem = {
   realpath: nodeFs.realpath,
   copyFile: nodeFs.copyFile,
   appendFile: nodeFs.appendFile,
+  sync: {
+    lstatSync: nodeSyncFs.lstatSync,
+    openSync: nodeSyncFs.openSync,
+    fstatSync: nodeSyncFs.fstatSync,
+    readSync: nodeSyncFs.readSync,
+    closeSync: nodeSyncFs.closeSync,
+    readlinkSync: nodeSyncFs.readlinkSync,
+  },
 };
 
 /** Prefix of every temporary file turnback creates in a project or store. */

@@ -33,14 +33,14 @@ export async function capturePath(context: PathCaptureContext, projectPath: stri
   const { absolute } = await resolveInsideRoot(context.fs, context.projectRoot, projectPath);
   let stats;
   try {
-    stats = await context.fs.lstat(absolute, { bigint: true });
+    stats = context.fs.sync !== undefined ? context.fs.sync.lstatSync(absolute) : await context.fs.lstat(absolute);
   } catch (error) {
     const code = errnoCode(error);
     if (code === 'ENOENT' || code === 'ENOTDIR') return { state: { type: 'absent' } };
     return uncopied(projectPath, 'unreadable', 0, 0, `cannot inspect: ${code ?? String(error)}`);
   }
   if (stats.isSymbolicLink()) {
-    return { state: { type: 'symlink', target: await context.fs.readlink(absolute) } };
+    return { state: { type: 'symlink', target: context.fs.sync !== undefined ? context.fs.sync.readlinkSync(absolute) : await context.fs.readlink(absolute) } };
   }
   if (stats.isDirectory()) return { state: { type: 'other', kind: 'directory' } };
   if (!stats.isFile()) {
