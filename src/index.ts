@@ -2,7 +2,8 @@
  * turnback — file checkpoints for AI agent runtimes.
  *
  * The public API: the observer seam ({@link WriteObserver}, {@link CheckpointObserver},
- * {@link observerForConfig}), the store ({@link CheckpointStore}), reference write tools, and the
+ * {@link observerForConfig}, and {@link openCheckpoints} with its {@link UnavailableCheckpoints}
+ * stand-in), the store ({@link CheckpointStore}), reference write tools, and the
  * one error class. Everything else is internal.
  *
  * @packageDocumentation
@@ -55,7 +56,8 @@ export {
 } from './session/interrupted.js';
 export type { Change } from './capture/diff.js';
 export { workspaceRefusal, type CoverageOptions, type WorkspaceRefusal } from './capture/coverage.js';
-export { observerForConfig, type ObserverForConfigOptions } from './session/open.js';
+export { observerForConfig, openCheckpoints, type CheckpointConfigInput, type ObserverForConfigOptions } from './session/open.js';
+export { isUnavailable, UnavailableCheckpoints, type Unavailable, type UnavailableReason } from './session/unavailable.js';
 export type { IrreversibleCall } from './session/timeline.js';
 export type { WriteObserver, WriteOp } from './session/write-observer.js';
 export { deletePath, editFile, guardedWrite, movePath, writeFile, type ToolContext } from './tools/reference-tools.js';

@@ -6,11 +6,13 @@ import type { Io } from './io.js';
 /** `turnback on` / `turnback off`: writes `enabled` in the project's turnback.toml `[checkpoints]` table. */
 export async function switchCommand(enabled: boolean, options: GlobalOptions, io: Io): Promise<number> {
   const context = await loadContext(options);
-  if (enabled && context.refusal !== undefined) {
+  if (context.refusal !== undefined) {
+    // Nothing to switch: a project here takes no pictures, and no turnback.toml is written into
+    // the home folder or `/`. Switching on cannot work, so that is an error; off already holds.
     io.emit({ enabled: false, why: context.refusal });
     io.out(`checkpoints: off (${context.refusal})`);
     io.err(`turnback: checkpoints are off: ${context.refusal}; a project here takes no pictures`);
-    return EXIT.error;
+    return enabled ? EXIT.error : EXIT.ok;
   }
   const file = await writeProjectEnabled(context.projectRoot, enabled);
   io.emit({ enabled, file });
@@ -22,6 +24,7 @@ export async function switchCommand(enabled: boolean, options: GlobalOptions, io
 /** `turnback prune`: clears checkpoints past `retain`, `keep_days` and `max_store_gib`. */
 export async function pruneCommand(options: GlobalOptions, io: Io): Promise<number> {
   const context = await loadContext(options);
+  if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) {
     io.emit({ removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [] });
     io.out('no checkpoints in this project');
@@ -41,6 +44,7 @@ export async function pruneCommand(options: GlobalOptions, io: Io): Promise<numb
 /** `turnback verify`: checks every object and manifest; exit 1 when there are problems. */
 export async function verifyCommand(options: GlobalOptions, io: Io): Promise<number> {
   const context = await loadContext(options);
+  if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) {
     io.emit({ ok: true, problems: [], stats: { checkpoints: 0, objects: 0, bytes: 0 } });
     io.out('no checkpoints in this project');

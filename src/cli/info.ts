@@ -6,9 +6,9 @@ import { noCopyText } from '../report/reasons.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
-import { handleInterrupted, type InterruptedReport } from './interrupted.js';
+import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
-import { displayLabel, displayTime, resolveId, shortId, undoablePictures } from './pictures.js';
+import { displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
@@ -17,24 +17,45 @@ function refusalNotice(context: CliContext, io: Io): void {
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
 }
 
-function metaJson(meta: CheckpointMeta): Record<string, unknown> {
-  return { id: meta.id, shortId: shortId(meta.id), kind: meta.kind, label: displayLabel(meta), createdAt: meta.createdAt, files: meta.entryCount, complete: meta.complete, ...(meta.restoreOf !== undefined ? { restoreOf: meta.restoreOf } : {}) };
+function metaJson(meta: CheckpointMeta | Picture): Record<string, unknown> {
+  return {
+    id: meta.id,
+    shortId: shortId(meta.id),
+    kind: meta.kind,
+    label: displayLabel(meta),
+    createdAt: meta.createdAt,
+    files: meta.entryCount,
+    complete: meta.complete,
+    ...('state' in meta ? { state: meta.state, shownAt: meta.shownAt } : {}),
+    ...(meta.restoreOf !== undefined ? { restoreOf: meta.restoreOf } : {}),
+  };
 }
 
-/** `turnback list`: pictures newest first, with their label, time and how many files changed. */
+/**
+ * `turnback list`: pictures newest first, with their label, time and how many files changed.
+ * Like `run` and `undo`, it first records runs whose turnback was killed, so the list shows
+ * what they changed and its ids are the ones `undo` offers.
+ */
 export async function listCommand(options: GlobalOptions, io: Io): Promise<number> {
   const context = await loadContext(options);
   refusalNotice(context, io);
-  const pictures = (await storeExists(context)) ? await undoablePictures(await openStore(context)) : [];
-  io.emit({ checkpoints: pictures.map(metaJson) });
+  let pictures: Picture[] = [];
+  let interrupted: InterruptedReport[] = [];
+  if (await storeExists(context)) {
+    const store = await openStore(context);
+    interrupted = await handleInterrupted(context, store, true);
+    if (!io.json) printInterrupted(io, context, interrupted);
+    pictures = await undoablePictures(store);
+  }
+  io.emit({ checkpoints: pictures.map(metaJson), interrupted });
   if (pictures.length === 0) {
     io.out('no checkpoints in this project');
     return EXIT.ok;
   }
   for (const meta of pictures) {
     const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'} changed`;
-    const open = meta.complete ? '' : io.style.dim('   (open or cut short)');
-    io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.createdAt)}   ${files}${open}`);
+    const state = stateText(meta.state);
+    io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${state === '' ? '' : io.style.dim(`   (${state})`)}`);
   }
   return EXIT.ok;
 }
@@ -153,7 +174,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   const on = why === undefined;
   const exists = await storeExists(context);
   let size: number | undefined;
-  let last: CheckpointMeta | undefined;
+  let last: Picture | undefined;
   let interrupted: InterruptedReport[] = [];
   if (exists) {
     const store = await openStore(context);
@@ -173,7 +194,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
   io.out(`project: ${context.projectRoot}`);
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)})` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
-  io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.createdAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed)` : 'none'}`);
+  io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
   for (const report of interrupted) {
     io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib }, io.style));
   }

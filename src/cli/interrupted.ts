@@ -3,13 +3,16 @@ import {
   changesSinceInterrupted,
   dismissInterrupted,
   interruptedRuns,
+  isCheckpointError,
   type CheckpointStore,
   type Gap,
+  type InterruptedCall,
 } from '../index.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import type { ReportChange } from '../report/turn-end-list.js';
 import type { CliContext } from './context.js';
 import type { Io } from './io.js';
+import { Progress } from './progress.js';
 
 /** An interrupted run as reported (and as `--json` prints it). */
 export interface InterruptedReport {
@@ -37,24 +40,34 @@ function coverageOf(context: CliContext): { maxFileMib: number; maxPictureFiles:
 export async function handleInterrupted(context: CliContext, store: CheckpointStore, record: boolean): Promise<InterruptedReport[]> {
   const reports: InterruptedReport[] = [];
   for (const run of await interruptedRuns(store)) {
-    const base = { command: run.command, startedAt: run.startedAt, pid: run.pid, checkpointId: run.checkpointId };
-    if (record) {
-      try {
-        // Ending the call under its own session id reads its persisted picture back and records the changes.
-        const adopter = new CheckpointObserver({ store, sessionId: run.sessionId, coverage: coverageOf(context), maxFileBytes: Math.floor(context.config.resolved.maxFileMib * 1024 * 1024) });
-        const attribution = await adopter.callEnd(run.callId, { sideEffect: 'filesystem' });
-        await adopter.close();
-        reports.push({ ...base, changes: attribution.changes, gaps: attribution.gaps, partial: attribution.partial, recorded: true });
-        continue;
-      } catch {
-        // Fall back to describing it, then forget it so it is not reported forever.
-      }
+    const progress = new Progress(`turnback: checking what an interrupted run changed (${run.command ?? run.callId})…`, 'checked');
+    try {
+      reports.push(await handleOne(context, store, run, record));
+    } finally {
+      progress.done();
     }
-    const since = await changesSinceInterrupted(store, run, coverageOf(context));
-    if (record) await dismissInterrupted(store, run);
-    reports.push({ ...base, changes: since.changes, gaps: since.gaps, partial: since.partial, recorded: false });
   }
   return reports;
+}
+
+async function handleOne(context: CliContext, store: CheckpointStore, run: InterruptedCall, record: boolean): Promise<InterruptedReport> {
+  const base = { command: run.command, startedAt: run.startedAt, pid: run.pid, checkpointId: run.checkpointId };
+  if (record) {
+    try {
+      // Ending the call under its own session id reads its persisted picture back and records the changes.
+      const adopter = new CheckpointObserver({ store, sessionId: run.sessionId, coverage: coverageOf(context), maxFileBytes: Math.floor(context.config.resolved.maxFileMib * 1024 * 1024) });
+      const attribution = await adopter.callEnd(run.callId, { sideEffect: 'filesystem' });
+      await adopter.close();
+      return { ...base, changes: attribution.changes, gaps: attribution.gaps, partial: attribution.partial, recorded: true };
+    } catch (error) {
+      // A busy store is passing: leave the run to be recorded next time. Anything else: describe
+      // it below, then forget it so it is not reported forever.
+      if (isCheckpointError(error, 'STORE_BUSY')) record = false;
+    }
+  }
+  const since = await changesSinceInterrupted(store, run, coverageOf(context));
+  if (record) await dismissInterrupted(store, run);
+  return { ...base, changes: since.changes, gaps: since.gaps, partial: since.partial, recorded: false };
 }
 
 /** Prints the notice for each interrupted run on stderr. */

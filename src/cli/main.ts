@@ -11,7 +11,8 @@ const CONFIG_HELP = `
 Config: [checkpoints] in ./turnback.toml (the project) and $XDG_CONFIG_HOME/turnback/config.toml
 (else ~/.config/turnback/config.toml); the project overrides the user. Checkpoints are on unless
 enabled = false. Store: --store > TURNBACK_DIR > dir in config > $XDG_DATA_HOME/turnback/<project key>.
-Colour only on a terminal, never when NO_COLOR is set.`;
+Colour only on a terminal, never when NO_COLOR is set. A picture that takes longer than about a
+second shows a progress line on stderr (TURNBACK_PROGRESS_AFTER_MS sets the delay in ms).`;
 
 function common(command: Command): Command {
   return command
@@ -110,6 +111,11 @@ export function buildProgram(): Command {
 
 /** The entry point: parses `argv` and sets `process.exitCode`. */
 export async function main(argv: string[] = process.argv): Promise<void> {
+  // `turnback list | head` closes the pipe early: stop quietly, as other commands do, not with a trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
+  });
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

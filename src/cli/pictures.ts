@@ -6,6 +6,8 @@ const UNDOABLE = new Set<CheckpointMeta['kind']>(['turn', 'pre-restore', 'call']
 /** What a person calls a checkpoint: `before ./tidy.sh`, or `before undo` for a restore's save. */
 export function displayLabel(meta: Pick<CheckpointMeta, 'kind' | 'label'>): string {
   if (meta.kind === 'pre-restore') return 'before undo';
+  // A call checkpoint is an interrupted run recorded later; its label is the bare command.
+  if (meta.kind === 'call' && meta.label !== undefined && meta.label.length > 0) return `before ${meta.label}`;
   if (meta.label !== undefined && meta.label.length > 0) return meta.label;
   return `before ${meta.kind}`;
 }
@@ -25,10 +27,81 @@ export function shortId(id: string): string {
   return id.slice(-8);
 }
 
-/** Undoable checkpoints, newest first. */
-export async function undoablePictures(store: CheckpointStore): Promise<CheckpointMeta[]> {
-  const metas = await store.list();
-  return metas.filter((m) => UNDOABLE.has(m.kind)).sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+/**
+ * How a picture's row reads:
+ * - `complete`: sealed;
+ * - `running`: a `turnback run` still in progress (its process is alive);
+ * - `interrupted`: the changes of a run whose turnback was killed, recorded afterwards;
+ * - `cut-short`: a run's checkpoint whose turnback died before sealing it;
+ * - `open`: open, written by another kind of session (a library observer).
+ */
+export type PictureState = 'complete' | 'running' | 'interrupted' | 'cut-short' | 'open';
+
+/** An undoable checkpoint as lists show it. */
+export interface Picture extends CheckpointMeta {
+  /** The time to show: when its state existed (an interrupted run's start, not when it was recorded). */
+  shownAt: string;
+  state: PictureState;
+}
+
+/** The pid inside a CLI session id (`cli-<pid>-<time>`), or undefined for other sessions. */
+function cliPid(sessionId: string | undefined): number | undefined {
+  const match = /^cli-(\d+)-/.exec(sessionId ?? '');
+  return match === null ? undefined : Number(match[1]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function stateOf(meta: CheckpointMeta): PictureState {
+  if (meta.kind === 'call') return 'interrupted';
+  if (meta.complete) return 'complete';
+  const pid = cliPid(meta.sessionId);
+  if (pid === undefined) return 'open';
+  return alive(pid) ? 'running' : 'cut-short';
+}
+
+/**
+ * Undoable checkpoints, newest first. The empty turn a killed `turnback run` leaves behind is not
+ * listed: it recorded nothing, and the run's changes are the `interrupted` row (once a command
+ * has recorded it) or the interrupted-run notice (until then). Its id still works with `show`.
+ */
+export async function undoablePictures(store: CheckpointStore): Promise<Picture[]> {
+  const metas = (await store.list()).filter((m) => UNDOABLE.has(m.kind)).sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  const pictures: Picture[] = [];
+  for (const meta of metas) {
+    const state = stateOf(meta);
+    if (state === 'cut-short' && meta.kind === 'turn' && meta.entryCount === 0) continue;
+    let shownAt = meta.createdAt;
+    if (meta.kind === 'call') {
+      const started = (await store.manifest(meta.id).catch(() => undefined))?.calls[0]?.startedAt;
+      if (started !== undefined) shownAt = started;
+    }
+    pictures.push({ ...meta, shownAt, state });
+  }
+  return pictures;
+}
+
+/** The words a list adds after a row's file count, or `''` for a complete picture. */
+export function stateText(state: PictureState): string {
+  switch (state) {
+    case 'complete':
+      return '';
+    case 'running':
+      return 'running now';
+    case 'interrupted':
+      return 'interrupted: turnback was killed while it ran';
+    case 'cut-short':
+      return 'cut short: turnback was killed before it finished';
+    case 'open':
+      return 'open or cut short';
+  }
 }
 
 /**
@@ -57,7 +130,7 @@ export function clearedMessage(id: string): string {
 }
 
 /** The undo target for one path: the newest undoable checkpoint with an entry for it. */
-export async function latestCheckpointFor(store: CheckpointStore, projectPath: string): Promise<CheckpointMeta | undefined> {
+export async function latestCheckpointFor(store: CheckpointStore, projectPath: string): Promise<Picture | undefined> {
   for (const meta of await undoablePictures(store)) {
     const manifest = await store.manifest(meta.id as CheckpointId);
     if (manifest.entries.some((e) => e.path === projectPath)) return meta;

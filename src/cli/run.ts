@@ -6,6 +6,7 @@ import { loadContext, observerFor, openStore, type GlobalOptions } from './conte
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
+import { Progress } from './progress.js';
 import { turnEndListFor } from './turn-list.js';
 
 /** Options of `turnback run`. */
@@ -14,39 +15,6 @@ export interface RunOptions extends GlobalOptions {
 }
 
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/** Writes a progress line on stderr once a picture has taken more than a second. */
-class Progress {
-  readonly #tty = process.stderr.isTTY === true;
-  readonly #started = Date.now();
-  #shown = false;
-  #last = '';
-  #timer: NodeJS.Timeout;
-
-  constructor(what: string) {
-    this.#last = what;
-    this.#timer = setTimeout(() => this.#show(), 1000);
-    this.#timer.unref();
-  }
-
-  update(progress: { walked: number; copied: number; toCopy: number }): void {
-    this.#last = `turnback: taking a picture… ${progress.walked.toLocaleString('en')} files seen, ${progress.copied.toLocaleString('en')} of ${progress.toCopy.toLocaleString('en')} copied`;
-    if (this.#shown && this.#tty) this.#show();
-  }
-
-  #show(): void {
-    if (this.#tty) process.stderr.write(`\r\u001b[K${this.#last}`);
-    else if (!this.#shown) process.stderr.write(`${this.#last}\n`);
-    this.#shown = true;
-  }
-
-  done(): void {
-    clearTimeout(this.#timer);
-    if (!this.#shown) return;
-    const seconds = ((Date.now() - this.#started) / 1000).toFixed(1);
-    process.stderr.write(`${this.#tty ? '\r\u001b[K' : ''}turnback: picture taken in ${seconds} s\n`);
-  }
-}
 
 /** How the child ended. */
 interface ChildEnd {
@@ -114,7 +82,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     const abort = new AbortController();
     const onSignal = (): void => abort.abort();
     for (const signal of FORWARDED) process.on(signal, onSignal);
-    const progress = new Progress(`turnback: taking a picture before ${commandLine}…`);
+    // Started after the interrupted-run notice, so the notice never lands inside a rewritten line.
+    let progress: Progress | undefined;
     try {
       const store = await openStore(context);
       try {
@@ -124,12 +93,13 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
         // Never block the command over an earlier run's leftovers.
         notes.push(`interrupted runs not checked: ${describeFailure(error).message}`);
       }
+      progress = new Progress(`turnback: taking a picture before ${commandLine}…`);
       observer = observerFor(context, store);
       checkpoint = await observer.beginTurn({ label });
-      const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress.update(p) });
+      const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress?.update(p) });
       baselineGaps = begin.gaps;
     } catch (error) {
-      progress.done();
+      progress?.done();
       if (abort.signal.aborted) {
         await observer?.close().catch(() => undefined);
         io.err('turnback: interrupted while taking a checkpoint; the command did not run');
@@ -143,7 +113,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     } finally {
       for (const signal of FORWARDED) process.off(signal, onSignal);
     }
-    progress.done();
+    progress?.done();
   }
 
   const end = await runChild(argv);
@@ -155,8 +125,10 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     // The command is over: a Ctrl-C now must not kill turnback before the list prints.
     const ignore = (): void => undefined;
     for (const signal of FORWARDED) process.on(signal, ignore);
+    const progress = new Progress(`turnback: taking a picture after ${commandLine}…`);
     try {
       const attribution = await observer.callEnd('run', { sideEffect: 'filesystem' });
+      progress.done();
       await observer.close();
       changes = attribution.changes;
       list = await turnEndListFor(context, {
@@ -168,6 +140,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     } catch (error) {
       notes.push(`no checkpoint: the picture after the command failed: ${describeFailure(error).message}`);
     } finally {
+      progress.done();
       for (const signal of FORWARDED) process.off(signal, ignore);
     }
   }

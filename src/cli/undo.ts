@@ -6,7 +6,7 @@ import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
-import { displayLabel, displayTime, latestCheckpointFor, resolveId, undoablePictures } from './pictures.js';
+import { displayLabel, displayTime, latestCheckpointFor, resolveId, stateText, undoablePictures, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
 export interface UndoOptions extends GlobalOptions {
@@ -38,9 +38,10 @@ export function projectPathOf(projectRoot: string, input: string, cwd: string = 
   return relative.split(path.sep).join('/');
 }
 
-function pictureLine(meta: CheckpointMeta): string {
+function pictureLine(meta: Picture): string {
   const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'}`;
-  return `${displayLabel(meta)} · ${displayTime(meta.createdAt)}   (${files})`;
+  const state = stateText(meta.state);
+  return `${displayLabel(meta)} · ${displayTime(meta.shownAt)}   (${files}${state === '' ? '' : `; ${state}`})`;
 }
 
 async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: CheckpointStore; observer: CheckpointObserver }> {

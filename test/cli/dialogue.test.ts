@@ -48,6 +48,8 @@ describe('helpers', () => {
   it('labels checkpoints the way people read them', () => {
     expect(displayLabel({ kind: 'turn', label: 'before ./tidy.sh' })).toBe('before ./tidy.sh');
     expect(displayLabel({ kind: 'pre-restore', label: 'whatever' })).toBe('before undo');
+    // A call checkpoint is an interrupted run recorded later: its label is the bare command.
+    expect(displayLabel({ kind: 'call', label: "sh -c 'make all'" })).toBe("before sh -c 'make all'");
     const now = new Date(2024, 4, 2, 15, 0);
     expect(displayTime(new Date(2024, 4, 2, 14, 2).toISOString(), now)).toBe('14:02');
     expect(displayTime(new Date(2024, 3, 30, 9, 5).toISOString(), now)).toBe('2024-04-30 09:05');

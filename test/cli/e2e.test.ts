@@ -1,12 +1,14 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CheckpointStore } from '../../src/index.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+// TURNBACK_CLI runs these tests against another bundle of src/cli/main.ts (a private build) without touching dist/.
+const CLI = process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
 
 let root: string;
 let home: string;
@@ -126,6 +128,66 @@ describe('turnback run, list, show, diff, status', () => {
     expect(doc.list.counts).toEqual({ changed: 0, created: 1, deleted: 0 });
   });
 
+  it('--json shapes of diff, undo --dry-run, redo, on and off', async () => {
+    const run = json<{ checkpoint: string }>(tb(['run', '--json', '--', ...EDIT]));
+    const diff = json<{ checkpoint: { id: string }; diffs: { path: string; diff: string }[] }>(tb(['diff', run.checkpoint, '--json']));
+    expect(diff.checkpoint.id).toBe(run.checkpoint);
+    expect(diff.diffs.map((d) => d.path)).toContain('src/parser.rs');
+    expect(diff.diffs.find((d) => d.path === 'src/parser.rs')?.diff).toContain('+    TWO();');
+    const dry = json<{ dryRun: boolean; previews: { checkpoint: string; entries: { path: string; action: string }[] }[] }>(tb(['undo', '--dry-run', '--json']));
+    expect(dry.dryRun).toBe(true);
+    expect(dry.previews[0]?.entries).toContainEqual(expect.objectContaining({ path: 'src/parser.rs', action: 'restore' }));
+    expect(json<{ restored: boolean }>(tb(['undo', '--yes', '--json'])).restored).toBe(true);
+    const redo = tb(['redo', '--yes', '--json']);
+    expect(redo.code).toBe(0);
+    expect(json<{ restored: boolean; restores: unknown[] }>(redo)).toMatchObject({ restored: true, restores: [expect.anything()] });
+    const nothing = tb(['redo', '--yes', '--json']);
+    expect(nothing.code).toBe(3);
+    expect(json<{ error: { reason: string } }>(nothing).error.reason).toBe('NOTHING');
+    expect(json(tb(['off', '--json']))).toEqual({ enabled: false, file: path.join(proj, 'turnback.toml') });
+    expect(json(tb(['on', '--json']))).toEqual({ enabled: true, file: path.join(proj, 'turnback.toml') });
+  });
+
+  it('colours only on a terminal, and never with NO_COLOR', async () => {
+    const { NO_COLOR: _, ...coloured } = env;
+    void _;
+    const piped = spawnSync(process.execPath, ['--no-warnings', CLI, 'run', '--', ...EDIT], { cwd: proj, env: coloured, encoding: 'utf8' });
+    expect(piped.stderr).toContain('⚠ deleted  docs/');
+    expect(piped.stderr).not.toContain('\u001b[');
+  });
+
+  it('diff gives one line for binary files and files it has no copy of', async () => {
+    await writeFile(path.join(proj, 'logo.bin'), Buffer.from([0, 1, 2, 3, 0, 255]));
+    await writeFile(path.join(proj, '.env'), 'SECRET=1\n');
+    const run = json<{ checkpoint: string }>(tb(['run', '--json', '--', 'sh', '-c', "printf 'a\\000b' > logo.bin; echo SECRET=22 > .env"]));
+    const diff = tb(['diff', run.checkpoint]);
+    expect(diff.code).toBe(0);
+    expect(diff.stdout).toMatch(/^logo\.bin: binary, 6 B → binary, 3 B$/m);
+    expect(diff.stdout).toMatch(/^\.env: 9 B, no copy \(credential file\) → text, 10 B$/m);
+  });
+
+  it('puts the store where --store, TURNBACK_DIR or the config say, owner-only', async () => {
+    const flag = path.join(root, 'flag-store');
+    expect(tb(['run', '--store', flag, '--', 'sh', '-c', 'echo a > a.txt']).code).toBe(0);
+    expect((await stat(flag)).mode & 0o777).toBe(0o700);
+    expect((await stat(path.join(flag, 'STORE.json'))).mode & 0o777).toBe(0o600);
+    expect(json<{ checkpoints: unknown[] }>(tb(['list', '--store', flag, '--json'])).checkpoints).toHaveLength(1);
+
+    env.TURNBACK_DIR = path.join(root, 'env-store');
+    tb(['run', '--', 'sh', '-c', 'echo b > b.txt']);
+    expect(json<{ store: { dir: string; from: string } }>(tb(['status', '--json'])).store).toMatchObject({ dir: env.TURNBACK_DIR, from: 'TURNBACK_DIR' });
+    expect((await stat(env.TURNBACK_DIR)).mode & 0o777).toBe(0o700);
+    expect(json<{ store: { dir: string; from: string } }>(tb(['status', '--store', flag, '--json'])).store).toMatchObject({ dir: flag, from: '--store' });
+    delete env.TURNBACK_DIR;
+
+    const configured = path.join(root, 'config-store');
+    await writeFile(path.join(proj, 'turnback.toml'), `[checkpoints]\ndir = "${configured}"\n`);
+    tb(['run', '--', 'sh', '-c', 'echo c > c.txt']);
+    expect(json<{ store: { dir: string; from: string } }>(tb(['status', '--json'])).store).toMatchObject({ dir: configured, from: 'config' });
+    expect((await stat(configured)).mode & 0o777).toBe(0o700);
+    expect(existsSync(path.join(home, 'data', 'turnback'))).toBe(false);
+  });
+
   it('documents exit codes in --help and exits 2 on bad usage', () => {
     const help = tb(['undo', '--help']);
     expect(help.code).toBe(0);
@@ -133,6 +195,20 @@ describe('turnback run, list, show, diff, status', () => {
     expect(help.stdout).toContain('4  the checkpoint store is busy');
     expect(tb(['list', '--bogus']).code).toBe(2);
     expect(tb(['run']).code).toBe(2);
+  });
+
+  it('stops quietly when its output pipe closes early (turnback … | head)', async () => {
+    for (let i = 0; i < 3; i++) tb(['run', '--', 'sh', '-c', `echo ${i} > f${i}.txt`]);
+    const errFile = path.join(root, 'err.txt');
+    for (const args of ['--help', 'list', 'list --json']) {
+      const line = `"${process.execPath}" --no-warnings "${CLI}" ${args} 2>"${errFile}" | true`;
+      spawnSync('sh', ['-c', line], { cwd: proj, env, encoding: 'utf8' });
+      expect(await readFile(errFile, 'utf8'), line).not.toContain('EPIPE');
+    }
+    const help = tb(['help', 'run']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Usage: turnback run [--label L] -- CMD ARGS…');
+    expect(tb(['--help']).stdout).toContain('TURNBACK_PROGRESS_AFTER_MS');
   });
 });
 
@@ -241,6 +317,26 @@ describe('config, prune, verify', () => {
     expect(tb(['on', '--project', home]).code).toBe(1);
   });
 
+  it('says why at every command for the home folder and /, and writes nothing there', () => {
+    const rootHadToml = existsSync('/turnback.toml');
+    for (const [project, why] of [
+      [home, 'the project is your home folder'],
+      ['/', 'the project is the root folder (/)'],
+    ] as const) {
+      const commands = [['run', '--', 'true'], ['list'], ['status'], ['show', 'abcdef01'], ['diff', 'abcdef01'], ['undo', '--yes'], ['redo', '--yes'], ['prune'], ['verify'], ['on'], ['off']];
+      for (const command of commands) {
+        const [name, ...rest] = command as [string, ...string[]];
+        const result = tb([name, '--project', project, ...rest]);
+        expect(`${result.stdout}${result.stderr}`, `turnback ${name} --project ${project}`).toContain(why);
+      }
+      expect(tb(['off', '--project', project]).code).toBe(0);
+      expect(tb(['on', '--project', project]).code).toBe(1);
+    }
+    expect(existsSync(path.join(home, 'turnback.toml'))).toBe(false);
+    expect(existsSync('/turnback.toml')).toBe(rootHadToml);
+    expect(existsSync(path.join(home, 'data', 'turnback'))).toBe(false);
+  }, 180_000);
+
   it('prune and verify report in text and JSON', () => {
     for (let i = 0; i < 3; i++) tb(['run', '--', 'sh', '-c', `echo ${i} > f${i}.txt`]);
     const verify = tb(['verify']);
@@ -266,6 +362,30 @@ describe('signals, crashes and concurrency', () => {
     expect(code).toBe(130);
     expect(stderr).toContain('files: 1 new');
     expect(stderr).toContain('  new      started');
+  });
+
+  it('forwards SIGTERM sent to turnback itself, prints the list, and exits 128 + 15', async () => {
+    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo s > started; exec sleep 30'], { cwd: proj, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    await until(() => existsSync(path.join(proj, 'started')), 'the command to start');
+    process.kill(child.pid as number, 'SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(143);
+    expect(stderr).toContain('files: 1 new');
+  });
+
+  it('undo says the store is busy (exit 4) while another session holds it, and changes nothing', async () => {
+    tb(['run', '--', ...EDIT]);
+    const dir = json<{ store: { dir: string } }>(tb(['status', '--json'])).store.dir;
+    const store = await CheckpointStore.open(dir, { projectRoot: proj });
+    const busy = await store.withLock(async () => tb(['undo', '--yes']));
+    expect(busy.code, busy.stderr).toBe(4);
+    expect(busy.stderr).toContain('the checkpoint store is busy (another session is using it); try again when it finishes');
+    expect(existsSync(path.join(proj, 'docs'))).toBe(false);
+    const after = tb(['undo', '--yes']);
+    expect(after.code, after.stderr).toBe(0);
+    expect(existsSync(path.join(proj, 'docs', 'notes', 'n0.md'))).toBe(true);
   });
 
   it('status names a run whose turnback was killed, and the next run records it for undo', async () => {
@@ -298,6 +418,71 @@ describe('signals, crashes and concurrency', () => {
     expect(await readFile(path.join(proj, 'Cargo.toml'), 'utf8')).toBe('[package]\nname = "p"\n');
   });
 
+  it('list shows a running run, then the killed run as one honest row, never an empty open turn', async () => {
+    tb(['run', '--label', 'earlier', '--', 'sh', '-c', 'echo e > e.txt']);
+    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'printf x >> Cargo.toml && rm -rf docs && printf ok > started && sleep 30'], {
+      cwd: proj,
+      env,
+      stdio: 'ignore',
+      detached: true,
+    });
+    await until(() => existsSync(path.join(proj, 'started')), 'the command to start');
+    const during = tb(['list']);
+    expect(during.stdout).toMatch(/ {2}before sh -c .* · \d\d:\d\d {3}0 files changed {3}\(running now\)\n/);
+    process.kill(child.pid as number, 'SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    try {
+      process.kill(-(child.pid as number), 'SIGKILL');
+    } catch {
+      // The group may already be gone.
+    }
+
+    const list = tb(['list']);
+    expect(list.code).toBe(0);
+    // list records the killed run first (as run and undo do), so its ids are the ones undo offers.
+    expect(list.stderr).toContain('turnback was killed while a command ran: `sh -c');
+    const rows = list.stdout.trim().split('\n');
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatch(/^[0-9a-f]{8} {2}before sh -c 'printf x >> Cargo\.toml.* · \d\d:\d\d {3}6 files changed {3}\(interrupted: turnback was killed while it ran\)$/);
+    expect(rows[1]).toMatch(/^[0-9a-f]{8} {2}earlier · \d\d:\d\d {3}1 file changed$/);
+    expect(list.stdout).not.toContain('0 files changed');
+
+    const listed = json<{ checkpoints: { kind: string; state: string; files: number }[]; interrupted: unknown[] }>(tb(['list', '--json']));
+    expect(listed.checkpoints.map((c) => [c.kind, c.state, c.files])).toEqual([
+      ['call', 'interrupted', 6],
+      ['turn', 'complete', 1],
+    ]);
+    expect(listed.interrupted).toEqual([]);
+    expect(tb(['status']).stdout).toMatch(/last picture: before sh -c .*\(6 files changed; interrupted: turnback was killed while it ran\)/);
+
+    const undo = tb(['undo'], { input: '1\ny\n' });
+    expect(undo.stdout).toMatch(/ {2}1 {2}before sh -c .* \(6 files; interrupted: turnback was killed while it ran\)/);
+    expect(undo.code, undo.stderr).toBe(0);
+    expect(await readFile(path.join(proj, 'Cargo.toml'), 'utf8')).toBe('[package]\nname = "p"\n');
+    expect(await readFile(path.join(proj, 'docs', 'notes', 'draft.md'), 'utf8')).toBe('not committed\n');
+    expect(existsSync(path.join(proj, 'started'))).toBe(true);
+  });
+
+  it('prints a progress line on stderr when a picture takes longer than the threshold', () => {
+    env.TURNBACK_PROGRESS_AFTER_MS = '0';
+    const run = tb(['run', '--', 'sh', '-c', 'echo hi > a.txt']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe('');
+    // Off a terminal: one line when it starts, one when it ends, for the picture before and after.
+    expect(run.stderr).toMatch(/^turnback: taking a picture (before sh -c 'echo hi > a\.txt'…|… \d+ files seen, \d+ of \d+ copied)$/m);
+    expect(run.stderr).toMatch(/^turnback: taking a picture after sh -c 'echo hi > a\.txt'…$/m);
+    expect(run.stderr.match(/^turnback: picture taken in \d+\.\d s$/gm)).toHaveLength(2);
+    expect(run.stderr).toContain('files: 1 new');
+    expect(run.stderr).not.toContain('\r');
+
+    env.TURNBACK_PROGRESS_AFTER_MS = '600000';
+    const quick = tb(['run', '--', 'sh', '-c', 'echo again > a.txt']);
+    expect(quick.code).toBe(0);
+    expect(quick.stderr).not.toContain('taking a picture');
+    expect(quick.stderr).not.toContain('picture taken');
+    expect(quick.stderr).toContain('files: 1 changed');
+  });
+
   it('two concurrent runs on one store both finish and both are listed', async () => {
     const start = (name: string): Promise<number | null> =>
       new Promise((resolve) => {
@@ -321,6 +506,40 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
 
   afterEach(() => {
     spawnSync('tmux', ['kill-session', '-t', session]);
+  });
+
+  it('colours the turn-end list on a terminal unless NO_COLOR is set', async () => {
+    const show = async (extra: NodeJS.ProcessEnv, omitNoColor: boolean): Promise<string> => {
+      const vars = Object.entries({ ...env, ...extra }).filter(([k]) => !(omitNoColor && k === 'NO_COLOR'));
+      const envArgs = vars.flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+      const command = `env ${omitNoColor ? '-u NO_COLOR ' : ''}${envArgs.map((a) => `'${a}'`).join(' ')} ${process.execPath} --no-warnings ${CLI} run -- sh -c 'rm -rf docs'; echo EXIT=$?; sleep 30`;
+      spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '150', '-y', '30', '-c', proj, command]);
+      await until(() => capture().includes('EXIT='), 'the run to finish');
+      const screen = spawnSync('tmux', ['capture-pane', '-e', '-p', '-t', session], { encoding: 'utf8' }).stdout;
+      spawnSync('tmux', ['kill-session', '-t', session]);
+      return screen;
+    };
+    const plain = await show({ NO_COLOR: '1' }, false);
+    expect(plain).toContain('⚠ deleted  docs/ (4 files)   not in git');
+    expect(plain).not.toContain('\u001b[');
+    git('checkout', '--', 'docs');
+    await writeFile(path.join(proj, 'docs', 'notes', 'draft.md'), 'not committed\n');
+    const coloured = await show({ TERM: 'xterm-256color' }, true);
+    expect(coloured).toContain('docs/ (4 files)');
+    expect(coloured).toContain('\u001b[');
+  });
+
+  it('rewrites the progress line in place on a terminal', async () => {
+    const envArgs = Object.entries({ ...env, TURNBACK_PROGRESS_AFTER_MS: '0' }).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
+    const command = `env ${envArgs.map((a) => `'${a}'`).join(' ')} ${process.execPath} --no-warnings ${CLI} run -- sh -c 'echo hi > a.txt'; echo EXIT=$?; sleep 30`;
+    spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '150', '-y', '30', '-c', proj, command]);
+    await until(() => capture().includes('EXIT='), 'the run to finish');
+    const screen = capture();
+    expect(screen).toContain('EXIT=0');
+    expect(screen.match(/^turnback: picture taken in \d+\.\d s$/gm)).toHaveLength(2);
+    // The "taking a picture" line was erased and replaced, not left behind.
+    expect(screen).not.toContain('taking a picture');
+    expect(screen).toContain('files: 1 new');
   });
 
   it('moves with arrows, previews on Enter, restores on Enter; Esc cancels', async () => {
