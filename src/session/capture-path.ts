@@ -12,7 +12,10 @@ export interface PathCaptureContext {
   projectRoot: string;
   /** Files larger than this are recorded, not copied. */
   maxFileBytes: number;
-  /** How long to wait for a busy store before recording a gap. */
+  /**
+   * How long to wait for a busy store before recording a gap. Captures take no store lock
+   * (prune's grace rules protect what they write); kept for the callers' configuration.
+   */
   lockTimeoutMs: number;
 }
 
@@ -53,7 +56,10 @@ export async function capturePath(context: PathCaptureContext, projectPath: stri
   if (size > context.maxFileBytes) return uncopied(projectPath, 'too-large', size, mode, `over the ${formatMib(context.maxFileBytes)} copy limit`);
   for (let attempt = 0; ; attempt++) {
     try {
-      const ref = await context.store.withLock(() => context.store.putFile(absolute), { timeoutMs: context.lockTimeoutMs });
+      // No store lock: objects land in this process's own pack, which prune never touches, and
+      // dedupe hits only reference packs young enough that prune leaves them alone (see retention.ts).
+      // Raw (uncompressed) on this latency-critical path; prune's repack compresses it later.
+      const ref = await context.store.putFile(absolute, undefined, { compress: false });
       return { state: { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 } };
     } catch (error) {
       if (isCheckpointError(error, 'STORE_BUSY')) {

@@ -7,8 +7,16 @@ import { TEMP_PREFIX, type FileSystem } from '../fs/file-system.js';
 
 /** Format tag written into `STORE.json`. */
 export const STORE_FORMAT = 'turnback-store';
-/** Current on-disk layout version. A store with a higher version is refused, never rewritten. */
-export const STORE_VERSION = 1;
+/**
+ * Current on-disk layout version. 2 added `objects/packs/` (small objects as pack records); a
+ * version-1 store is upgraded in place on open (its loose objects stay where they are and stay
+ * readable), and the bump makes an older turnback, which cannot read packs, refuse the store
+ * instead of reporting packed objects as missing. A store with a higher version is refused,
+ * never rewritten.
+ */
+export const STORE_VERSION = 2;
+/** Layout versions this code reads (older ones are upgraded on open). */
+const READABLE_VERSIONS: readonly number[] = [1, 2];
 /** Mode of every folder the store creates: only the owner may read the pre-images. */
 export const DIR_MODE = 0o700;
 /** Mode of every file the store creates. */
@@ -37,8 +45,10 @@ export class StoreLayout {
   readonly root: string;
   /** `STORE.json` */
   readonly infoFile: string;
-  /** `objects/v1` */
+  /** `objects/v1` (loose objects) */
   readonly objectsDir: string;
+  /** `objects/packs` (pack files and their indexes) */
+  readonly packsDir: string;
   /** `checkpoints` */
   readonly checkpointsDir: string;
   /** `state` */
@@ -54,6 +64,7 @@ export class StoreLayout {
     this.root = root;
     this.infoFile = path.join(root, 'STORE.json');
     this.objectsDir = path.join(root, 'objects', 'v1');
+    this.packsDir = path.join(root, 'objects', 'packs');
     this.checkpointsDir = path.join(root, 'checkpoints');
     this.stateDir = path.join(root, 'state');
     this.tmpDir = path.join(root, 'tmp');
@@ -214,7 +225,7 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
     const layout = new StoreLayout(canonical);
     await ensureDir(fs, layout.tmpDir);
     await readOrCreateInfo(fs, layout, projectRoot);
-    for (const dir of [layout.objectsDir, layout.checkpointsDir, layout.stateDir]) await ensureDir(fs, dir);
+    for (const dir of [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir]) await ensureDir(fs, dir);
     return layout;
   } catch (error) {
     if (error instanceof CheckpointError) throw error;
@@ -246,7 +257,7 @@ async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot
   if (typeof record !== 'object' || record === null || record.format !== STORE_FORMAT || typeof record.projectRoot !== 'string') {
     throw new CheckpointError('STORE_UNAVAILABLE', `STORE.json is not a turnback store`, { path: layout.infoFile });
   }
-  if (record.version !== STORE_VERSION) {
+  if (typeof record.version !== 'number' || !READABLE_VERSIONS.includes(record.version)) {
     throw new CheckpointError('STORE_UNAVAILABLE', `unsupported store version ${String(record.version)}`, {
       path: layout.infoFile,
       expected: String(STORE_VERSION),
@@ -259,6 +270,17 @@ async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot
       expected: projectRoot,
       found: record.projectRoot,
     });
+  }
+  if (record.version !== STORE_VERSION) {
+    // Upgrade: only the version changes (temp + rename, so STORE.json is never half-written).
+    const temp = layout.tempPath();
+    await fs.writeFile(temp, `${JSON.stringify(fresh, null, 2)}\n`, { flag: 'wx', mode: FILE_MODE });
+    try {
+      await fs.rename(temp, layout.infoFile);
+    } catch (error) {
+      await fs.unlink(temp).catch(() => undefined);
+      throw error;
+    }
   }
   return fresh;
 }

@@ -7,6 +7,7 @@ import { parseJournal } from './journal.js';
 import { GRACE_MS, HOSTNAME, isPidAlive, tempNamePid, type StoreLayout } from './layout.js';
 import { manifestObjects, parseManifest } from './manifests.js';
 import { OBJECT_KEY_SCAN, type ObjectStore } from './objects.js';
+import { PACK_FRESH_MS, isOpenInThisProcess, readPackHeader } from './packs.js';
 import { loadHasher } from '../core/hash.js';
 
 /** What the store layer's maintenance steps (prune, verify) need from a store. Internal. */
@@ -42,7 +43,7 @@ export type PruneReason = 'retain' | 'keep-days' | 'store-full';
 export interface PruneReport {
   /** Removed checkpoints, sorted by id. */
   removedCheckpoints: CheckpointId[];
-  /** Number of object files removed. */
+  /** Number of objects removed (keys of which no copy is left, loose or packed). */
   removedObjects: number;
   /** Bytes freed (manifests, journals, objects, temp files). */
   freedBytes: number;
@@ -137,7 +138,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const held = await loadReferences(ctx);
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
-    const objects = new Map((await ctx.objects.listObjects()).map((info) => [info.key, info]));
+    const objects = new Map((await ctx.objects.listLoose()).map((info) => [info.key, info]));
     const removed = new Set<CheckpointId>();
 
     const remove = async (item: Held, reason: PruneReason): Promise<number> => {
@@ -156,19 +157,23 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
       report.freedBytes += freed;
       return freed;
     };
-    const collect = async (): Promise<number> => {
+    const collectLoose = async (): Promise<number> => {
       let freed = 0;
       for (const [key, info] of objects) {
         if ((refcount.get(key) ?? 0) > 0 || now - info.mtimeMs < graceMs) continue;
         try {
           await ctx.fs.unlink(info.path);
           freed += info.diskSize;
-          report.removedObjects += 1;
+          if (!ctx.objects.hasCopyElsewhere(key)) report.removedObjects += 1;
         } catch (error) {
           if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove object', info.path);
         }
         objects.delete(key);
       }
+      return freed;
+    };
+    const collect = async (): Promise<number> => {
+      const freed = (await collectLoose()) + (await collectPacks(ctx, { now, graceMs, refcount, loose: objects, report }));
       report.freedBytes += freed;
       return freed;
     };
@@ -201,6 +206,105 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     report.cleared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return report;
   });
+}
+
+/** What {@link collectPacks} needs from prune. */
+interface PackCollection {
+  now: number;
+  graceMs: number;
+  refcount: Map<string, number>;
+  loose: Map<string, unknown>;
+  report: PruneReport;
+}
+
+/** Fraction of a pack's bytes that must be garbage before it is rewritten. */
+const REPACK_GARBAGE_SHARE = 0.5;
+/** Sealed packs smaller than this count as small… */
+const SMALL_PACK_BYTES = 4 * 1024 * 1024;
+/** …and once there are this many of them, prune merges them. */
+const MERGE_SMALL_PACKS = 16;
+
+/**
+ * Collects garbage in packs. Safety without a lock on captures rests on three rules:
+ *  - a pack that may still be appended to is never touched: this process's current pack, and an
+ *    unsealed pack whose writer is alive on this host (or, for another host or a headerless pack,
+ *    that was written within `GRACE_MS`; a writer idle for `PACK_FRESH_MS` rolls over to a new
+ *    pack before appending again, so an older pack is finished);
+ *  - no pack modified within `graceMs` is rewritten or deleted (fresh records may be about to be
+ *    referenced by a capture that has not yet written its journal line);
+ *  - captures only dedupe against packs modified within `PACK_FRESH_MS` (half the grace period);
+ *    an older hit is stored again in the capture's own pack.
+ * A pack whose records are all unreferenced is deleted; one that is mostly garbage is rewritten
+ * (its referenced records appended to this process's pack, then the old pack deleted, so a
+ * crash in between leaves duplicates, never a loss). A dead writer's unsealed pack is sealed
+ * first (torn tail cut, index written).
+ */
+async function collectPacks(ctx: StoreContext, c: PackCollection): Promise<number> {
+  const { objects } = ctx;
+  if (c.graceMs < PACK_FRESH_MS || objects.ownPackIdleMs >= PACK_FRESH_MS) objects.sealPack();
+  let freed = 0;
+  const packs = await objects.packFiles();
+  // Many small sealed packs (one per short-lived process, e.g. CLI runs) are merged into one, so
+  // opening the store keeps reading a bounded number of index files.
+  const small = packs.filter((p) => p.sealed && p !== objects.ownPack && p.scannedTo < SMALL_PACK_BYTES);
+  const mergeSmall = small.length >= MERGE_SMALL_PACKS;
+  for (const pack of packs) {
+    if (pack === objects.ownPack || pack.gone) continue;
+    let mtimeMs: number;
+    try {
+      mtimeMs = (await ctx.fs.lstat(pack.path)).mtimeMs;
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') continue;
+      throw asCheckpointError(error, 'cannot inspect pack', pack.path);
+    }
+    pack.mtimeMs = mtimeMs;
+    if (!pack.sealed) {
+      // Still being written? On this host the pid answers; elsewhere (or headerless) only the age.
+      const header = pack.header;
+      const writerAlive =
+        header !== undefined && header.hostname === HOSTNAME
+          ? header.pid === process.pid
+            ? isOpenInThisProcess(pack.name)
+            : isPidAlive(header.pid)
+          : c.now - mtimeMs < GRACE_MS;
+      if (writerAlive) continue;
+      if (pack.records.length === 0) {
+        // A crash between creating the pack and writing its header, or before the first record.
+        if (pack.corruptAt === undefined || pack.corruptAt === 0) freed += await objects.removePack(pack);
+        continue;
+      }
+      // A damaged record stops the scan: what follows it is unknown, so leave the pack to verify.
+      if (pack.corruptAt !== undefined) continue;
+      objects.sealDeadPack(pack);
+    }
+    if (c.now - mtimeMs < c.graceMs) continue;
+    if (c.now - mtimeMs < GRACE_MS) {
+      // A shortened grace period (forgetting a session) is the caller's promise about its own
+      // captures, not another live process's: that one's young packs keep the full period.
+      const header = pack.header ?? readPackHeader(pack.path);
+      if (header !== undefined && header.pid !== process.pid && (header.hostname !== HOSTNAME || isPidAlive(header.pid))) continue;
+    }
+    const live = pack.records.filter((loc) => (c.refcount.get(loc.key) ?? 0) > 0);
+    const liveBytes = live.reduce((sum, loc) => sum + loc.length, 0);
+    const merge = mergeSmall && pack.scannedTo < SMALL_PACK_BYTES;
+    if (live.length > 0 && liveBytes >= pack.scannedTo * (1 - REPACK_GARBAGE_SHARE) && !merge) continue;
+    let copied = 0;
+    try {
+      for (const loc of live) {
+        const own = objects.ownPack;
+        if (own !== undefined && own.records.some((r) => r.key === loc.key) && objects.hasCopyElsewhere(loc.key, pack)) continue;
+        copied += objects.copyRecord(loc).length;
+      }
+    } catch (error) {
+      // A damaged referenced record: keep the whole pack (verify reports the damage).
+      if (error instanceof CheckpointError && error.code === 'INTEGRITY') continue;
+      throw error;
+    }
+    const dropped = new Set(pack.records.filter((loc) => (c.refcount.get(loc.key) ?? 0) === 0).map((loc) => loc.key));
+    freed += (await objects.removePack(pack)) - copied;
+    for (const key of dropped) if (!objects.hasCopyElsewhere(key) && !c.loose.has(key)) c.report.removedObjects += 1;
+  }
+  return freed;
 }
 
 /**
@@ -238,6 +342,11 @@ async function removeLeftovers(ctx: StoreContext, now: number): Promise<number> 
   }
   for (const name of await listNames(fs, layout.stateDir)) {
     if (!name.endsWith('.json')) await removeIf(path.join(layout.stateDir, name), old);
+  }
+  const packNames = new Set(await listNames(fs, layout.packsDir));
+  for (const name of packNames) {
+    // An index whose pack is gone: a prune cut short between deleting the two.
+    if (name.endsWith('.idx') && !packNames.has(`${name.slice(0, -'.idx'.length)}.pack`)) await removeIf(path.join(layout.packsDir, name), old);
   }
   for (const name of await listNames(fs, layout.root)) {
     if (name.startsWith('store.lock.stale-')) await removeIf(path.join(layout.root, name), old);

@@ -9,7 +9,7 @@ import { JournalWriter, foldJournal, journalRecordProblem, readJournal, type Jou
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, manifestProblem, metaOf, readManifest, writeManifest } from './manifests.js';
-import { ObjectStore, type FileObjectRef, type ObjectFileInfo, type ObjectRef, type PutFileExpectation } from './objects.js';
+import { ObjectStore, type FileObjectRef, type ObjectFileInfo, type ObjectRef, type PutFileExpectation, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
 
@@ -59,7 +59,7 @@ export interface CheckpointWriter {
   close(): Promise<void>;
 }
 
-export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, FileObjectRef, PutFileExpectation, ObjectFileInfo, JournalRecord };
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, FileObjectRef, PutFileExpectation, PutFileOptions, ObjectFileInfo, JournalRecord };
 
 const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
 
@@ -82,8 +82,8 @@ export class CheckpointStore {
     this.layout = layout;
     this.root = layout.root;
     this.projectRoot = projectRoot;
-    this.objects = new ObjectStore(fs, layout);
     this.lock = new StoreLock(fs, layout, lockTimeoutMs);
+    this.objects = new ObjectStore(fs, layout, { withLock: (fn) => this.lock.withLock(fn) });
   }
 
   /**
@@ -197,14 +197,15 @@ export class CheckpointStore {
   }
 
   /**
-   * Stores the current bytes of a regular file.
+   * Stores the current bytes of a regular file. `options.compress: false` stores a small file
+   * raw (for latency-critical captures; a later repack compresses it).
    * @throws CheckpointError `CONFLICT` when it is not a regular file, differs from `expected`, or changed while read.
    */
-  putFile(absPath: string, expected?: PutFileExpectation): Promise<FileObjectRef> {
+  putFile(absPath: string, expected?: PutFileExpectation, options?: PutFileOptions): Promise<FileObjectRef> {
     if (typeof absPath !== 'string' || !path.isAbsolute(absPath)) {
       return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'putFile takes an absolute path', { path: String(absPath) }));
     }
-    return this.objects.putFile(absPath, expected);
+    return this.objects.putFile(absPath, expected, options);
   }
 
   /** An object's original bytes. @throws CheckpointError `INTEGRITY` when missing or damaged. */
@@ -218,15 +219,15 @@ export class CheckpointStore {
   }
 
   /**
-   * Releases what the store keeps open between calls (a pre-created temp file). Optional: the
-   * store keeps working after it, and a leftover from a process that never called it is removed
-   * by the next prune.
+   * Seals this process's pack (closes it and writes its index). Optional: the store keeps
+   * working after it (the next put starts a new pack), and a pack left unsealed by a process
+   * that never called it is sealed by the next prune once that process is gone.
    */
   close(): Promise<void> {
     return this.objects.close();
   }
 
-  /** Every object file, for gc and tooling. */
+  /** Every object (loose files and pack records), for gc and tooling. */
   listObjects(): Promise<ObjectFileInfo[]> {
     return this.objects.listObjects();
   }
@@ -309,6 +310,20 @@ export class CheckpointStore {
       await writeFileAtomic(file, `${text}\n`, { mode: FILE_MODE, fsync: true });
     } catch (error) {
       throw asCheckpointError(error, 'cannot write state', file);
+    }
+  }
+
+  /**
+   * Removes `state/<name>.json`; absent is fine. Not fsynced: after a power loss the document may
+   * come back, which its readers must tolerate (a stale call baseline reads as an interrupted call).
+   * @throws CheckpointError `INVALID_ARGUMENT`, `IO`.
+   */
+  async deleteState(name: string): Promise<void> {
+    const file = this.layout.statePath(checkStateName(name));
+    try {
+      await this.fs.unlink(file);
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove state', file);
     }
   }
 

@@ -7,6 +7,7 @@ import { readJournal } from './journal.js';
 import { STORE_FORMAT, STORE_VERSION } from './layout.js';
 import { readManifest } from './manifests.js';
 import { checkObjectBytes, parseObjectKey } from './objects.js';
+import { isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
 import type { StoreContext } from './retention.js';
 
 /** What kind of damage `verify` found. */
@@ -29,9 +30,9 @@ export interface VerifyReport {
   stats: {
     /** Checkpoints found (sealed and open). */
     checkpoints: number;
-    /** Object files checked. */
+    /** Objects checked (loose files and pack records). */
     objects: number;
-    /** Bytes of object files on disk. */
+    /** Bytes of objects on disk (loose files and pack records). */
     bytes: number;
   };
 }
@@ -45,7 +46,7 @@ function describe(error: unknown): string {
  * and hashed; every referenced object present and matching the size and hash recorded for it).
  */
 export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
-  await loadHasher();
+  await Promise.all([loadHasher(), loadPackHasher()]);
   const problems: VerifyProblem[] = [];
   const stats = { checkpoints: 0, objects: 0, bytes: 0 };
   const { fs, layout } = ctx;
@@ -59,7 +60,7 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
   } catch (error) {
     problems.push({ kind: 'layout', path: layout.infoFile, detail: `STORE.json unreadable: ${describe(error)}` });
   }
-  for (const dir of [layout.objectsDir, layout.checkpointsDir, layout.stateDir, layout.tmpDir]) {
+  for (const dir of [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir, layout.tmpDir]) {
     try {
       const stats = await fs.lstat(dir);
       if (!stats.isDirectory()) problems.push({ kind: 'layout', path: dir, detail: 'not a folder' });
@@ -112,9 +113,9 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
     }
   }
 
-  // Step 4: objects.
+  // Step 4: objects, loose ones then every pack record.
   const present = new Set<string>();
-  for (const info of await ctx.objects.listObjects()) {
+  for (const info of await ctx.objects.listLoose()) {
     stats.objects += 1;
     stats.bytes += info.diskSize;
     present.add(info.key);
@@ -122,6 +123,61 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
       await checkObjectBytes(info.key, await fs.readFile(info.path), info.path);
     } catch (error) {
       problems.push({ kind: 'corrupt-object', path: info.path, detail: describe(error) });
+    }
+  }
+  let packNames: string[] = [];
+  try {
+    packNames = await fs.readdir(layout.packsDir);
+  } catch (error) {
+    if (errnoCode(error) !== 'ENOENT') problems.push({ kind: 'layout', path: layout.packsDir, detail: `unreadable: ${describe(error)}` });
+  }
+  const listed = new Set(packNames);
+  for (const name of packNames.filter(isPackName).sort()) {
+    // A fresh scan of the whole file, independent of the in-memory index.
+    const pack = packFile(layout.packsDir, name);
+    try {
+      if (!scanPack(pack, () => undefined)) continue;
+    } catch (error) {
+      problems.push({ kind: 'corrupt-object', path: pack.path, detail: `pack unreadable: ${describe(error)}` });
+      continue;
+    }
+    const sealed = listed.has(`${name.slice(0, -'.pack'.length)}.idx`);
+    if (pack.corruptAt !== undefined) {
+      problems.push({ kind: 'corrupt-object', path: pack.path, detail: `damaged pack record at offset ${pack.corruptAt}: ${pack.corruptDetail ?? 'unknown'}` });
+    }
+    // A torn tail in an unsealed pack is a crash leftover (or an append in progress): prune cuts it.
+    if (pack.tornTail && sealed) problems.push({ kind: 'corrupt-object', path: pack.path, detail: `sealed pack is truncated at offset ${pack.scannedTo}` });
+    // A sealed pack's index is what readers use: check every record it lists (so one damaged
+    // record does not hide the ones after it), and that it agrees with the scan as far as that went.
+    let records = pack.records;
+    if (sealed) {
+      let text: string | undefined;
+      try {
+        text = await fs.readFile(pack.idxPath, 'latin1');
+      } catch (error) {
+        if (errnoCode(error) !== 'ENOENT') problems.push({ kind: 'corrupt-object', path: pack.idxPath, detail: `pack index unreadable: ${describe(error)}` });
+      }
+      if (text !== undefined) {
+        const index = parseIndex(text, pack);
+        const scanned = new Map(pack.records.map((loc) => [loc.offset, loc]));
+        const reach = pack.corruptAt ?? pack.scannedTo;
+        const consistent =
+          index !== undefined &&
+          (pack.corruptAt !== undefined || (index.end === pack.scannedTo && index.entries.length === pack.records.length)) &&
+          index.entries.every((e) => e.offset >= reach || (scanned.get(e.offset)?.key === e.key && scanned.get(e.offset)?.length === e.length));
+        if (!consistent) problems.push({ kind: 'corrupt-object', path: pack.idxPath, detail: 'pack index does not match its pack' });
+        if (index !== undefined) records = index.entries.map((e) => ({ key: e.key, pack, offset: e.offset, length: e.length }));
+      }
+    }
+    for (const loc of records) {
+      stats.objects += 1;
+      stats.bytes += loc.length;
+      present.add(loc.key);
+      try {
+        await checkObjectBytes(loc.key, readRecord(loc), pack.path);
+      } catch (error) {
+        problems.push({ kind: 'corrupt-object', path: pack.path, detail: `record at offset ${loc.offset}: ${describe(error)}` });
+      }
     }
   }
   for (const [key, ref] of references) {

@@ -27,3 +27,37 @@ export async function makeSandbox(): Promise<Sandbox> {
 export async function openStore(box: Sandbox, lockTimeoutMs?: number): Promise<CheckpointStore> {
   return CheckpointStore.open(box.storeRoot, { projectRoot: box.project, ...(lockTimeoutMs === undefined ? {} : { lockTimeoutMs }) });
 }
+
+/** Where an object's stored bytes (encoding byte + body) live: a loose file, or a record inside a pack. */
+export interface StoredObject {
+  /** The loose file or the pack file. */
+  file: string;
+  /** Offset of the stored bytes in `file`. */
+  storedOffset: number;
+  /** Offset of the whole record (packs) or 0 (loose). */
+  recordOffset: number;
+  /** Record length (packs) or file size (loose). */
+  recordLength: number;
+  stored: Buffer;
+}
+
+export async function storedObject(store: CheckpointStore, key: string): Promise<StoredObject> {
+  const { readFile } = await import('node:fs/promises');
+  const infos = (await store.listObjects()).filter((info) => info.key === key);
+  const info = infos[0];
+  if (!info) throw new Error(`object ${key} not found`);
+  const data = await readFile(info.path);
+  if (info.offset === undefined) return { file: info.path, storedOffset: 0, recordOffset: 0, recordLength: data.length, stored: data };
+  const storedLength = data.readUInt32LE(info.offset + 4);
+  const keyLength = data[info.offset + 8] as number;
+  const storedOffset = info.offset + 9 + keyLength;
+  return { file: info.path, storedOffset, recordOffset: info.offset, recordLength: info.diskSize, stored: data.subarray(storedOffset, storedOffset + storedLength) };
+}
+
+/** Makes every object and pack look older than the prune grace period (sealing this process's pack first, as an idle writer would). */
+export async function ageStore(store: CheckpointStore, minutes = 20): Promise<void> {
+  const { utimes } = await import('node:fs/promises');
+  await store.close();
+  const old = new Date(Date.now() - minutes * 60_000);
+  for (const file of new Set((await store.listObjects()).map((info) => info.path))) await utimes(file, old, old);
+}

@@ -1,4 +1,5 @@
-import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, stat, truncate, utimes, writeFile } from 'node:fs/promises';
+import xxhash from 'xxhash-wasm';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -6,7 +7,7 @@ import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/objects.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { makeSandbox, openStore, type Sandbox } from './helpers.js';
+import { ageStore, makeSandbox, openStore, storedObject, type Sandbox } from './helpers.js';
 
 let box: Sandbox;
 let store: CheckpointStore;
@@ -49,10 +50,10 @@ describe('objects', () => {
     const textRef = await store.putBytes(text);
     const randomRef = await store.putBytes(random);
     const smallRef = await store.putBytes(small);
-    const storedText = await readFile(objectFile(textRef.object));
+    const storedText = (await storedObject(store, textRef.object)).stored;
     expect(storedText[0]).toBe(1);
     expect(storedText.length).toBeLessThan(text.length / 10);
-    const storedSmall = await readFile(objectFile(smallRef.object));
+    const storedSmall = (await storedObject(store, smallRef.object)).stored;
     expect(storedSmall[0]).toBe(0);
     expect(storedSmall.length).toBe(small.length + 1);
     expect(Buffer.compare(decodeObject(storedText), text)).toBe(0);
@@ -85,17 +86,49 @@ describe('objects', () => {
     await expect(store.readObject(key)).rejects.toSatisfy((e) => isCheckpointError(e, 'INTEGRITY'));
   });
 
-  test('a tampered object reads as INTEGRITY, never as wrong bytes', async () => {
+  test('a tampered pack record reads as INTEGRITY, never as wrong bytes', async () => {
     const bytes = Buffer.from('abcdefghij'.repeat(10));
+    const ref = await store.putBytes(bytes);
+    const where = await storedObject(store, ref.object);
+    expect(path.basename(path.dirname(where.file))).toBe('packs');
+    const original = await readFile(where.file);
+    // A flipped byte: the record checksum catches it.
+    const flippedPack = Buffer.from(original);
+    const last = where.storedOffset + where.stored.length - 1;
+    flippedPack[last] = (flippedPack[last] as number) ^ 0xff;
+    await writeFile(where.file, flippedPack);
+    const flipped = await store.readObject(ref.object).catch((e: unknown) => e);
+    expect(isCheckpointError(flipped, 'INTEGRITY')).toBe(true);
+    expect(flipped).toMatchObject({ expected: ref.object, path: where.file });
+    // A forged record whose checksum was recomputed: the content hash still catches it.
+    const { h32Raw } = await xxhash();
+    const sumAt = where.recordOffset + where.recordLength - 4;
+    flippedPack.writeUInt32LE(h32Raw(flippedPack.subarray(where.recordOffset, sumAt)) >>> 0, sumAt);
+    await writeFile(where.file, flippedPack);
+    const forged = await store.readObject(ref.object).catch((e: unknown) => e);
+    expect(isCheckpointError(forged, 'INTEGRITY')).toBe(true);
+    expect(forged).toMatchObject({ expected: ref.hash });
+    // A truncated pack: the record is short.
+    await writeFile(where.file, original);
+    await truncate(where.file, where.storedOffset + 20);
+    const truncated = await store.readObject(ref.object).catch((e: unknown) => e);
+    expect(isCheckpointError(truncated, 'INTEGRITY')).toBe(true);
+    expect(String((truncated as Error).message)).toMatch(/truncated/);
+  });
+
+  test('a tampered loose object reads as INTEGRITY, never as wrong bytes', async () => {
+    const bytes = Buffer.from('abcdefghij'.repeat(30_000));
     const ref = await store.putBytes(bytes);
     const file = objectFile(ref.object);
     const stored = await readFile(file);
-    stored[stored.length - 1] = (stored[stored.length - 1] as number) ^ 0xff;
-    await writeFile(file, stored);
+    expect(stored[0]).toBe(1);
+    const raw = Buffer.concat([Buffer.of(0), bytes]);
+    raw[raw.length - 1] = (raw[raw.length - 1] as number) ^ 0xff;
+    await writeFile(file, raw);
     const flipped = await store.readObject(ref.object).catch((e: unknown) => e);
     expect(isCheckpointError(flipped, 'INTEGRITY')).toBe(true);
     expect(flipped).toMatchObject({ expected: ref.hash });
-    await writeFile(file, stored.subarray(0, 20));
+    await writeFile(file, raw.subarray(0, 20));
     const truncated = await store.readObject(ref.object).catch((e: unknown) => e);
     expect(isCheckpointError(truncated, 'INTEGRITY')).toBe(true);
     expect(truncated).toMatchObject({ expected: String(bytes.length), found: '19' });
@@ -128,8 +161,26 @@ describe('objects', () => {
     await expect(store.putFile('relative.txt')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
   });
 
-  test('a dedupe hit on an old object refreshes its mtime so a concurrent prune keeps it', async () => {
+  test('a dedupe hit on an old pack stores a fresh copy so a concurrent prune keeps it', async () => {
     const bytes = Buffer.from('reused content');
+    const ref = await store.putBytes(bytes);
+    await ageStore(store);
+    const packs = async (): Promise<string[]> => (await readdir(path.join(store.root, 'objects', 'packs'))).filter((n) => n.endsWith('.pack'));
+    expect(await packs()).toHaveLength(1);
+    const reopened = await openStore(box);
+    expect((await reopened.putBytes(bytes)).object).toBe(ref.object);
+    // The old pack (older than the grace period) may be pruned; the new copy lives in a fresh pack.
+    expect(await packs()).toHaveLength(2);
+    expect((await reopened.prune()).removedObjects).toBe(0);
+    expect(Buffer.compare(await reopened.readObject(ref.object), bytes)).toBe(0);
+    // A fresh pack's hit is referenced as is (no copy).
+    expect((await reopened.putBytes(bytes)).object).toBe(ref.object);
+    expect((await reopened.listObjects()).filter((info) => info.key === ref.object)).toHaveLength(1);
+    await reopened.close();
+  });
+
+  test('a dedupe hit on an old loose object refreshes its mtime so a concurrent prune keeps it', async () => {
+    const bytes = Buffer.from('reused large content\n'.repeat(20_000));
     const ref = await store.putBytes(bytes);
     const old = new Date(Date.now() - 60 * 60_000);
     await utimes(objectFile(ref.object), old, old);
@@ -145,9 +196,15 @@ describe('objects', () => {
     expect(Buffer.compare(await store.readObject(ref.object), big)).toBe(0);
   });
 
-  test('objects and folders get owner-only modes', async () => {
-    const ref = await store.putBytes(Buffer.from('secret'));
-    expect((await stat(objectFile(ref.object))).mode & 0o777).toBe(0o600);
-    expect((await stat(path.dirname(objectFile(ref.object)))).mode & 0o777).toBe(0o700);
+  test('objects, packs, indexes and folders get owner-only modes', async () => {
+    const big = await store.putBytes(Buffer.from('secret\n'.repeat(50_000)));
+    expect((await stat(objectFile(big.object))).mode & 0o777).toBe(0o600);
+    expect((await stat(path.dirname(objectFile(big.object)))).mode & 0o777).toBe(0o700);
+    const small = await store.putBytes(Buffer.from('secret'));
+    const pack = (await storedObject(store, small.object)).file;
+    await store.close();
+    expect((await stat(pack)).mode & 0o777).toBe(0o600);
+    expect((await stat(pack.replace(/\.pack$/, '.idx'))).mode & 0o777).toBe(0o600);
+    expect((await stat(path.dirname(pack))).mode & 0o777).toBe(0o700);
   });
 });

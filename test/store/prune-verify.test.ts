@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { parseCheckpointId } from '../../src/core/id.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { makeSandbox, openStore, type Sandbox } from './helpers.js';
+import { ageStore, makeSandbox, openStore, storedObject, type Sandbox } from './helpers.js';
 
 let box: Sandbox;
 let store: CheckpointStore;
@@ -40,8 +40,7 @@ async function checkpointWith(seed: number): Promise<{ id: string; object: strin
 
 /** Makes every object look older than the prune grace period. */
 async function ageObjects(): Promise<void> {
-  const old = new Date(Date.now() - 20 * 60_000);
-  for (const info of await store.listObjects()) await utimes(info.path, old, old);
+  await ageStore(store);
 }
 
 describe('prune', () => {
@@ -150,19 +149,24 @@ describe('verify', () => {
   });
 
   test('reports a missing and a corrupt object', async () => {
-    const a = await checkpointWith(1);
+    // a: a large (loose) object, deleted; b: a packed object with a flipped byte.
+    const bigRef = await store.putBytes(Buffer.concat(Array.from({ length: 150 }, (_, i) => bytesFor(1000 + i))));
+    const writer = await store.openCheckpoint({ kind: 'turn', label: 'big' });
+    await writer.append({ op: 'before', path: 'big.bin', state: { type: 'file', ...bigRef, mode: 0o644 } });
+    const a = { id: (await writer.seal()).id, object: bigRef.object };
     const b = await checkpointWith(2);
     const fileOf = (key: string): string => path.join(store.root, 'objects', 'v1', key.slice(0, 2), key);
     await unlink(fileOf(a.object));
-    const stored = await readFile(fileOf(b.object));
-    stored[10] = (stored[10] as number) ^ 1;
-    await writeFile(fileOf(b.object), stored);
+    const where = await storedObject(store, b.object);
+    const pack = await readFile(where.file);
+    pack[where.storedOffset + 10] = (pack[where.storedOffset + 10] as number) ^ 1;
+    await writeFile(where.file, pack);
     const report = await store.verify();
     expect(report.ok).toBe(false);
     expect(report.problems).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ kind: 'missing-object', id: a.id }),
-        expect.objectContaining({ kind: 'corrupt-object', path: fileOf(b.object) }),
+        expect.objectContaining({ kind: 'corrupt-object', path: where.file }),
       ]),
     );
     await writeFile(path.join(store.root, 'checkpoints', `${a.id}.json`), '{');
