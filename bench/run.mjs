@@ -91,13 +91,22 @@ async function benchOverhead() {
     const plain = [];
     const observed = [];
     const doPlain = (i) => timeAsync(() => fsp.writeFile(plainPath(i), next));
+    // The observer's own time in each observed iteration (beforeWrite + afterWrite, the write
+    // excluded): the added cost measured directly, free of the plain write's variance.
+    let inside = 0;
     const doObserved = (i) =>
       timeAsync(async () => {
         const p = obsPath(i);
+        const t0 = performance.now();
         await observer.beforeWrite(p);
+        const t1 = performance.now();
         await fsp.writeFile(p, next);
+        const t2 = performance.now();
         await observer.afterWrite(p);
+        inside = t1 - t0 + (performance.now() - t2);
       });
+    const observerOnly = [];
+    const rObserverOnly = [];
     for (let i = 0; i < total; i++) {
       // Alternate which goes first, so neither always runs on a warmer cache.
       let a;
@@ -112,6 +121,7 @@ async function benchOverhead() {
       if (i >= warm) {
         plain.push(a);
         observed.push(b);
+        observerOnly.push(inside);
       }
     }
     const firstAdded = median(observed) - median(plain);
@@ -133,27 +143,30 @@ async function benchOverhead() {
       if (i >= warm) {
         rPlain.push(a);
         rObserved.push(b);
+        rObserverOnly.push(inside);
       }
     }
     const repeatAdded = median(rObserved) - median(rPlain);
     const repeatRatio = median(rObserved) / median(rPlain);
     say(`  ${label}: plain ${fmtMs(median(plain))}, first touch ${fmtMs(median(observed))}, repeat ${fmtMs(median(rObserved))} (plain ${fmtMs(median(rPlain))}); n=${n}/${m}`);
     const goalFirst = size === 10 * 1024;
+    const firstInside = median(observerOnly);
+    const repeatInside = median(rObserverOnly);
     row(
-      `overhead, first touch, ${label} (added ms; ratio)`,
-      `+${fmtMs(firstAdded)} (${fmtRatio(firstRatio)}; plain ${fmtMs(median(plain))})`,
+      `overhead, first touch, ${label}: observer calls (median ms); side by side (added ms; ratio)`,
+      `${fmtMs(firstInside)}; +${fmtMs(firstAdded)} (${fmtRatio(firstRatio)}; plain ${fmtMs(median(plain))})`,
       goalFirst ? '≤ 0.5 ms added' : '—',
-      goalFirst ? verdict(firstAdded <= 0.5) : '',
+      goalFirst ? verdict(firstInside <= 0.5) : '',
     );
     row(
-      `overhead, repeat touch same turn, ${label} (added ms; ratio)`,
-      `+${fmtMs(repeatAdded)} (${fmtRatio(repeatRatio)})`,
+      `overhead, repeat touch same turn, ${label}: observer calls; side by side`,
+      `${fmtMs(repeatInside)}; +${fmtMs(repeatAdded)} (${fmtRatio(repeatRatio)})`,
       goalFirst ? '≤ 0.05 ms added' : '—',
-      goalFirst ? verdict(repeatAdded <= 0.05) : '',
+      goalFirst ? verdict(repeatInside <= 0.05) : '',
     );
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  notes.push('overhead: files exist before the first touch (unique content, so the pre-image is really copied); the write is fs.promises.writeFile for both sides; plain and observed iterations alternate.');
+  notes.push('overhead: the goal is judged on the observer calls timed directly (beforeWrite + afterWrite in each observed iteration, median); the side-by-side difference of medians and the ratio against a plain write are printed beside it (under load the plain write alone varies by more than the goal). Files exist before the first touch (unique content, so the pre-image is really copied); the write is fs.promises.writeFile for both sides; plain and observed iterations alternate.');
   await observer.close();
   await store.close();
 }

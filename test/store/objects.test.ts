@@ -189,6 +189,22 @@ describe('objects', () => {
     expect((await store.prune()).removedObjects).toBe(0);
   });
 
+  test('a large object whose sample does not compress is stored raw, and reads back', async () => {
+    const noise = Buffer.allocUnsafe(2 * 1024 * 1024);
+    let x = 0x9e3779b9;
+    for (let i = 0; i < noise.length; i += 4) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      noise.writeInt32LE(x | 0, i);
+    }
+    const ref = await store.putBytes(noise);
+    const stored = await readFile(objectFile(ref.object));
+    expect(stored[0]).toBe(0);
+    expect(stored.length).toBe(noise.length + 1);
+    expect(Buffer.compare(await store.readObject(ref.object), noise)).toBe(0);
+  });
+
   test('large objects (compressed off the event loop) round trip', async () => {
     const big = Buffer.from('0123456789abcdef\n'.repeat(100_000));
     const ref = await store.putBytes(big);
