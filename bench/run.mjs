@@ -404,8 +404,10 @@ async function benchMemory() {
     return;
   }
   const result = JSON.parse(line);
-  const mb = result.maxRssKb / 1024;
-  row('picture of 100,000 files: child peak RSS (maxRSS)', `${mb.toFixed(0)} MiB (idle node + library ${(idleKb / 1024).toFixed(0)} MiB)`, '< 200 MB', verdict(mb < 200));
+  const mib = result.maxRssKb / 1024;
+  // The goal is in MB (10^6 bytes): 200 MB is 190.7 MiB.
+  const mb = (result.maxRssKb * 1024) / 1e6;
+  row('picture of 100,000 files: child peak RSS (maxRSS)', `${mb.toFixed(0)} MB = ${mib.toFixed(0)} MiB (idle node + library ${(idleKb / 1024).toFixed(0)} MiB)`, '< 200 MB', verdict(mb < 200));
   row('picture of 100,000 files: first / second picture time', `${fmtMs(result.firstMs)} / ${fmtMs(result.secondMs)}${result.partial ? ` (partial: ${result.summary})` : ''}`);
   notes.push('memory: 100,000 files of 16–64 B; the child raises maxPictureFiles/maxWalkEntries/maxPictureSeconds so the whole tree is pictured (defaults stop at 10,000 copied files); peak RSS after callBegin (first picture, empty store) and callEnd (second picture).');
 }

@@ -8,7 +8,6 @@ import {
   openSync,
   readSync,
   unlinkSync,
-  writeFileSync,
   writeSync,
 } from 'node:fs';
 import * as path from 'node:path';
@@ -335,13 +334,36 @@ export function readRecord(loc: PackLoc): Buffer {
   return buffer.subarray(RECORD_HEAD + keyLength, loc.length - RECORD_TAIL);
 }
 
-/** Index file text for a sealed pack: header line, one line per record, checksum line. */
-export function formatIndex(pack: PackFile): string {
-  const lines = [`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}`];
-  for (const loc of pack.records) lines.push(`${loc.key} ${loc.offset} ${loc.length}`);
-  const body = `${lines.join('\n')}\n`;
-  return `${body}${checksum(Buffer.from(body, 'latin1')).toString(16)}\n`;
+/**
+ * Index file bytes for a sealed pack: header line, one line per record, checksum line. Built in
+ * chunks with a streaming checksum, so sealing a pack of 100,000 records never holds the whole
+ * text (and its line array) in memory at once.
+ */
+export function formatIndex(pack: PackFile): Buffer[] {
+  if (!hasher) throw new Error('turnback: loadPackHasher() must resolve first');
+  const sum = hasher.create32();
+  const chunks: Buffer[] = [];
+  const add = (text: string): void => {
+    const chunk = Buffer.from(text, 'latin1');
+    sum.update(chunk);
+    chunks.push(chunk);
+  };
+  add(`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}\n`);
+  let text = '';
+  for (let i = 0; i < pack.records.length; i++) {
+    const loc = pack.records[i] as PackLoc;
+    text += `${loc.key} ${loc.offset} ${loc.length}\n`;
+    if (i % INDEX_CHUNK_RECORDS === INDEX_CHUNK_RECORDS - 1) {
+      add(text);
+      text = '';
+    }
+  }
+  if (text !== '') add(text);
+  chunks.push(Buffer.from(`${(sum.digest() >>> 0).toString(16)}\n`, 'latin1'));
+  return chunks;
 }
+
+const INDEX_CHUNK_RECORDS = 4096;
 
 /** Parses an index file; undefined when it does not check out (the pack is scanned instead). */
 export function parseIndex(text: string, pack: PackFile): { end: number; entries: { key: string; offset: number; length: number }[] } | undefined {
@@ -372,7 +394,12 @@ export function parseIndex(text: string, pack: PackFile): { end: number; entries
  * described the same records. Returns false when an index already existed.
  */
 export function writeIndex(pack: PackFile, tempPath: string): boolean {
-  writeFileSync(tempPath, formatIndex(pack), { mode: FILE_MODE, flag: 'wx' });
+  const fd = openSync(tempPath, 'wx', FILE_MODE);
+  try {
+    for (const chunk of formatIndex(pack)) writeSync(fd, chunk);
+  } finally {
+    closeSync(fd);
+  }
   try {
     linkSync(tempPath, pack.idxPath);
     return true;
