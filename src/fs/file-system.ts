@@ -14,6 +14,18 @@ export interface SyncFileSystem {
   readSync: typeof nodeSyncFs.readSync;
   closeSync: typeof nodeSyncFs.closeSync;
   readlinkSync: typeof nodeSyncFs.readlinkSync;
+  // Restore apply (small files): stage, swap, roll back, commit, stray scan.
+  writeSync: typeof nodeSyncFs.writeSync;
+  fchmodSync: typeof nodeSyncFs.fchmodSync;
+  fsyncSync: typeof nodeSyncFs.fsyncSync;
+  ftruncateSync: typeof nodeSyncFs.ftruncateSync;
+  renameSync: typeof nodeSyncFs.renameSync;
+  linkSync: typeof nodeSyncFs.linkSync;
+  unlinkSync: typeof nodeSyncFs.unlinkSync;
+  mkdirSync: typeof nodeSyncFs.mkdirSync;
+  rmdirSync: typeof nodeSyncFs.rmdirSync;
+  symlinkSync: typeof nodeSyncFs.symlinkSync;
+  readdirSync: typeof nodeSyncFs.readdirSync;
 }
 
 /**
@@ -74,6 +86,17 @@ export const nodeFileSystem: FileSystem = {
     readSync: nodeSyncFs.readSync,
     closeSync: nodeSyncFs.closeSync,
     readlinkSync: nodeSyncFs.readlinkSync,
+    writeSync: nodeSyncFs.writeSync,
+    fchmodSync: nodeSyncFs.fchmodSync,
+    fsyncSync: nodeSyncFs.fsyncSync,
+    ftruncateSync: nodeSyncFs.ftruncateSync,
+    renameSync: nodeSyncFs.renameSync,
+    linkSync: nodeSyncFs.linkSync,
+    unlinkSync: nodeSyncFs.unlinkSync,
+    mkdirSync: nodeSyncFs.mkdirSync,
+    rmdirSync: nodeSyncFs.rmdirSync,
+    symlinkSync: nodeSyncFs.symlinkSync,
+    readdirSync: nodeSyncFs.readdirSync,
   },
 };
 

@@ -1,6 +1,6 @@
 import { assertNever } from '../core/errors.js';
 import type { Fingerprint, PathState, UncopiedReason } from '../core/model.js';
-import { fingerprintOf } from '../core/model.js';
+import { fingerprintOf, isStatFingerprint } from '../core/model.js';
 import type { DiskState } from '../fs/disk-state.js';
 import { diskFingerprint } from '../fs/disk-state.js';
 import type { ModePolicy } from './modes.js';
@@ -114,7 +114,7 @@ function planOne(input: PlanInput, options: PlanOptions): PlanEntry {
   }
 
   if (lastAfter === undefined) return { path, action: 'refuse', reason: 'no-post-record', target, foundHash: found };
-  if (found !== lastAfter) {
+  if (!matchesLastAfter(disk, found, lastAfter)) {
     return { path, action: 'refuse', reason: 'changed-outside', target, expectedHash: lastAfter, foundHash: found };
   }
 
@@ -130,6 +130,16 @@ function planOne(input: PlanInput, options: PlanOptions): PlanEntry {
     default:
       return assertNever(target);
   }
+}
+
+/**
+ * True when the disk still holds what the session last recorded. A post-write record is a content
+ * fingerprint, or — when the session ended before hashing it — the file's stat identity, which
+ * matches only the very same file version (inode, size, nanosecond mtime and ctime).
+ */
+function matchesLastAfter(disk: DiskState, found: Fingerprint, lastAfter: Fingerprint): boolean {
+  if (found === lastAfter) return true;
+  return isStatFingerprint(lastAfter) && disk.type === 'file' && disk.statId === lastAfter;
 }
 
 function planWrite(

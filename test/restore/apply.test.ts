@@ -7,7 +7,7 @@ import { nodeFileSystem } from '../../src/fs/file-system.js';
 import { applyRestore, type ApplyResult } from '../../src/restore/apply.js';
 import { planRestore, type PlanEntry, type PlanOptions } from '../../src/restore/plan.js';
 import { faultFs } from '../helpers/fault-fs.js';
-import { inputsFor, makeRoot, MemoryObjects, removeRoot, snapshotTree, tempLeftovers, writeTree } from './fixtures.js';
+import { inputsFor, makeRoot, MemoryObjects, removeRoot, snapshotTree, syncFaultFs, tempLeftovers, writeTree } from './fixtures.js';
 
 let root: string;
 let outside: string;
@@ -194,6 +194,131 @@ describe('guard re-check', () => {
   });
 });
 
+describe('the beforeSwap hook (where the session layer saves first)', () => {
+  it('sees what the guard read, bytes included, before the destination is touched', async () => {
+    await writeTree(root, { a: { file: 'agent a' }, gone: { file: 'agent made this' }, link: { link: 'elsewhere' } });
+    const entries = await plan({
+      a: { target: await objects.file('orig a') },
+      gone: { target: { type: 'absent' } },
+      link: { target: await objects.file('was a file') },
+      'new.txt': { target: await objects.file('orig new') },
+    });
+    const seen: Record<string, unknown> = {};
+    const result = await applyRestore(
+      {
+        fs: nodeFileSystem,
+        projectRoot: root,
+        readObject: objects.readObject,
+        beforeSwap: async (entry, sight) => {
+          // The destination is still untouched when the hook runs.
+          const now = await fs.lstat(path.join(root, entry.path)).then((st) => (st.isSymbolicLink() ? 'link' : 'file'), () => 'absent');
+          seen[entry.path] = { type: sight.state.type, bytes: sight.bytes?.toString(), now };
+          return 'go';
+        },
+      },
+      entries,
+    );
+    expect(result.failed).toEqual([]);
+    expect(seen).toEqual({
+      a: { type: 'file', bytes: 'agent a', now: 'file' },
+      gone: { type: 'file', bytes: 'agent made this', now: 'file' },
+      link: { type: 'symlink', bytes: undefined, now: 'link' },
+      'new.txt': { type: 'absent', bytes: undefined, now: 'absent' },
+    });
+  });
+
+  it('refuse and leave answers drop only that entry and remove its stage; a throw rolls everything back', async () => {
+    await writeTree(root, { a: { file: 'agent a' }, b: { file: 'agent b' }, 'c/d': { file: 'agent d' } });
+    const base = {
+      a: { target: await objects.file('orig a') },
+      b: { target: await objects.file('orig b') },
+      'c/d': { target: await objects.file('orig d') },
+      'n/e': { target: await objects.file('orig e') },
+    };
+    const answered = await applyRestore(
+      {
+        fs: nodeFileSystem,
+        projectRoot: root,
+        readObject: objects.readObject,
+        beforeSwap: async (entry) => (entry.path === 'a' ? { refuse: 'file:0000' } : entry.path === 'n/e' ? { leave: 'cannot-save-first:too-large' } : 'go'),
+      },
+      await plan(base),
+    );
+    expect(answered.refused).toMatchObject([{ path: 'a', reason: 'changed-since-plan', foundHash: 'file:0000' }]);
+    expect(answered.skipped).toMatchObject([{ path: 'n/e', action: 'leave', reason: 'cannot-save-first:too-large' }]);
+    expect(answered.restored.map((e) => e.path)).toEqual(['b', 'c/d']);
+    expect(await bytesOf('a')).toBe('agent a');
+    const tree = await snapshotTree(root);
+    expect(tempLeftovers(tree)).toEqual([]);
+    expect(tree['n']).toBeUndefined(); // the folder made for n/e went with its stage
+
+    await writeTree(root, { a: { file: 'agent a' }, b: { file: 'agent b' }, 'c/d': { file: 'agent d' } });
+    const before = await snapshotTree(root);
+    const thrown = await applyRestore(
+      {
+        fs: nodeFileSystem,
+        projectRoot: root,
+        readObject: objects.readObject,
+        beforeSwap: async (entry) => {
+          if (entry.path === 'c/d') throw Object.assign(new Error('store full'), { code: 'ENOSPC' });
+          return 'go';
+        },
+      },
+      await plan(base),
+    );
+    expect(thrown.rolledBack).toBe(true);
+    expect(thrown.failed.find((f) => f.path === 'c/d')).toMatchObject({ code: 'ENOSPC' });
+    expect(await snapshotTree(root)).toEqual(before);
+  });
+});
+
+describe('stages written ahead', () => {
+  it('a refused entry whose new folder later stages share leaves the folder to them; refused alone, it goes', async () => {
+    const targets = {
+      'new/a': { target: await objects.file('orig a') },
+      'new/b': { target: await objects.file('orig b') },
+      'other/deep/c': { target: await objects.file('orig c') },
+    };
+    const refuseA = await applyRestore(
+      { fs: nodeFileSystem, projectRoot: root, readObject: objects.readObject, beforeSwap: async (e) => (e.path === 'new/a' ? { refuse: 'file:1' } : 'go') },
+      await plan(targets),
+    );
+    expect(refuseA.restored.map((e) => e.path)).toEqual(['new/b', 'other/deep/c']);
+    expect(refuseA.cleanupPending).toEqual([]);
+    let tree = await snapshotTree(root);
+    expect(Object.keys(tree).filter((k) => tree[k]?.type === 'file')).toEqual(['new/b', 'other/deep/c']);
+    expect(tempLeftovers(tree)).toEqual([]);
+
+    await removeRoot(root);
+    await fs.mkdir(root);
+    const refuseAll = await applyRestore(
+      { fs: nodeFileSystem, projectRoot: root, readObject: objects.readObject, beforeSwap: async (e) => (e.path.startsWith('new/') ? { refuse: 'file:1' } : 'go') },
+      await plan(targets),
+    );
+    expect(refuseAll.restored.map((e) => e.path)).toEqual(['other/deep/c']);
+    expect(refuseAll.cleanupPending).toEqual([]);
+    tree = await snapshotTree(root);
+    // The folder made for new/a and new/b is gone: both were refused.
+    expect(Object.keys(tree)).toEqual(['other', 'other/deep', 'other/deep/c']);
+  });
+
+  it('a stage that fails ahead of its turn rolls back everything already swapped', async () => {
+    await writeTree(root, { a: { file: 'agent a' }, b: { file: 'agent b' }, c: { file: 'agent c' } });
+    const entries = await plan({ a: { target: await objects.file('orig a') }, b: { target: await objects.file('orig b') }, c: { target: await objects.file('orig c') } });
+    const before = await snapshotTree(root);
+    // The third stage write fails (which entry's is a matter of the thread pool's order); by then
+    // earlier entries may already be swapped.
+    const ff = faultFs(nodeFileSystem, { failOn: { op: 'handle.writeFile', nth: 3 } });
+    const result = await apply(entries, { ...ff.fs, sync: nodeFileSystem.sync } as FileSystem);
+    expect(ff.fired).toBe(true);
+    expect(result.rolledBack).toBe(true);
+    expect(result.restored).toEqual([]);
+    expect(result.cleanupPending).toEqual([]);
+    expect(result.failed.filter((f) => f.code !== undefined)).toMatchObject([{ code: 'EIO' }]);
+    expect(await snapshotTree(root)).toEqual(before);
+  });
+});
+
 describe('preflight failures leave the tree byte-identical', () => {
   async function expectUntouched(entries: PlanEntry[], culprit: string, code: string): Promise<void> {
     const before = await snapshotTree(root);
@@ -340,6 +465,55 @@ describe('transaction rollback under injected faults', () => {
       }
     }
     expect(rolledBackRuns).toBeGreaterThan(10);
+  });
+
+  it('every single fault of the synchronous fast path either rolls back to the exact original tree or completes', async () => {
+    const { entries } = await scenario();
+    const counting = syncFaultFs();
+    const clean = await apply(entries, counting.fs);
+    expect(clean.failed).toEqual([]);
+    const reference = await expectedAfterSuccess(entries);
+    const counts = [...counting.calls.entries()];
+    // The fast path really is used for the writes (folders, swaps, stage removal), not only for
+    // reads; stage files themselves are written ahead through the promise API.
+    for (const op of ['sync.openSync', 'sync.readSync', 'sync.renameSync', 'sync.linkSync', 'sync.unlinkSync', 'sync.mkdirSync', 'sync.symlinkSync'] as const) {
+      expect(counting.calls.get(op) ?? 0, op).toBeGreaterThan(0);
+    }
+    let rolledBackRuns = 0;
+    for (const [op, total] of counts) {
+      for (let nth = 1; nth <= total; nth++) {
+        const { entries: fresh } = await scenario();
+        const before = await snapshotTree(root);
+        const ff = syncFaultFs({ op, nth });
+        const result = await apply(fresh, ff.fs);
+        const after = await snapshotTree(root);
+        const label = `${op}#${nth}`;
+        expect(ff.fired, label).toBe(true);
+        for (const leftover of tempLeftovers(after)) expect(result.cleanupPending, label).toContain(leftover);
+        if (result.rolledBack || result.failed.length > 0) {
+          rolledBackRuns++;
+          expect(result.restored, label).toEqual([]);
+          expect(result.cleanupPending, label).toEqual([]);
+          expect(after, label).toEqual(before);
+        } else {
+          expect(await expectedAfterSuccess(fresh), label).toEqual(reference);
+        }
+      }
+    }
+    expect(rolledBackRuns).toBeGreaterThan(10);
+  });
+
+  it('durable mode fsyncs every stage and rewrite, and still restores', async () => {
+    const { entries } = await scenario();
+    const counting = faultFs(nodeFileSystem);
+    const result = await applyRestore({ fs: counting.fs, projectRoot: root, readObject: objects.readObject }, entries, { durable: true });
+    expect(result).toMatchObject({ failed: [], cleanupPending: [], rolledBack: false });
+    // Three staged files (a.txt, new/deep/c.txt, f2), the hard-linked rewrite and its copy, and folders.
+    expect(counting.calls.get('handle.sync') ?? 0).toBeGreaterThanOrEqual(5);
+    const plain = faultFs(nodeFileSystem);
+    const { entries: again } = await scenario();
+    await applyRestore({ fs: plain.fs, projectRoot: root, readObject: objects.readObject }, again);
+    expect(plain.calls.get('handle.sync') ?? 0).toBe(0);
   });
 
   it('cancellation mid-apply rolls back', async () => {

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import type { Fingerprint, PathState } from '../../src/core/model.js';
 import { diskFingerprint, readDiskState } from '../../src/fs/disk-state.js';
-import { nodeFileSystem } from '../../src/fs/file-system.js';
+import { nodeFileSystem, type FileSystem, type SyncFileSystem } from '../../src/fs/file-system.js';
 import type { PlanInput } from '../../src/restore/plan.js';
 
 /** A node of a declarative test tree. */
@@ -101,4 +101,41 @@ export async function inputsFor(
     });
   }
   return inputs;
+}
+
+/** A synchronous call of the fast path, named like the call it stands for (`sync.renameSync`). */
+export type SyncFaultOp = `sync.${keyof SyncFileSystem}`;
+
+/**
+ * A FileSystem whose synchronous fast path (`fs.sync`) counts its calls and can fail the `nth`
+ * call of one of them once (EIO), so the fault matrix covers the path production uses for small
+ * files. The promise API is the real one.
+ */
+export function syncFaultFs(failOn?: { op: SyncFaultOp; nth: number }): { fs: FileSystem; calls: Map<SyncFaultOp, number>; readonly fired: boolean } {
+  const base = nodeFileSystem.sync as SyncFileSystem;
+  const calls = new Map<SyncFaultOp, number>();
+  let fired = false;
+  const sync = {} as Record<string, unknown>;
+  for (const name of Object.keys(base) as (keyof SyncFileSystem)[]) {
+    const original = base[name] as (...args: unknown[]) => unknown;
+    sync[name] = (...args: unknown[]) => {
+      const op: SyncFaultOp = `sync.${name}`;
+      const count = (calls.get(op) ?? 0) + 1;
+      calls.set(op, count);
+      if (!fired && failOn !== undefined && failOn.op === op && failOn.nth === count) {
+        fired = true;
+        // A failed close still releases the descriptor, as close(2) does.
+        if (name === 'closeSync') original(...args);
+        throw Object.assign(new Error(`injected EIO on ${op}`), { code: 'EIO' });
+      }
+      return original(...args);
+    };
+  }
+  return {
+    fs: { ...nodeFileSystem, sync: sync as unknown as SyncFileSystem },
+    calls,
+    get fired() {
+      return fired;
+    },
+  };
 }
