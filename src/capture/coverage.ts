@@ -70,6 +70,8 @@ export const DEFAULT_SKIPPED_FOLDERS: readonly string[] = Object.freeze([
 export const MAX_GITIGNORE_BYTES: number = 1024 * 1024;
 
 const MIB = 1024 * 1024;
+/** Skip-pattern tests between resets of the matcher's per-path result cache. */
+const SKIP_CACHE_RESET = 4096;
 
 /**
  * Applies defaults and validates coverage options.
@@ -107,13 +109,18 @@ export function resolveCoverage(options: CoverageOptions = {}): ResolvedCoverage
     }
   }
   const frozenSkip = Object.freeze([...skip]);
+  let skipTests = 0;
   return Object.freeze({
     ...limits,
     skip: frozenSkip,
     maxFileBytes: Math.floor(limits.maxFileMib * MIB),
     maxPictureBytes: Math.floor(limits.maxPictureMib * MIB),
     isSkipped(projectPath: string, isFolder: boolean): boolean {
-      return matcher !== undefined && matcher.ignores(isFolder ? `${projectPath}/` : projectPath);
+      if (matcher === undefined) return false;
+      // The `ignore` package remembers every path it tested; this matcher lives as long as the
+      // observer, so its memory is bounded by emptying that cache now and then.
+      if (++skipTests % SKIP_CACHE_RESET === 0) (matcher as Ignore & { _initCache?: () => void })._initCache?.();
+      return matcher.ignores(isFolder ? `${projectPath}/` : projectPath);
     },
   });
 }
@@ -130,9 +137,12 @@ const ENV_TEMPLATE_SUFFIXES = ['.example', '.sample', '.template'];
  * @example isCredentialPath('config/.env.local') // true
  */
 export function isCredentialPath(projectPath: string): boolean {
-  const segments = projectPath.toLowerCase().split('/');
-  const name = segments[segments.length - 1] ?? '';
-  for (let i = 0; i < segments.length - 1; i++) if (segments[i] === '.secrets') return true;
+  // Runs once per new file of a picture: no split, and toLowerCase returns the string itself
+  // when it has no upper-case letters.
+  const lower = projectPath.toLowerCase();
+  if (lower.startsWith('.secrets/') || lower.includes('/.secrets/')) return true;
+  const name = lower.slice(lower.lastIndexOf('/') + 1);
+  if (name.charCodeAt(0) !== 46 /* . */ && !CREDENTIAL_EXTENSIONS.some((ext) => name.endsWith(ext))) return false;
   if (name === '.env') return true;
   if (name.startsWith('.env.')) return !ENV_TEMPLATE_SUFFIXES.some((suffix) => name.endsWith(suffix));
   return CREDENTIAL_EXTENSIONS.some((ext) => name.length > ext.length && name.endsWith(ext));
@@ -195,6 +205,8 @@ export type IgnoreLoad =
 interface CachedRules {
   key: string;
   rules: Ignore | undefined;
+  /** The last frame built from these rules; reused while its parent is the same object. */
+  frame?: IgnoreFrame;
 }
 
 /**
@@ -211,6 +223,52 @@ interface CachedRules {
  */
 export class IgnoreStack {
   readonly #cache = new Map<string, CachedRules>();
+  /** Per folder, the frame chain the last scan used there. */
+  readonly #frames = new Map<string, IgnoreFrame | undefined>();
+  #epoch = 0;
+  #coverage: unknown;
+
+  /**
+   * Grows whenever some folder's rule chain (or the coverage in use) differs from the last scan
+   * that visited it: ignore decisions taken at an equal epoch still hold where the chain is the
+   * same object.
+   */
+  get epoch(): number {
+    return this.#epoch;
+  }
+
+  /** Notes the coverage rules a scan uses; a different one invalidates earlier decisions. */
+  useCoverage(coverage: unknown): void {
+    if (this.#coverage === coverage) return;
+    this.#coverage = coverage;
+    this.#epoch++;
+  }
+
+  /**
+   * Empties the per-path result caches of every parsed rule set. The `ignore` package remembers
+   * each path it has tested (memory growing with the tree, about 170 bytes per file); a scan
+   * never tests a path twice, so it calls this as it goes. Uses the package's own cache reset
+   * when present; without it only the memory saving is lost.
+   */
+  trimCaches(): void {
+    for (const cached of this.#cache.values()) {
+      const rules = cached.rules as (Ignore & { _initCache?: () => void }) | undefined;
+      if (typeof rules?._initCache === 'function') rules._initCache();
+    }
+  }
+
+  /**
+   * Records the chain a scan uses for a folder; true when it is the very chain the last scan
+   * that visited the folder used.
+   */
+  noteFrame(folderRel: string, frame: IgnoreFrame | undefined): boolean {
+    if (this.#frames.has(folderRel)) {
+      if (this.#frames.get(folderRel) === frame) return true;
+      this.#epoch++;
+    }
+    this.#frames.set(folderRel, frame);
+    return false;
+  }
 
   /**
    * Reads `<folderAbs>/.gitignore` (the caller has seen it listed) and returns the frame to use
@@ -252,7 +310,9 @@ export class IgnoreStack {
       this.#cache.set(folderRel, cached);
     }
     if (cached.rules === undefined) return { ok: true, frame: parent };
-    return { ok: true, frame: { base: folderRel, rules: cached.rules, parent } };
+    // The same object while nothing above changed, so scans can compare chains by identity.
+    if (cached.frame === undefined || cached.frame.parent !== parent) cached.frame = { base: folderRel, rules: cached.rules, parent };
+    return { ok: true, frame: cached.frame };
   }
 }
 

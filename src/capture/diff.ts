@@ -17,8 +17,8 @@ export interface DiffRecord {
   state: PathState;
   size?: number;
   mode?: number;
-  mtimeNs?: string;
-  ino?: string;
+  mtimeMs?: number;
+  ino?: number;
 }
 
 /** What {@link diffPictures} needs from a picture: a `Picture` is one. */
@@ -58,8 +58,10 @@ export function diffPictures(before: PictureLike, after: PictureLike): Change[] 
 }
 
 function differs(a: DiffRecord, b: DiffRecord): boolean {
+  // Pictures reuse the earlier record object for an unchanged file: the common case costs nothing.
+  if (a === b) return false;
   // A file copied by a later picture (uncopied before, file now) with the same stat is unchanged.
-  if (a.mtimeNs !== undefined && a.mtimeNs === b.mtimeNs && a.size === b.size && a.ino === b.ino && a.mode === b.mode && kindOf(a.state) === kindOf(b.state)) {
+  if (a.mtimeMs !== undefined && a.mtimeMs === b.mtimeMs && a.size === b.size && a.ino === b.ino && a.mode === b.mode && kindOf(a.state) === kindOf(b.state)) {
     return a.state.type === 'symlink' && b.state.type === 'symlink' ? a.state.target !== b.state.target : false;
   }
   const x = a.state;

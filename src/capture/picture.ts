@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Gap, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { isCredentialPath, type IgnoreStack, type ResolvedCoverage } from './coverage.js';
-import { scanTree, type StatRecord, type UncheckedPath } from './scan.js';
+import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
 
 /**
  * The store calls a picture needs. `CheckpointStore` satisfies it structurally; tests pass a
@@ -19,6 +19,10 @@ export interface PictureStore {
   readState(name: string): Promise<unknown>;
   /** Saves a small JSON document beside the store. */
   writeState(name: string, value: unknown): Promise<void>;
+  /** Lists state document names starting with `prefix`. Optional: without it old bases are kept. */
+  listState?(prefix: string): Promise<string[]>;
+  /** Removes a state document. Optional: without it a removed document is overwritten with `null`. */
+  deleteState?(name: string): Promise<void>;
 }
 
 /** One covered path in a picture: its stat index entry plus the recorded state. */
@@ -29,7 +33,10 @@ export type PictureRecord = StatRecord & { state: PathState };
  * unchecked folder is unknown, never "deleted".
  */
 export interface Picture {
-  /** Every covered file and symlink, keyed by project path. */
+  /**
+   * Every covered file and symlink, keyed by project path. When nothing changed this is the
+   * cache's own map (compare by identity to know); treat it as read-only.
+   */
   records: Map<string, PictureRecord>;
   /** True when the picture stopped early or left anything unchecked or uncopied by budget. */
   partial: boolean;
@@ -43,6 +50,8 @@ export interface Picture {
   copiedBytes: number;
   /** One human sentence, e.g. "checkpoint partial: 48,000 new files in out/, 10,000 copied". */
   summary: string;
+  /** The `.gitignore` epoch the walk ended at (see {@link PictureCache.ignoreEpoch}). */
+  ignoreEpoch?: number;
 }
 
 /**
@@ -54,6 +63,13 @@ export interface PictureCache {
   readonly records: ReadonlyMap<string, PictureRecord>;
   /** Parsed `.gitignore` rules kept in memory across pictures; not persisted. */
   ignores?: IgnoreStack;
+  /**
+   * The `ignores` epoch the records were taken at. When it still holds, files recorded earlier
+   * in folders with unchanged rules skip the ignore match.
+   */
+  ignoreEpoch?: number;
+  /** Per-folder listings kept in memory across pictures (see {@link ScanMemo}); not persisted. */
+  memo?: ScanMemo;
 }
 
 /** Progress of a running picture. */
@@ -89,6 +105,8 @@ export interface TakePictureOptions {
   exclude?: readonly string[];
   /** Called after the walk and as copies complete. */
   onProgress?: (progress: PictureProgress) => void;
+  /** Lists one folder; for tests only (see {@link ScanOptions.readDir}). */
+  readDir?: ScanOptions['readDir'];
 }
 
 /** Files copied at once: enough to overlap reads and store writes, few enough to bound memory. */
@@ -113,24 +131,35 @@ type BudgetStop = 'files' | 'bytes' | 'time';
 export async function takePicture(options: TakePictureOptions): Promise<Picture> {
   const { store, coverage, cache, signal, onProgress } = options;
   const deadline = options.deadline ?? Date.now() + coverage.maxPictureSeconds * 1000;
+  const cached = cache?.records;
   const scan = await scanTree(options.projectRoot, coverage, {
     deadline,
     ...(signal !== undefined ? { signal } : {}),
     ...(options.exclude !== undefined ? { exclude: options.exclude } : {}),
     ...(cache?.ignores !== undefined ? { ignores: cache.ignores } : {}),
+    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage) } : {}),
+    ...(cache?.ignoreEpoch !== undefined ? { previousEpoch: cache.ignoreEpoch } : {}),
+    ...(cache?.memo !== undefined ? { memo: cache.memo } : {}),
+    ...(options.readDir !== undefined ? { readDir: options.readDir } : {}),
   });
   const root = canonicalRoot(options.projectRoot);
-  const records = new Map<string, PictureRecord>();
   const gaps: Gap[] = [...scan.gaps];
   const toCopy: StatRecord[] = [];
-  const cached = cache?.records;
+  let reused = 0;
+  for (const stat of scan.list) if ((stat as Partial<PictureRecord>).state !== undefined) reused++;
+  // Nothing changed: every record is the cache's own object for its path and none is missing, so
+  // the cache's map is this picture's map (no table to build; callers can compare maps by identity).
+  const unchanged = cached instanceof Map && reused === scan.list.length && reused === cached.size;
+  const records: Map<string, PictureRecord> = unchanged ? (cached as Map<string, PictureRecord>) : new Map<string, PictureRecord>();
 
-  for (const stat of scan.entries.values()) {
-    const previous = cached?.get(stat.path);
+  for (const stat of unchanged ? [] : scan.list) {
+    // The scan hands back the earlier record itself when its stat is unchanged and settled.
+    if ((stat as Partial<PictureRecord>).state !== undefined) {
+      records.set(stat.path, stat as PictureRecord);
+      continue;
+    }
     if (stat.type === 'symlink') {
-      const target = stat.target ?? '';
-      const reuse = previous !== undefined && previous.state.type === 'symlink' && previous.state.target === target && sameStat(previous, stat);
-      records.set(stat.path, reuse ? previous : withState(stat, { type: 'symlink', target }));
+      records.set(stat.path, withState(stat, { type: 'symlink', target: stat.target ?? '' }));
       continue;
     }
     if (isCredentialPath(stat.path)) {
@@ -141,13 +170,12 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       records.set(stat.path, withState(stat, uncopiedState('too-large', stat)));
       continue;
     }
-    if (previous !== undefined && previous.state.type === 'file' && sameStat(previous, stat)) {
-      records.set(stat.path, previous);
-      continue;
-    }
     toCopy.push(stat);
   }
-  onProgress?.({ phase: 'scan', walked: scan.walked, toCopy: toCopy.length, copied: 0 });
+  const walked = scan.walked;
+  // The scan's list is no longer needed; free it before the copies allocate.
+  scan.list = [];
+  onProgress?.({ phase: 'scan', walked: walked, toCopy: toCopy.length, copied: 0 });
 
   let copied = 0;
   let copiedBytes = 0;
@@ -177,7 +205,8 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     reservedFiles += 1;
     reservedBytes += stat.size;
     try {
-      const ref = await store.putFile(path.join(root, ...stat.path.split('/')), { size: stat.size, mtimeMs: nsToMs(stat.mtimeNs) });
+      const abs = path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/'));
+      const ref = await store.putFile(abs, { size: stat.size, mtimeMs: stat.mtimeMs });
       copied += 1;
       copiedBytes += ref.size;
       results[index] = withState(stat, { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 });
@@ -189,7 +218,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       results[index] = withState(stat, uncopiedState(reason, stat));
     }
     if (onProgress !== undefined && copied % PROGRESS_EVERY === 0) {
-      onProgress({ phase: 'copy', walked: scan.walked, toCopy: toCopy.length, copied });
+      onProgress({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
     }
   };
 
@@ -202,7 +231,8 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, toCopy.length) }, worker));
   signal?.throwIfAborted();
   for (const record of results) if (record !== undefined) records.set(record.path, record);
-  if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked: scan.walked, toCopy: toCopy.length, copied });
+  results.length = 0;
+  if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
 
   if (budgetStops.size > 0) {
     gaps.push({
@@ -210,8 +240,10 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       detail: `${describeBudget(budgetStops, coverage)}: ${numberFormat.format(budgetSkipped.length)} file${budgetSkipped.length === 1 ? '' : 's'} not copied; a later picture copies them`,
     });
   }
+  cache?.memo?.bind(scan.memoGeneration, records);
   const partial = scan.partial || budgetStops.size > 0;
   return {
+    ignoreEpoch: scan.ignoreEpoch,
     records,
     partial,
     gaps,
@@ -231,8 +263,23 @@ function canonicalRoot(projectRoot: string): string {
   }
 }
 
-function sameStat(a: StatRecord, b: StatRecord): boolean {
-  return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino && a.mode === b.mode && a.type === b.type;
+/**
+ * True when an unchanged earlier record may stand as is: a stored copy, a symlink, or a file that
+ * is still not copied for a reason its unchanged stat cannot change. Files left by a budget or a
+ * failed copy are tried again.
+ */
+function settled(record: PictureRecord, coverage: ResolvedCoverage): boolean {
+  const state = record.state;
+  switch (state.type) {
+    case 'file':
+      return state.size === record.size;
+    case 'symlink':
+      return true;
+    case 'uncopied':
+      return state.reason === 'credential' || (state.reason === 'too-large' && record.size > coverage.maxFileBytes);
+    default:
+      return false;
+  }
 }
 
 /**
@@ -247,12 +294,6 @@ function withState(stat: StatRecord, state: PathState): PictureRecord {
 
 function uncopiedState(reason: UncopiedReason, stat: StatRecord): PathState {
   return { type: 'uncopied', reason, size: stat.size, mode: stat.mode };
-}
-
-/** Node's own `mtimeMs` formula, so the store's float comparison matches exactly. */
-function nsToMs(mtimeNs: string): number {
-  const ns = BigInt(mtimeNs);
-  return Number(ns / 1_000_000_000n) * 1e3 + Number(ns % 1_000_000_000n) / 1e6;
 }
 
 const FAILURE_DETAIL: Record<UncopiedReason, string> = {
@@ -329,68 +370,265 @@ function summarize(total: number, copied: number, partial: boolean, budgetSkippe
 }
 
 const CACHE_FORMAT = 'turnback-stat-cache';
+const BASE_FORMAT = 'turnback-picture-base';
+/** Records per base chunk: keeps each JSON string small (about 1 MB) however large the tree. */
+const BASE_CHUNK = 8192;
+const BASE_PREFIX = 'pic-';
+/** Random base-36 digits after the time in a generation name. */
+const GENERATION_RANDOM = 6;
 
-/** A persisted record: path, size, mode, mtimeNs, ino, object, hash, and the stored mode when it differs. */
-type CacheTuple = [string, number, number, string, string, string, string] | [string, number, number, string, string, string, string, number];
+/** Names a written base: its chunks are the state documents `pic-<generation>-<index>`. */
+export interface PictureBaseRef {
+  /** Lower-case letters and digits, unique per write. */
+  generation: string;
+  /** How many chunk documents. */
+  chunks: number;
+  /** How many records in all. */
+  count: number;
+}
 
 /**
- * Saves the reusable part of a picture (files with a stored copy) under `state/<name>`, as
- * compact tuples, so a new process does not re-read an unchanged tree.
+ * An immutable set of file records written once and shared by the stat cache and every call
+ * baseline taken while it is current, so each of those persists only what differs from it.
  */
-export async function savePictureCache(store: PictureStore, name: string, picture: PictureCache): Promise<void> {
-  const records: CacheTuple[] = [];
-  for (const record of picture.records.values()) {
-    const state = record.state;
-    // A stored size that differs from the stat means the file moved under the copy: not reusable.
-    if (record.type !== 'file' || state.type !== 'file' || state.size !== record.size) continue;
-    records.push(
+export interface PictureBase {
+  readonly ref: PictureBaseRef;
+  /**
+   * The records written, by identity (what {@link pictureDelta} compares), possibly among other
+   * records that a base never holds (symlinks, uncopied files): the map of the picture the base
+   * was written from is shared rather than copied.
+   */
+  readonly records: ReadonlyMap<string, PictureRecord>;
+}
+
+/** A picture's records as persisted: a base plus what differs from it. */
+export interface PersistedRecords {
+  /** The base, or `null` when every record is in `records`. */
+  base: PictureBaseRef | null;
+  /** Records that are not in the base, or differ from it. */
+  records: PictureRecord[];
+  /** Base paths the picture does not hold. */
+  removed: string[];
+}
+
+/** Tuple of a base record: path, size, mode, mtimeMs, ino, object, hash, and the stored mode when it differs. */
+type CacheTuple = [string, number, number, number, number, string, string] | [string, number, number, number, number, string, string, number];
+
+/** A record a base can hold: a file with a stored copy taken at this very stat. */
+function baseable(record: PictureRecord): boolean {
+  return record.type === 'file' && record.state.type === 'file' && record.state.size === record.size;
+}
+
+/**
+ * What `records` holds beyond `base`: records that are not the base's own objects, and base
+ * paths it lacks. O(records) with one map lookup each.
+ */
+export function pictureDelta(records: ReadonlyMap<string, PictureRecord>, base: PictureBase | undefined): PersistedRecords {
+  const changed: PictureRecord[] = [];
+  const removed: string[] = [];
+  const inBase = base?.records;
+  for (const [p, record] of records) if (inBase === undefined || inBase.get(p) !== record || !baseable(record)) changed.push(record);
+  if (inBase !== undefined) for (const [p, record] of inBase) if (baseable(record) && !records.has(p)) removed.push(p);
+  return { base: base?.ref ?? null, records: changed, removed };
+}
+
+/** Rebuilds a picture's records from its base and delta (the base's objects are shared). */
+export function applyDelta(base: PictureBase | undefined, persisted: Pick<PersistedRecords, 'records' | 'removed'>): Map<string, PictureRecord> {
+  const records = new Map<string, PictureRecord>();
+  if (base !== undefined) for (const [p, record] of base.records) if (baseable(record)) records.set(p, record);
+  for (const p of persisted.removed) records.delete(p);
+  for (const record of persisted.records) records.set(record.path, record);
+  return records;
+}
+
+/**
+ * Writes the file records of `records` that have a stored copy as a new base, in chunks of
+ * {@link BASE_CHUNK} (so no single JSON string grows with the tree).
+ */
+export async function writePictureBase(store: PictureStore, records: ReadonlyMap<string, PictureRecord>): Promise<PictureBase> {
+  const generation = `${Date.now().toString(36)}${Math.floor(Math.random() * 36 ** GENERATION_RANDOM).toString(36).padStart(GENERATION_RANDOM, '0')}`;
+  let count = 0;
+  let chunk: CacheTuple[] = [];
+  let chunks = 0;
+  const flush = async (): Promise<void> => {
+    await store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 1, generation, index: chunks, records: chunk });
+    chunks += 1;
+    chunk = [];
+  };
+  for (const record of records.values()) {
+    if (!baseable(record)) continue;
+    const state = record.state as Extract<PathState, { type: 'file' }>;
+    chunk.push(
       state.mode === record.mode
-        ? [record.path, record.size, record.mode, record.mtimeNs, record.ino, state.object, state.hash]
-        : [record.path, record.size, record.mode, record.mtimeNs, record.ino, state.object, state.hash, state.mode],
+        ? [record.path, record.size, record.mode, record.mtimeMs, record.ino, state.object, state.hash]
+        : [record.path, record.size, record.mode, record.mtimeMs, record.ino, state.object, state.hash, state.mode],
     );
+    count += 1;
+    if (chunk.length >= BASE_CHUNK) await flush();
   }
-  await store.writeState(name, { format: CACHE_FORMAT, version: 1, records });
+  if (chunk.length > 0 || chunks === 0) await flush();
+  return { ref: { generation, chunks, count }, records };
+}
+
+/** Reads a base back; `undefined` when any chunk is missing or malformed (never half a base). */
+export async function readPictureBase(store: PictureStore, ref: PictureBaseRef): Promise<PictureBase | undefined> {
+  if (!isBaseRef(ref)) return undefined;
+  const records = new Map<string, PictureRecord>();
+  for (let index = 0; index < ref.chunks; index++) {
+    let doc: unknown;
+    try {
+      doc = await store.readState(`${BASE_PREFIX}${ref.generation}-${index}`);
+    } catch {
+      return undefined;
+    }
+    if (typeof doc !== 'object' || doc === null) return undefined;
+    const d = doc as { format?: unknown; version?: unknown; generation?: unknown; index?: unknown; records?: unknown };
+    if (d.format !== BASE_FORMAT || d.version !== 1 || d.generation !== ref.generation || d.index !== index || !Array.isArray(d.records)) return undefined;
+    for (const tuple of d.records as unknown[]) {
+      const record = fromTuple(tuple);
+      if (record === undefined) return undefined;
+      records.set(record.path, record);
+    }
+  }
+  if (records.size !== ref.count) return undefined;
+  return { ref, records };
+}
+
+/**
+ * Removes every base whose generation is not in `keep` and is older than `graceMs` (bases are
+ * written rarely; an old one stays while a call baseline still names it). Best effort: a failure
+ * leaves a document behind.
+ */
+export async function prunePictureBases(store: PictureStore, keep: ReadonlySet<string>, graceMs = 0): Promise<void> {
+  if (store.listState === undefined) return;
+  const names = await store.listState(BASE_PREFIX);
+  const now = Date.now();
+  for (const name of names) {
+    const generation = name.slice(BASE_PREFIX.length, name.lastIndexOf('-'));
+    if (keep.has(generation)) continue;
+    // The generation starts with its creation time (base 36): a young one may be about to be named.
+    const createdAt = Number.parseInt(generation.slice(0, -GENERATION_RANDOM), 36);
+    if (!Number.isFinite(createdAt) || now - createdAt < graceMs) continue;
+    try {
+      if (store.deleteState !== undefined) await store.deleteState(name);
+      else await store.writeState(name, null);
+    } catch {
+      // Left for the next prune.
+    }
+  }
+}
+
+/** A {@link PictureCache} loaded from the store, with the base it was saved against. */
+export interface LoadedPictureCache extends PictureCache {
+  /** The base the cache's delta refers to, when it could be read. */
+  base?: PictureBase;
+}
+
+/**
+ * Saves the reusable part of a picture under `state/<name>`: a reference to `base` plus the
+ * records that differ from it, so a new process does not re-read an unchanged tree and a save
+ * costs what changed, not what exists. Without a base every record is written inline. `delta` is
+ * `pictureDelta(picture.records, base)` when the caller already has it.
+ */
+export async function savePictureCache(
+  store: PictureStore,
+  name: string,
+  picture: PictureCache,
+  base?: PictureBase,
+  delta: PersistedRecords = pictureDelta(picture.records, base),
+): Promise<void> {
+  // Only stored copies save a read later; symlinks and uncopied files are cheap to classify again.
+  await store.writeState(name, { format: CACHE_FORMAT, version: 2, base: delta.base, records: delta.records.filter(baseable), removed: delta.removed });
 }
 
 /**
  * Loads a cache saved by {@link savePictureCache}. A missing or malformed document yields an
- * empty cache: the next picture then reads every file, which is slower but never wrong.
+ * empty cache, and a missing base leaves just the inline records: the next picture then reads
+ * more files, which is slower but never wrong.
  */
-export async function loadPictureCache(store: PictureStore, name: string): Promise<PictureCache> {
-  const records = new Map<string, PictureRecord>();
+export async function loadPictureCache(store: PictureStore, name: string): Promise<LoadedPictureCache> {
   let doc: unknown;
   try {
     doc = await store.readState(name);
   } catch {
-    return { records };
+    return { records: new Map() };
   }
-  if (typeof doc !== 'object' || doc === null) return { records };
-  const { format, version, records: tuples } = doc as { format?: unknown; version?: unknown; records?: unknown };
-  if (format !== CACHE_FORMAT || version !== 1 || !Array.isArray(tuples)) return { records };
-  for (const tuple of tuples as unknown[]) {
-    if (!Array.isArray(tuple) || (tuple.length !== 7 && tuple.length !== 8)) continue;
-    const [p, size, mode, mtimeNs, ino, object, hash, stateMode] = tuple as unknown[];
-    if (
-      typeof p !== 'string' ||
-      typeof size !== 'number' ||
-      typeof mode !== 'number' ||
-      typeof mtimeNs !== 'string' ||
-      typeof ino !== 'string' ||
-      typeof object !== 'string' ||
-      typeof hash !== 'string' ||
-      (stateMode !== undefined && typeof stateMode !== 'number')
-    ) {
-      continue;
-    }
-    records.set(p, {
-      path: p,
-      type: 'file',
-      size,
-      mode,
-      mtimeNs,
-      ino,
-      state: { type: 'file', object, hash, size, mode: stateMode ?? mode },
-    });
+  if (typeof doc !== 'object' || doc === null || (doc as { format?: unknown }).format !== CACHE_FORMAT || (doc as { version?: unknown }).version !== 2) {
+    return { records: new Map() };
   }
-  return { records };
+  const persisted = parsePersistedRecords(doc);
+  if (persisted === undefined) return { records: new Map() };
+  const base = persisted.base === null ? undefined : await readPictureBase(store, persisted.base);
+  const records = applyDelta(base, persisted);
+  return base === undefined ? { records } : { records, base };
+}
+
+/**
+ * Validates the `base`, `records` and `removed` fields of a persisted document; `undefined` when
+ * any is malformed (a torn or foreign document is never half-trusted).
+ */
+export function parsePersistedRecords(doc: unknown): PersistedRecords | undefined {
+  if (typeof doc !== 'object' || doc === null) return undefined;
+  const d = doc as { base?: unknown; records?: unknown; removed?: unknown };
+  if (d.base !== null && !isBaseRef(d.base)) return undefined;
+  if (!Array.isArray(d.records) || !Array.isArray(d.removed)) return undefined;
+  const records: PictureRecord[] = [];
+  for (const value of d.records as unknown[]) {
+    const record = parseRecord(value);
+    if (record === undefined) return undefined;
+    records.push(record);
+  }
+  if (!(d.removed as unknown[]).every((p) => typeof p === 'string')) return undefined;
+  return { base: d.base as PictureBaseRef | null, records, removed: d.removed as string[] };
+}
+
+function isBaseRef(value: unknown): value is PictureBaseRef {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<PictureBaseRef>;
+  return typeof v.generation === 'string' && /^[a-z0-9]{1,40}$/.test(v.generation) && Number.isInteger(v.chunks) && Number.isInteger(v.count);
+}
+
+function fromTuple(tuple: unknown): PictureRecord | undefined {
+  if (!Array.isArray(tuple) || (tuple.length !== 7 && tuple.length !== 8)) return undefined;
+  const [p, size, mode, mtimeMs, ino, object, hash, stateMode] = tuple as unknown[];
+  if (
+    typeof p !== 'string' ||
+    typeof size !== 'number' ||
+    typeof mode !== 'number' ||
+    typeof mtimeMs !== 'number' ||
+    typeof ino !== 'number' ||
+    typeof object !== 'string' ||
+    typeof hash !== 'string' ||
+    (stateMode !== undefined && typeof stateMode !== 'number')
+  ) {
+    return undefined;
+  }
+  return { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: (stateMode as number | undefined) ?? mode } };
+}
+
+const UNCOPIED_REASONS: ReadonlySet<string> = new Set(Object.keys(FAILURE_DETAIL));
+
+/** Checks one record written as JSON (a delta entry). */
+function parseRecord(value: unknown): PictureRecord | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const r = value as Partial<PictureRecord> & { state?: Partial<Record<string, unknown>> };
+  if (typeof r.path !== 'string' || (r.type !== 'file' && r.type !== 'symlink')) return undefined;
+  if (typeof r.size !== 'number' || typeof r.mode !== 'number' || typeof r.mtimeMs !== 'number' || typeof r.ino !== 'number') return undefined;
+  if (r.target !== undefined && typeof r.target !== 'string') return undefined;
+  const st = r.state;
+  if (typeof st !== 'object' || st === null) return undefined;
+  let state: PathState;
+  if (st.type === 'file' && typeof st.object === 'string' && typeof st.hash === 'string' && typeof st.size === 'number' && typeof st.mode === 'number') {
+    state = { type: 'file', object: st.object, hash: st.hash, size: st.size, mode: st.mode };
+  } else if (st.type === 'symlink' && typeof st.target === 'string') {
+    state = { type: 'symlink', target: st.target };
+  } else if (st.type === 'uncopied' && typeof st.reason === 'string' && UNCOPIED_REASONS.has(st.reason) && typeof st.size === 'number' && typeof st.mode === 'number') {
+    if (st.hash !== undefined && typeof st.hash !== 'string') return undefined;
+    state = { type: 'uncopied', reason: st.reason as UncopiedReason, size: st.size, mode: st.mode, ...(typeof st.hash === 'string' ? { hash: st.hash } : {}) };
+  } else {
+    return undefined;
+  }
+  const record: PictureRecord = { path: r.path, type: r.type, size: r.size, mode: r.mode, mtimeMs: r.mtimeMs, ino: r.ino, state };
+  if (r.target !== undefined) record.target = r.target;
+  return record;
 }

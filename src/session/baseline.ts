@@ -1,13 +1,28 @@
 import { createHash } from 'node:crypto';
-import type { Picture, PictureRecord } from '../capture/picture.js';
+import {
+  applyDelta,
+  parsePersistedRecords,
+  pictureDelta,
+  readPictureBase,
+  type Picture,
+  type PictureBase,
+  type PictureBaseRef,
+  type PictureRecord,
+  type PersistedRecords,
+  type PictureStore,
+} from '../capture/picture.js';
 import type { UncheckedPath } from '../capture/scan.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Gap } from '../core/model.js';
 
-/** A call's pre-call picture, persisted so another process can attribute or report it after a crash. */
+/**
+ * A call's pre-call picture, persisted so another process can attribute or report it after a
+ * crash. Version 2 stores only what differs from a shared picture base (see
+ * {@link PictureBase}): a call around an unchanged tree writes a few hundred bytes, not the tree.
+ */
 export interface CallBaseline {
   format: 'turnback-call';
-  version: 1;
+  version: 1 | 2;
   sessionId: string;
   callId: string;
   checkpointId: CheckpointId;
@@ -19,6 +34,11 @@ export interface CallBaseline {
   partial: boolean;
   gaps: Gap[];
   unchecked: UncheckedPath[];
+  /** Version 2: the base the records are relative to (`null`: none, every record is inline). */
+  base?: PictureBaseRef | null;
+  /** Version 2: base paths the picture did not hold. */
+  removed?: string[];
+  /** Version 1: every record; version 2: the records not in the base or different from it. */
   records: PictureRecord[];
 }
 
@@ -28,14 +48,19 @@ export function baselineStateName(sessionId: string, callId: string): string {
   return `call-${digest}`;
 }
 
-/** Builds the persisted form of a pre-call picture. */
+/**
+ * Builds the persisted form of a pre-call picture, relative to `base` when given. `delta` is
+ * `pictureDelta(picture.records, base)` when the caller already has it.
+ */
 export function toBaseline(
   picture: Picture,
   call: { sessionId: string; callId: string; checkpointId: CheckpointId; command?: string; pid: number },
+  base?: PictureBase,
+  delta: PersistedRecords = pictureDelta(picture.records, base),
 ): CallBaseline {
   return {
     format: 'turnback-call',
-    version: 1,
+    version: 2,
     sessionId: call.sessionId,
     callId: call.callId,
     checkpointId: call.checkpointId,
@@ -45,7 +70,9 @@ export function toBaseline(
     partial: picture.partial,
     gaps: picture.gaps,
     unchecked: picture.unchecked,
-    records: [...picture.records.values()],
+    base: delta.base,
+    removed: delta.removed,
+    records: delta.records,
   };
 }
 
@@ -53,16 +80,39 @@ export function toBaseline(
 export function parseBaseline(value: unknown): CallBaseline | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const doc = value as Partial<CallBaseline>;
-  if (doc.format !== 'turnback-call' || doc.version !== 1 || !Array.isArray(doc.records)) return undefined;
+  if (doc.format !== 'turnback-call' || (doc.version !== 1 && doc.version !== 2) || !Array.isArray(doc.records)) return undefined;
   if (typeof doc.sessionId !== 'string' || typeof doc.callId !== 'string' || typeof doc.checkpointId !== 'string') return undefined;
   if (typeof doc.pid !== 'number' || typeof doc.startedAt !== 'string') return undefined;
+  if (!Array.isArray(doc.gaps) || !Array.isArray(doc.unchecked)) return undefined;
+  if (doc.version === 2) {
+    const persisted = parsePersistedRecords(doc);
+    if (persisted === undefined) return undefined;
+    return { ...(doc as CallBaseline), base: persisted.base, removed: persisted.removed, records: persisted.records };
+  }
   return doc as CallBaseline;
 }
 
-/** The picture view of a baseline, for diffing. */
-export function baselinePicture(baseline: CallBaseline): Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps'> {
+/** The generation of the base a baseline refers to, if any (its base must be kept). */
+export function baselineGeneration(baseline: CallBaseline): string | undefined {
+  return baseline.base?.generation;
+}
+
+/**
+ * The picture view of a baseline, for diffing: its base read back and its delta applied.
+ * `undefined` when the base it names cannot be read whole.
+ */
+export async function loadBaselinePicture(
+  store: PictureStore,
+  baseline: CallBaseline,
+  known?: PictureBase,
+): Promise<Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps'> | undefined> {
+  let base: PictureBase | undefined;
+  if (baseline.version === 2 && baseline.base !== undefined && baseline.base !== null) {
+    base = known?.ref.generation === baseline.base.generation ? known : await readPictureBase(store, baseline.base);
+    if (base === undefined) return undefined;
+  }
   return {
-    records: new Map(baseline.records.map((r) => [r.path, r])),
+    records: baseline.version === 2 ? applyDelta(base, { records: baseline.records, removed: baseline.removed ?? [] }) : new Map(baseline.records.map((r) => [r.path, r])),
     unchecked: baseline.unchecked,
     partial: baseline.partial,
     gaps: baseline.gaps,

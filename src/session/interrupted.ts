@@ -6,7 +6,7 @@ import { loadHasher } from '../core/hash.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Gap } from '../core/model.js';
 import type { CheckpointStore } from '../store/store.js';
-import { baselinePicture, parseBaseline, type CallBaseline } from './baseline.js';
+import { loadBaselinePicture, parseBaseline, type CallBaseline } from './baseline.js';
 
 /** A call whose process died between callBegin and callEnd. */
 export interface InterruptedCall {
@@ -74,9 +74,9 @@ export async function changesSinceInterrupted(
   coverage: CoverageOptions = {},
 ): Promise<ChangesSinceInterrupted> {
   const baseline = parseBaseline(await store.readState(call.stateName));
-  if (baseline === undefined) return { changes: [], gaps: [{ reason: 'no-baseline', detail: 'the interrupted call left no readable picture' }], partial: true, summary: 'no checkpoint: the picture before the command is gone' };
+  const before = baseline === undefined ? undefined : await loadBaselinePicture(store, baseline);
+  if (baseline === undefined || before === undefined) return { changes: [], gaps: [{ reason: 'no-baseline', detail: 'the interrupted call left no readable picture' }], partial: true, summary: 'no checkpoint: the picture before the command is gone' };
   await loadHasher();
-  const before = baselinePicture(baseline);
   const now = await takePicture({ store, projectRoot: store.projectRoot, coverage: resolveCoverage(coverage), cache: before, exclude: [store.root] });
   return {
     changes: diffPictures(before, now),

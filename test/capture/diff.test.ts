@@ -53,7 +53,7 @@ describe('diffPictures', () => {
   });
 
   it('same stat means unchanged, even when the earlier picture had no copy', () => {
-    const stat = { size: 1, mode: 0o644, mtimeNs: '100', ino: '7' };
+    const stat = { size: 1, mode: 0o644, mtimeMs: 100, ino: 7 };
     const before = pic({ a: { ...stat, state: { type: 'uncopied', reason: 'picture-budget', size: 1, mode: 0o644 } } });
     const after = pic({ a: { ...stat, state: file('1') } });
     expect(diffPictures(before, after)).toEqual([]);
@@ -61,14 +61,21 @@ describe('diffPictures', () => {
 
   it('unknown content with a moved stat is reported changed', () => {
     const uncopied: PathState = { type: 'uncopied', reason: 'credential', size: 3, mode: 0o600 };
-    const before = pic({ '.env': { size: 3, mode: 0o600, mtimeNs: '1', ino: '1', state: uncopied } });
-    const after = pic({ '.env': { size: 3, mode: 0o600, mtimeNs: '2', ino: '1', state: uncopied } });
+    const before = pic({ '.env': { size: 3, mode: 0o600, mtimeMs: 1, ino: 1, state: uncopied } });
+    const after = pic({ '.env': { size: 3, mode: 0o600, mtimeMs: 2, ino: 1, state: uncopied } });
     expect(diffPictures(before, after).map((c) => c.kind)).toEqual(['changed']);
   });
 
+  it('the very same record object is unchanged without looking further', () => {
+    const record = { size: 1, mode: 0o644, mtimeMs: 1, ino: 1, state: file('1') };
+    const before = pic({ a: record });
+    const after = pic({ a: record });
+    expect(diffPictures(before, after)).toEqual([]);
+  });
+
   it('same content after a touch is unchanged', () => {
-    const before = pic({ a: { size: 1, mode: 0o644, mtimeNs: '1', ino: '1', state: file('1') } });
-    const after = pic({ a: { size: 1, mode: 0o644, mtimeNs: '2', ino: '1', state: file('1') } });
+    const before = pic({ a: { size: 1, mode: 0o644, mtimeMs: 1, ino: 1, state: file('1') } });
+    const after = pic({ a: { size: 1, mode: 0o644, mtimeMs: 2, ino: 1, state: file('1') } });
     expect(diffPictures(before, after)).toEqual([]);
   });
 });

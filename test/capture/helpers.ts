@@ -65,4 +65,12 @@ export class FakeStore implements PictureStore {
   async writeState(name: string, value: unknown): Promise<void> {
     this.state.set(name, JSON.stringify(value));
   }
+
+  async listState(prefix: string): Promise<string[]> {
+    return [...this.state.keys()].filter((n) => n.startsWith(prefix)).sort();
+  }
+
+  async deleteState(name: string): Promise<void> {
+    this.state.delete(name);
+  }
 }

@@ -1,8 +1,20 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { resolveCoverage, type CoverageOptions } from '../../src/capture/coverage.js';
-import { loadPictureCache, savePictureCache, takePicture, type Picture, type PictureCache } from '../../src/capture/picture.js';
+import * as nodeFs from 'node:fs';
+import { IgnoreStack, resolveCoverage, type CoverageOptions } from '../../src/capture/coverage.js';
+import {
+  loadPictureCache,
+  prunePictureBases,
+  readPictureBase,
+  savePictureCache,
+  takePicture,
+  writePictureBase,
+  type Picture,
+  type PictureCache,
+  type PictureRecord,
+} from '../../src/capture/picture.js';
+import { ScanMemo } from '../../src/capture/scan.js';
 import { CheckpointError } from '../../src/core/errors.js';
 import { backdate, FakeStore, makeTree, tempDir } from './helpers.js';
 
@@ -16,7 +28,10 @@ afterEach(async () => {
   await fs.rm(root, { recursive: true, force: true });
 });
 
-async function picture(options: CoverageOptions = {}, extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal } = {}): Promise<Picture> {
+async function picture(
+  options: CoverageOptions = {},
+  extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal; readDir?: (abs: string) => nodeFs.Dirent[] } = {},
+): Promise<Picture> {
   return takePicture({ store, projectRoot: root, coverage: resolveCoverage(options), ...extra });
 }
 
@@ -191,3 +206,135 @@ describe('stat cache', () => {
     expect(second.partial).toBe(false);
   });
 });
+
+describe('repeat pictures reuse what did not change', () => {
+  const coverage = resolveCoverage();
+  /** What an observer keeps between pictures. */
+  function keeper(): { ignores: IgnoreStack; memo: ScanMemo; next: (p?: Picture) => PictureCache | undefined } {
+    const ignores = new IgnoreStack();
+    const memo = new ScanMemo();
+    return {
+      ignores,
+      memo,
+      next: (p) => (p === undefined ? undefined : { records: p.records, ignores, memo, ...(p.ignoreEpoch !== undefined ? { ignoreEpoch: p.ignoreEpoch } : {}) }),
+    };
+  }
+  async function take(cache: PictureCache | undefined, keep: ReturnType<typeof keeper>, readDir?: (abs: string) => nodeFs.Dirent[]): Promise<Picture> {
+    return takePicture({ store, projectRoot: root, coverage, cache: cache ?? { records: new Map(), ignores: keep.ignores, memo: keep.memo }, ...(readDir !== undefined ? { readDir } : {}) });
+  }
+
+  it('an unchanged tree gives back the cache map itself; a change replaces only its own record', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'sub/b.txt': 'b', 'sub/c.txt': 'c', link: { link: 'a.txt' } });
+    const keep = keeper();
+    const first = await take(undefined, keep);
+    const second = await take(keep.next(first), keep);
+    expect(second.records).toBe(first.records);
+    expect(store.putFileCalls).toHaveLength(3);
+    await fs.writeFile(path.join(root, 'sub/b.txt'), 'bb');
+    const third = await take(keep.next(second), keep);
+    expect(third.records).not.toBe(second.records);
+    expect(third.records.get('a.txt')).toBe(first.records.get('a.txt'));
+    expect(third.records.get('sub/c.txt')).toBe(first.records.get('sub/c.txt'));
+    expect(third.records.get('link')).toBe(first.records.get('link'));
+    expect(third.records.get('sub/b.txt')).not.toBe(first.records.get('sub/b.txt'));
+    expect(store.putFileCalls.map((f) => path.relative(root, f)).sort()).toEqual(['a.txt', path.join('sub', 'b.txt'), path.join('sub', 'b.txt'), path.join('sub', 'c.txt')]);
+  });
+
+  it('finds earlier records when a folder lists in another order', async () => {
+    await makeTree(root, { 'x/1.txt': '1', 'x/2.txt': '2', 'x/3.txt': '3' });
+    const keep = keeper();
+    const first = await take(undefined, keep);
+    const reversed = (abs: string): nodeFs.Dirent[] => nodeFs.readdirSync(abs, { withFileTypes: true }).reverse();
+    const second = await take(keep.next(first), keep, reversed);
+    expect(second.records).toBe(first.records);
+    await fs.rm(path.join(root, 'x/2.txt'));
+    const third = await take(keep.next(second), keep);
+    expect([...third.records.keys()].sort()).toEqual(['x/1.txt', 'x/3.txt']);
+    expect(third.records.get('x/3.txt')).toBe(first.records.get('x/3.txt'));
+  });
+
+  it('a .gitignore edited between pictures applies to files recorded earlier', async () => {
+    await makeTree(root, { 'keep.ts': 'k', 'sub/run.log': 'l', 'sub/x.ts': 'x' });
+    const keep = keeper();
+    const first = await take(undefined, keep);
+    expect([...first.records.keys()].sort()).toEqual(['keep.ts', 'sub/run.log', 'sub/x.ts']);
+    await fs.writeFile(path.join(root, '.gitignore'), '*.log\n');
+    const second = await take(keep.next(first), keep);
+    expect([...second.records.keys()].sort()).toEqual(['.gitignore', 'keep.ts', 'sub/x.ts']);
+    await fs.writeFile(path.join(root, 'sub/.gitignore'), '!run.log\nx.ts\n');
+    const third = await take(keep.next(second), keep);
+    expect([...third.records.keys()].sort()).toEqual(['.gitignore', 'keep.ts', 'sub/.gitignore', 'sub/run.log']);
+  });
+
+  it('a file left by the copy budget is copied by the next picture even with an unchanged stat', async () => {
+    await manyFiles(3);
+    const keep = keeper();
+    const first = await takePicture({ store, projectRoot: root, coverage: resolveCoverage({ maxPictureFiles: 1 }), cache: { records: new Map(), ignores: keep.ignores, memo: keep.memo } });
+    expect(first.partial).toBe(true);
+    store.putFileCalls = [];
+    const second = await take(keep.next(first), keep);
+    expect(store.putFileCalls).toHaveLength(2);
+    expect(second.partial).toBe(false);
+    expect([...second.records.values()].every((r) => r.state.type === 'file')).toBe(true);
+  });
+});
+
+describe('picture bases and deltas', () => {
+  function fileRecord(i: number): PictureRecord {
+    return { path: `d${i % 7}/f${i}.ts`, type: 'file', size: i, mode: 0o644, mtimeMs: 1_700_000_000_000.125 + i, ino: 1000 + i, state: { type: 'file', object: `o${i}`, hash: `h${i}`, size: i, mode: i % 2 === 0 ? 0o644 : 0o755 } };
+  }
+
+  it('a base is written in chunks and read back whole; a missing chunk reads as no base', async () => {
+    const records = new Map<string, PictureRecord>();
+    for (let i = 0; i < 20_000; i++) records.set(fileRecord(i).path, fileRecord(i));
+    records.set('link', { path: 'link', type: 'symlink', size: 3, mode: 0o777, mtimeMs: 1, ino: 1, target: 'x', state: { type: 'symlink', target: 'x' } });
+    const base = await writePictureBase(store, records);
+    expect(base.ref.chunks).toBe(3);
+    expect(base.ref.count).toBe(20_000);
+    const read = await readPictureBase(new FakeStoreWith(store), base.ref);
+    expect(read?.records.size).toBe(20_000);
+    expect(read?.records.get('d3/f10.ts')).toEqual(fileRecord(10));
+    expect(read?.records.has('link')).toBe(false);
+    store.state.delete(`pic-${base.ref.generation}-1`);
+    expect(await readPictureBase(store, base.ref)).toBeUndefined();
+  });
+
+  it('the stat cache saves only what differs from its base, and loads back to the same records', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c', '.env': 'S=1' });
+    const first = await picture();
+    const base = await writePictureBase(store, first.records);
+    await fs.writeFile(path.join(root, 'b.txt'), 'changed');
+    await fs.rm(path.join(root, 'c.txt'));
+    const second = await picture({}, { cache: first });
+    await savePictureCache(store, 'stat-cache', second, base);
+    const doc = JSON.parse(store.state.get('stat-cache') ?? '{}') as { records: PictureRecord[]; removed: string[]; base: { generation: string } };
+    expect(doc.base.generation).toBe(base.ref.generation);
+    expect(doc.records.map((r) => r.path)).toEqual(['b.txt']);
+    expect(doc.removed).toEqual(['c.txt']);
+    const loaded = await loadPictureCache(store, 'stat-cache');
+    expect([...loaded.records.keys()].sort()).toEqual(['a.txt', 'b.txt']);
+    expect(loaded.records.get('b.txt')?.state).toEqual(second.records.get('b.txt')?.state);
+    // A base that is gone leaves the inline records: slower, never wrong.
+    for (const name of [...store.state.keys()]) if (name.startsWith('pic-')) store.state.delete(name);
+    expect([...(await loadPictureCache(store, 'stat-cache')).records.keys()]).toEqual(['b.txt']);
+  });
+
+  it('prunes bases nothing names once they are past the grace period', async () => {
+    const records = new Map([[fileRecord(1).path, fileRecord(1)]]);
+    const kept = await writePictureBase(store, records);
+    const dropped = await writePictureBase(store, records);
+    await prunePictureBases(store, new Set([kept.ref.generation]), 60_000);
+    expect(await readPictureBase(store, dropped.ref)).toBeDefined();
+    await prunePictureBases(store, new Set([kept.ref.generation]), 0);
+    expect(await readPictureBase(store, dropped.ref)).toBeUndefined();
+    expect(await readPictureBase(store, kept.ref)).toBeDefined();
+  });
+});
+
+/** A second store object sharing only the persisted state: stands in for a new process. */
+class FakeStoreWith extends FakeStore {
+  constructor(from: FakeStore) {
+    super();
+    for (const [k, v] of from.state) this.state.set(k, v);
+  }
+}

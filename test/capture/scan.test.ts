@@ -29,8 +29,8 @@ describe('scanTree coverage', () => {
     const result = await scan();
     expect(paths(result)).toEqual(['a.txt', 'link', 'src/b.ts']);
     const a = result.entries.get('a.txt');
-    const stats = await fs.lstat(path.join(root, 'a.txt'), { bigint: true });
-    expect(a).toEqual({ path: 'a.txt', type: 'file', size: 5, mode: Number(stats.mode & 0o7777n), mtimeNs: String(stats.mtimeNs), ino: String(stats.ino) });
+    const stats = await fs.lstat(path.join(root, 'a.txt'));
+    expect(a).toEqual({ path: 'a.txt', type: 'file', size: 5, mode: stats.mode & 0o7777, mtimeMs: stats.mtimeMs, ino: stats.ino });
     expect(result.entries.get('link')).toMatchObject({ type: 'symlink', target: 'a.txt' });
     expect(result.partial).toBe(false);
     expect(result.unchecked).toEqual([]);
@@ -216,6 +216,21 @@ describe('scan limits', () => {
     const controller = new AbortController();
     controller.abort(new Error('stop'));
     await expect(scan({}, { signal: controller.signal })).rejects.toThrow('stop');
+  });
+
+  it('a folder that cannot be listed is left unchecked with a gap, and the rest is recorded', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'locked/b.txt': 'b', 'locked/deep/c.txt': 'c', 'open/d.txt': 'd' });
+    const { readdirSync } = await import('node:fs');
+    // Root ignores chmod 000, so the listing itself is made to fail as it would for another user.
+    const readDir = (abs: string): import('node:fs').Dirent[] => {
+      if (abs === path.join(root, 'locked')) throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+      return readdirSync(abs, { withFileTypes: true });
+    };
+    const result = await scan({}, { readDir });
+    expect(paths(result)).toEqual(['a.txt', 'open/d.txt']);
+    expect(result.unchecked).toEqual([{ path: 'locked', reason: 'unreadable' }]);
+    expect(result.gaps).toEqual([{ path: 'locked', reason: 'unreadable', detail: 'locked/ cannot be listed (EACCES)' }]);
+    expect(result.partial).toBe(true);
   });
 
   it('a missing root throws UNAVAILABLE', async () => {

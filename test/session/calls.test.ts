@@ -1,10 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CheckpointStore } from '../../src/store/store.js';
 import { CheckpointObserver } from '../../src/session/observer.js';
 import { writeFile } from '../../src/tools/reference-tools.js';
+import { changesSinceInterrupted, interruptedRuns } from '../../src/session/interrupted.js';
 import { listing, openObserver, sandbox, writeTree } from './helpers.js';
 
 function sh(cwd: string, script: string): void {
@@ -133,6 +135,139 @@ describe('shell calls: attribution and restore to the boundary', () => {
     const report = await third.restore(boundary);
     expect(report.failed).toEqual([]);
     expect(await listing(project)).toEqual(before);
+  });
+
+  it('a folder unreadable during a call marks its paths incomplete, and a restore refuses them with a reason', async () => {
+    const { project, storeDir } = await gitProject();
+    // Tests run as root, where chmod 000 hides nothing: the folder listing is made to fail instead.
+    let unreadable: string | undefined;
+    const pictureReadDir = (abs: string): fsSync.Dirent[] => {
+      if (unreadable !== undefined && abs === path.join(project, unreadable)) {
+        throw Object.assign(new Error(`EACCES: permission denied, scandir '${abs}'`), { code: 'EACCES' });
+      }
+      return fsSync.readdirSync(abs, { withFileTypes: true });
+    };
+    const observer = await openObserver(project, storeDir, { pictureReadDir });
+    const boundary = await observer.beginTurn();
+    await observer.callBegin('c1', { command: 'edits' });
+    sh(project, "sed -i 's/# a/# A/' docs/notes/a.md && sed -i 's/return 1/return 2/' src/parser.ts");
+    unreadable = 'docs/notes';
+    const attribution = await observer.callEnd('c1');
+    expect(attribution.incomplete).toEqual(['docs/notes/a.md', 'docs/notes/b.md', 'docs/notes/deep/c.md']);
+    // The readable change is attributed; nothing under the unreadable folder is called deleted.
+    expect(attribution.changes.map((c) => [c.path, c.kind])).toEqual([['src/parser.ts', 'changed']]);
+    expect(attribution.gaps).toContainEqual(expect.objectContaining({ path: 'docs/notes', reason: 'unreadable' }));
+    expect(attribution.partial).toBe(true);
+
+    unreadable = undefined;
+    const plan = await observer.plan(boundary);
+    const refusedInPlan = plan.entries.filter((e) => e.action === 'refuse').map((e) => [e.path, e.reason]);
+    expect(refusedInPlan).toEqual([
+      ['docs/notes/a.md', 'incomplete-attribution'],
+      ['docs/notes/b.md', 'incomplete-attribution'],
+      ['docs/notes/deep/c.md', 'incomplete-attribution'],
+    ]);
+    const report = await observer.restore(boundary);
+    expect(report.refused.map((e) => [e.path, e.reason])).toEqual(refusedInPlan);
+    expect(report.restored.map((e) => e.path)).toEqual(['src/parser.ts']);
+    expect(await fs.readFile(path.join(project, 'src/parser.ts'), 'utf8')).toBe('export function parse() { return 1; }\n');
+    // The refused file keeps the content the restore could not vouch for.
+    expect(await fs.readFile(path.join(project, 'docs/notes/a.md'), 'utf8')).toBe('# A\n');
+  });
+
+  it('a call whose process is killed mid-command is listed, diffed and ended by a new process, and a restore undoes it', async () => {
+    const { base, project, storeDir } = await sandbox();
+    // Over 256 files, so the first picture writes a picture base and the baseline is a delta on it.
+    await writeTree(project, Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`src/m${i % 10}/f${i}.ts`, `export const v${i} = ${i};\n`])));
+    const before = await listing(project);
+    // The child runs the current sources, bundled with their dependencies (not dist/).
+    const { build } = await import('esbuild');
+    const bundle = path.join(base, 'turnback.mjs');
+    await build({
+      entryPoints: [path.resolve('src/index.ts')],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      outfile: bundle,
+      logLevel: 'silent',
+      // Bundled CommonJS dependencies use require() and __filename.
+      banner: {
+        js: "import { createRequire as turnbackRequire } from 'node:module'; import { fileURLToPath as turnbackPath } from 'node:url'; const require = turnbackRequire(import.meta.url); const __filename = turnbackPath(import.meta.url); const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));",
+      },
+    });
+    const script = path.join(base, 'child.mjs');
+    await fs.writeFile(
+      script,
+      `const { CheckpointStore, CheckpointObserver } = await import(${JSON.stringify(bundle)});
+const store = await CheckpointStore.open(process.argv[3], { projectRoot: process.argv[2] });
+const observer = new CheckpointObserver({ store, sessionId: 'dying' });
+await observer.beginTurn();
+await observer.callBegin('c1', { command: 'make things' });
+process.stdout.write('ready\\n');
+setInterval(() => {}, 1000);
+`,
+    );
+    const child = spawn(process.execPath, [script, project, storeDir], { cwd: path.resolve('.'), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.once('data', () => resolve());
+      child.once('exit', (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
+    });
+    sh(project, "sed -i 's/= 5;/= 55;/' src/m5/f5.ts && rm -rf src/m7 && echo new > src/new.ts");
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+
+    const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+    expect((await store.listState('pic-')).length).toBeGreaterThan(0);
+    const [interrupted, ...others] = await interruptedRuns(store);
+    expect(others).toEqual([]);
+    expect(interrupted).toMatchObject({ sessionId: 'dying', callId: 'c1', command: 'make things' });
+    if (interrupted === undefined) throw new Error('expected an interrupted call');
+    const since = await changesSinceInterrupted(store, interrupted);
+    expect(since.changes.filter((c) => c.kind === 'deleted')).toHaveLength(30);
+    expect(since.changes.filter((c) => c.kind !== 'deleted').map((c) => [c.path, c.kind])).toEqual([
+      ['src/m5/f5.ts', 'changed'],
+      ['src/new.ts', 'created'],
+    ]);
+    const observer = new CheckpointObserver({ store, sessionId: 'dying' });
+    const ended = await observer.callEnd('c1');
+    expect(ended.changes).toHaveLength(32);
+    expect(await interruptedRuns(store)).toEqual([]);
+    const report = await observer.restore(interrupted.checkpointId);
+    expect(report.failed).toEqual([]);
+    expect(report.refused).toEqual([]);
+    expect(await listing(project)).toEqual(before);
+  }, 60_000);
+
+  it('a call around an unchanged tree writes a baseline of a few hundred bytes and leaves the stat cache alone', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`lib/f${i}.js`, `// ${i}\n`])));
+    const observer = await openObserver(project, storeDir);
+    await observer.callBegin('warm');
+    await observer.callEnd('warm');
+    const cacheFile = path.join(storeDir, 'state', 'stat-cache.json');
+    const cacheBefore = await fs.stat(cacheFile);
+    await observer.callBegin('noop');
+    const [name] = await observer.store.listState('call-');
+    const text = await fs.readFile(path.join(storeDir, 'state', `${name}.json`), 'utf8');
+    const doc = JSON.parse(text) as { records: unknown[]; removed: unknown[]; base: { count: number } };
+    expect(doc.records).toEqual([]);
+    expect(doc.removed).toEqual([]);
+    expect(doc.base.count).toBe(300);
+    expect(text.length).toBeLessThan(1000);
+    const end = await observer.callEnd('noop');
+    expect(end.changes).toEqual([]);
+    const cacheAfter = await fs.stat(cacheFile);
+    expect([cacheAfter.ino, cacheAfter.mtimeMs]).toEqual([cacheBefore.ino, cacheBefore.mtimeMs]);
+    expect(await observer.store.listState('call-')).toEqual([]);
+    // A changed file rewrites only the small cache head: the base stays.
+    await fs.writeFile(path.join(project, 'lib/f1.js'), 'changed');
+    await observer.callBegin('one');
+    await observer.callEnd('one');
+    const head = JSON.parse(await fs.readFile(cacheFile, 'utf8')) as { records: { path: string }[] };
+    expect(head.records.map((r) => r.path)).toEqual(['lib/f1.js']);
+    expect(await observer.store.listState('pic-')).toHaveLength(1);
   });
 
   it('rejects an unknown call, a duplicate call and an unknown side-effect class', async () => {
