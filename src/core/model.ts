@@ -34,6 +34,16 @@ export type UncopiedReason =
 export type Fingerprint = string;
 
 /**
+ * True for a post-write record that holds a file's stat identity (`stat:<ino>:<size>:<mtime ns>:
+ * <ctime ns>`) instead of its content hash: recorded cheaply at `afterWrite`, replaced by the
+ * content fingerprint as soon as the session hashes it, and left in place only when the session
+ * stopped first (or the file changed again outside the session).
+ */
+export function isStatFingerprint(fingerprint: Fingerprint): boolean {
+  return fingerprint.startsWith('stat:');
+}
+
+/**
  * What a fingerprint is computed from: a recorded {@link PathState}, or anything shaped like one
  * (the disk state the restore guard reads), so there is one definition of the fingerprint.
  */

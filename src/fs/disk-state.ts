@@ -1,5 +1,6 @@
 import { constants as fsConstants } from 'node:fs';
-import type { Stats } from 'node:fs';
+import * as path from 'node:path';
+import type { BigIntStats } from 'node:fs';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { contentHash, createContentHash, loadHasher } from '../core/hash.js';
 import { fingerprintOf, type Fingerprint } from '../core/model.js';
@@ -12,7 +13,7 @@ import { resolveInsideRoot, resolveInsideRootSync } from './paths.js';
  * hard links share the file's content.
  */
 export type DiskState =
-  | { type: 'file'; hash: string; size: number; mode: number; nlink: number }
+  | { type: 'file'; hash: string; size: number; mode: number; nlink: number; statId?: Fingerprint }
   | { type: 'absent' }
   | { type: 'symlink'; target: string }
   | { type: 'other'; kind: 'directory' | 'fifo' | 'socket' | 'device' | 'unknown' };
@@ -49,9 +50,9 @@ async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string
   }
   const resolved = await resolveInsideRoot(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
-  let stats: Stats;
+  let stats: BigIntStats;
   try {
-    stats = await fs.lstat(resolved.absolute);
+    stats = await fs.lstat(resolved.absolute, { bigint: true });
   } catch (error) {
     return absentOrThrow(error, projectPath);
   }
@@ -73,16 +74,16 @@ export const SYNC_READ_MAX_BYTES: number = 256 * 1024;
 class LargeFile {
   constructor(
     readonly absolute: string,
-    readonly stats: Stats,
+    readonly stats: BigIntStats,
   ) {}
 }
 
 function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): DiskState | LargeFile | typeof RETRY {
   const resolved = resolveInsideRootSync(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
-  let stats: Stats;
+  let stats: BigIntStats;
   try {
-    stats = fs.lstatSync(resolved.absolute);
+    stats = fs.lstatSync(resolved.absolute, { bigint: true });
   } catch (error) {
     return absentOrThrow(error, projectPath);
   }
@@ -94,7 +95,7 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
     }
   }
   if (!stats.isFile()) return nonFileState(stats);
-  if (stats.size > SYNC_READ_MAX_BYTES) return new LargeFile(resolved.absolute, stats);
+  if (stats.size > BigInt(SYNC_READ_MAX_BYTES)) return new LargeFile(resolved.absolute, stats);
   let fd: number;
   try {
     fd = fs.openSync(resolved.absolute, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
@@ -102,10 +103,10 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
     return retryOrThrow(error, projectPath);
   }
   try {
-    const opened = fs.fstatSync(fd);
+    const opened = fs.fstatSync(fd, { bigint: true });
     if (!opened.isFile() || opened.ino !== stats.ino || opened.dev !== stats.dev) return RETRY;
     // One byte of slack tells a file that grew since fstat from one that did not.
-    const buffer = Buffer.allocUnsafe(opened.size + 1);
+    const buffer = Buffer.allocUnsafe(Number(opened.size) + 1);
     let size = 0;
     for (;;) {
       const read = fs.readSync(fd, buffer, size, buffer.length - size, size);
@@ -113,12 +114,55 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
       size += read;
       if (size === buffer.length) return RETRY; // still growing: read the new state
     }
-    return { type: 'file', hash: contentHash(buffer.subarray(0, size)), size, mode: opened.mode & 0o7777, nlink: opened.nlink };
+    return fileState(contentHash(buffer.subarray(0, size)), size, opened);
   } catch (error) {
     throw asCheckpointError(error, `cannot read ${projectPath}`, projectPath);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** `statId` is taken from the descriptor the bytes were read through, so the two describe one version. */
+function fileState(hash: string, size: number, stats: BigIntStats): DiskState {
+  return { type: 'file', hash, size, mode: Number(stats.mode & 0o7777n), nlink: Number(stats.nlink), statId: statFingerprint(stats) };
+}
+
+/**
+ * The stat identity of one version of a regular file: inode, size, and nanosecond mtime and
+ * ctime. A write through any path changes mtime and ctime (and usually size), so an equal identity
+ * means the same version. Recorded by `afterWrite` in place of a content hash when hashing can wait.
+ */
+export function statFingerprint(stats: BigIntStats): Fingerprint {
+  return `stat:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+}
+
+/** What {@link readPostWriteState} records after a write. */
+export interface PostWriteState {
+  /** A content fingerprint, or for a regular file its stat identity ({@link statFingerprint}). */
+  fingerprint: Fingerprint;
+  /** Permission bits of a regular file. */
+  mode?: number;
+}
+
+/**
+ * What a path holds right after a write, at the cost of one `lstat`: a regular file is recorded by
+ * its stat identity and hashed later (by the observer, while the identity still holds); anything
+ * else by its content fingerprint. Ancestors are not checked here: an identity read through a
+ * symlinked folder can never match the no-follow read the restore guard makes later.
+ *
+ * @throws CheckpointError `IO` when the path cannot be inspected.
+ */
+export async function readPostWriteState(fs: FileSystem, projectRoot: string, projectPath: string): Promise<PostWriteState> {
+  const absolute = path.join(projectRoot, ...projectPath.split("/"));
+  let stats: BigIntStats;
+  try {
+    stats = fs.sync !== undefined ? fs.sync.lstatSync(absolute, { bigint: true }) : await fs.lstat(absolute, { bigint: true });
+  } catch (error) {
+    return { fingerprint: diskFingerprint(absentOrThrow(error, projectPath)) };
+  }
+  if (stats.isFile()) return { fingerprint: statFingerprint(stats), mode: Number(stats.mode & 0o7777n) };
+  // Links and special files are cheap to fingerprint exactly.
+  return { fingerprint: diskFingerprint(await readDiskState(fs, projectRoot, projectPath)) };
 }
 
 function absentOrThrow(error: unknown, projectPath: string): DiskState {
@@ -134,7 +178,7 @@ function retryOrThrow(error: unknown, projectPath: string): typeof RETRY {
   throw asCheckpointError(error, `cannot read ${projectPath}`, projectPath);
 }
 
-function nonFileState(stats: Stats): DiskState {
+function nonFileState(stats: BigIntStats): DiskState {
   if (stats.isDirectory()) return { type: 'other', kind: 'directory' };
   if (stats.isFIFO()) return { type: 'other', kind: 'fifo' };
   if (stats.isSocket()) return { type: 'other', kind: 'socket' };
@@ -146,7 +190,7 @@ async function hashRegularFile(
   fs: FileSystem,
   absolute: string,
   projectPath: string,
-  seen: Stats,
+  seen: BigIntStats,
 ): Promise<DiskState | typeof RETRY> {
   await loadHasher();
   let handle;
@@ -157,10 +201,10 @@ async function hashRegularFile(
     return retryOrThrow(error, projectPath);
   }
   try {
-    const stats = await handle.stat();
+    const stats = await handle.stat({ bigint: true });
     if (!stats.isFile() || stats.ino !== seen.ino || stats.dev !== seen.dev) return RETRY;
     const hash = createContentHash();
-    const buffer = Buffer.allocUnsafe(Math.min(HASH_CHUNK, Math.max(stats.size, 1)));
+    const buffer = Buffer.allocUnsafe(Math.min(HASH_CHUNK, Math.max(Number(stats.size), 1)));
     let size = 0;
     for (;;) {
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
@@ -168,7 +212,7 @@ async function hashRegularFile(
       hash.update(buffer.subarray(0, bytesRead));
       size += bytesRead;
     }
-    return { type: 'file', hash: hash.digest(), size, mode: stats.mode & 0o7777, nlink: stats.nlink };
+    return fileState(hash.digest(), size, stats);
   } finally {
     await handle.close();
   }

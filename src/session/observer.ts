@@ -1,21 +1,22 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { resolveCoverage, type CoverageOptions, type ResolvedCoverage } from '../capture/coverage.js';
+import { IgnoreStack, isCredentialPath, resolveCoverage, type CoverageOptions, type ResolvedCoverage } from '../capture/coverage.js';
 import { diffPictures, type Change } from '../capture/diff.js';
-import { loadPictureCache, savePictureCache, takePicture, type Picture, type PictureCache } from '../capture/picture.js';
-import { CheckpointError, isCheckpointError } from '../core/errors.js';
+import { ScanMemo } from '../capture/scan.js';
+import { loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, takePicture, writePictureBase, type Picture, type PictureBase, type PictureCache, type PictureRecord, type PersistedRecords, type TakePictureOptions } from '../capture/picture.js';
+import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
-import { fingerprintOf, type CheckpointManifest, type CheckpointMeta, type Fingerprint, type Gap, type PathState, type SideEffect } from '../core/model.js';
-import { diskFingerprint, readDiskState, type DiskState } from '../fs/disk-state.js';
+import { fingerprintOf, isStatFingerprint, type CheckpointManifest, type CheckpointMeta, type Fingerprint, type Gap, type PathState, type SideEffect } from '../core/model.js';
+import { diskFingerprint, readDiskState, readPostWriteState, type DiskState } from '../fs/disk-state.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { toProjectPath } from '../fs/paths.js';
-import { applyRestore } from '../restore/apply.js';
+import { applyRestore, type GuardSight, type SwapDecision } from '../restore/apply.js';
 import type { ModePolicy } from '../restore/modes.js';
 import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '../restore/plan.js';
 import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
-import { baselinePicture, baselineStateName, parseBaseline, toBaseline, type CallBaseline } from './baseline.js';
+import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from './baseline.js';
 import { capturePath, type PathCaptureContext } from './capture-path.js';
-import { foldTimeline, isTimelineKind, type IrreversibleCall } from './timeline.js';
+import { DISCARDS_STATE, discardHolding, foldTimeline, isTimelineKind, parseDiscards, recordDiscard, withoutDiscarded, type Discard, type IrreversibleCall } from './timeline.js';
 import type { WriteObserver, WriteOp } from './write-observer.js';
 
 /** Options of {@link CheckpointObserver.plan} and {@link CheckpointObserver.restore}. */
@@ -39,6 +40,13 @@ export interface RestoreOptions {
    * written: a restore never does more than was shown.
    */
   expect?: RestorePlan;
+  /**
+   * fsync every restored file before it is published and its folder after (power-loss
+   * durability). Off by default: like `git checkout`, a restore survives a process crash but not
+   * necessarily a power loss right after it (see the durability table in CHECKPOINT-DESIGN.md).
+   * @default false
+   */
+  durable?: boolean;
 }
 
 /** A failed write in a restore. */
@@ -84,6 +92,11 @@ export interface CheckpointObserverOptions {
   coverage?: CoverageOptions;
   /** Per-session byte cap of tool-call snapshots; the oldest are evicted first. @default 1 GiB */
   snapshotCapBytes?: number;
+  /**
+   * Lists one folder during pictures. For tests only: it lets a test make a folder unreadable
+   * (tests run as root, where `chmod 000` hides nothing). @default `fs.readdirSync`
+   */
+  pictureReadDir?: TakePictureOptions['readDir'];
 }
 
 /** What {@link CheckpointObserver.callEnd} attributes to a call. */
@@ -177,8 +190,20 @@ export class CheckpointObserver implements WriteObserver {
   readonly #coverage: ResolvedCoverage;
   readonly #snapshotCapBytes: number;
   #pictureCache: PictureCache | undefined;
-  readonly #calls = new Map<string, { baseline: CallBaseline; picture: Picture; startedAt: string }>();
+  /** The picture base the stat cache and call baselines are persisted against. */
+  #pictureBase: PictureBase | undefined;
+  /** The records the persisted stat cache describes, to skip saving an unchanged picture. */
+  #savedRecords: ReadonlyMap<string, PictureRecord> | undefined;
+  /** The last delta computed, reused while the picture map and the base are the same objects. */
+  #lastDelta: { records: ReadonlyMap<string, PictureRecord>; base: PictureBase | undefined; delta: PersistedRecords } | undefined;
+  readonly #ignores = new IgnoreStack();
+  readonly #scanMemo = new ScanMemo();
+  readonly #readDir: TakePictureOptions['readDir'];
+  readonly #calls = new Map<string, { baseline: CallBaseline; picture: Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>; startedAt: string }>();
   #toolContext: AsyncLocalStorage<SnapshotScope> | undefined;
+  /** Files whose post-write record is still a stat identity, with the checkpoints to update. */
+  readonly #unhashed = new Map<string, { statId: Fingerprint; callId?: string; writers: CheckpointWriter[] }>();
+  #hashing: Promise<void> = Promise.resolve();
   #activeToolCalls = 0;
   readonly #openSnapshots = new Map<string, { writer: CheckpointWriter; scope: SnapshotScope; touched: Map<string, Promise<void>>; createdAt: string }>();
 
@@ -196,6 +221,7 @@ export class CheckpointObserver implements WriteObserver {
     };
     this.#coverage = resolveCoverage(options.coverage ?? {});
     this.#snapshotCapBytes = options.snapshotCapBytes ?? 1024 * 1024 * 1024;
+    this.#readDir = options.pictureReadDir;
   }
 
   /** The canonical project root. */
@@ -265,19 +291,25 @@ export class CheckpointObserver implements WriteObserver {
       return;
     }
     await captured;
-    const disk = await readDiskState(this.#fs, this.projectRoot, projectPath);
+    // One lstat: a file's content is hashed later (#hashPending), while this identity still holds.
+    const post = await readPostWriteState(this.#fs, this.projectRoot, projectPath);
     const scope = this.#toolContext?.getStore();
     const snapshot = scope === undefined ? undefined : this.#openSnapshots.get(snapshotKey(scope));
-    if (snapshot !== undefined && snapshot.touched.has(projectPath)) {
-      await snapshot.writer.append({ op: 'after', path: projectPath, after: diskFingerprint(disk), ...(disk.type === 'file' ? { afterMode: disk.mode } : {}) });
+    const writers = snapshot !== undefined && snapshot.touched.has(projectPath) ? [turn.writer, snapshot.writer] : [turn.writer];
+    const callId = op?.callId;
+    if (isStatFingerprint(post.fingerprint)) {
+      this.#unhashed.set(projectPath, { statId: post.fingerprint, writers, ...(callId !== undefined ? { callId } : {}) });
+    } else {
+      this.#unhashed.delete(projectPath);
     }
-    await turn.writer.append({
-      op: 'after',
+    const record = {
+      op: 'after' as const,
       path: projectPath,
-      after: diskFingerprint(disk),
-      ...(disk.type === 'file' ? { afterMode: disk.mode } : {}),
-      ...(op?.callId !== undefined ? { callId: op.callId } : {}),
-    });
+      after: post.fingerprint,
+      ...(post.mode !== undefined ? { afterMode: post.mode } : {}),
+    };
+    await Promise.all(writers.map((writer) => writer.append(writer === turn.writer && callId !== undefined ? { ...record, callId } : record)));
+    if (this.#unhashed.size >= MAX_UNHASHED) await this.#hashPending();
   }
 
   /**
@@ -288,6 +320,7 @@ export class CheckpointObserver implements WriteObserver {
    */
   async plan(id: CheckpointId, options: RestoreOptions = {}): Promise<RestorePlan> {
     this.#assertOpen();
+    await this.#hashPending();
     return (await this.#plan(id, options)).plan;
   }
 
@@ -325,14 +358,22 @@ export class CheckpointObserver implements WriteObserver {
     assertCallId(callId);
     if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
     const turn = this.#turn ?? (await this.#ensureTurn());
+    // The picture must not read a half-recorded write as a shell change: settle the records first.
+    await this.#hashPending();
     const picture = await this.#takePicture(options);
-    const baseline = toBaseline(picture, {
-      sessionId: this.sessionId,
-      callId,
-      checkpointId: turn.writer.id,
-      pid: process.pid,
-      ...(options.command !== undefined ? { command: options.command } : {}),
-    });
+    // Persisted relative to the current picture base: only what differs from it is written.
+    const baseline = toBaseline(
+      picture,
+      {
+        sessionId: this.sessionId,
+        callId,
+        checkpointId: turn.writer.id,
+        pid: process.pid,
+        ...(options.command !== undefined ? { command: options.command } : {}),
+      },
+      this.#pictureBase,
+      this.#deltaOf(picture.records),
+    );
     await this.store.writeState(baselineStateName(this.sessionId, callId), baseline);
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt });
     return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary };
@@ -356,11 +397,18 @@ export class CheckpointObserver implements WriteObserver {
     if (call === undefined) {
       const baseline = parseBaseline(await this.store.readState(stateName));
       if (baseline === undefined) throw new CheckpointError('INVALID_ARGUMENT', `no callBegin recorded for call ${callId}`);
-      const view = baselinePicture(baseline);
-      call = { baseline, picture: { ...view, copied: 0, copiedBytes: 0, summary: '' }, startedAt: baseline.startedAt };
+      const view = await loadBaselinePicture(this.store, baseline, this.#pictureBase);
+      if (view === undefined) throw new CheckpointError('INVALID_ARGUMENT', `the picture taken before call ${callId} can no longer be read`);
+      call = { baseline, picture: { ...view, summary: '' }, startedAt: baseline.startedAt };
     }
-    const after = await this.#takePicture({ ...(options.signal !== undefined ? { signal: options.signal } : {}) }, call.picture);
-    const changes = diffPictures(call.picture, after);
+    const after = await this.#takePicture(
+      { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
+      // The baseline's own records: unchanged files come back as the same objects, so the diff
+      // below compares identities.
+      { records: call.picture.records, ignores: this.#ignores, memo: this.#scanMemo, ...(call.picture.ignoreEpoch !== undefined ? { ignoreEpoch: call.picture.ignoreEpoch } : {}) },
+    );
+    // The very same map means every record is the baseline's own: nothing to compare.
+    const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
     const incomplete = incompletePaths(call.picture, after);
     // The call's records go to the turn it began in, or, after a restart, to a checkpoint of its own.
     const turn = this.#turn !== undefined && this.#turn.writer.id === call.baseline.checkpointId ? this.#turn : undefined;
@@ -374,7 +422,17 @@ export class CheckpointObserver implements WriteObserver {
       }
       turn?.touched.set(change.path, Promise.resolve());
     }
-    for (const path of incomplete) await writer.append({ op: 'incomplete', path, callId });
+    const changedPaths = new Set(changes.map((c) => c.path));
+    for (const path of incomplete) {
+      // The pre-call state puts the path on the timeline, so a restore lists it and refuses it
+      // (incomplete attribution) instead of silently leaving it out of the plan.
+      const before = call.picture.records.get(path)?.state;
+      if (before !== undefined && !changedPaths.has(path)) {
+        await writer.append({ op: 'before', path, state: before, callId });
+        turn?.touched.set(path, Promise.resolve());
+      }
+      await writer.append({ op: 'incomplete', path, callId });
+    }
     const gaps = [...after.gaps];
     for (const gap of gaps) await writer.append({ op: 'gap', gap });
     await writer.append({
@@ -384,7 +442,7 @@ export class CheckpointObserver implements WriteObserver {
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });
     else if (after.partial || call.picture.partial) await writer.append({ op: 'meta', complete: false });
     this.#calls.delete(callId);
-    await this.store.writeState(stateName, null);
+    await this.store.deleteState(stateName);
     return {
       callId,
       changes,
@@ -402,6 +460,7 @@ export class CheckpointObserver implements WriteObserver {
    * @throws CheckpointError `INVALID_ID`, `UNKNOWN_CHECKPOINT`.
    */
   async turnChanges(id: CheckpointId): Promise<TurnChanges> {
+    await this.#hashPending();
     const manifest = await this.store.manifest(parseCheckpointId(id));
     return { checkpointId: manifest.id, changes: changesOf(manifest), gaps: manifest.gaps, partial: !manifest.complete || manifest.gaps.length > 0 };
   }
@@ -423,6 +482,7 @@ export class CheckpointObserver implements WriteObserver {
       if (open !== undefined) {
         this.#openSnapshots.delete(snapshotKey(scope));
         await Promise.allSettled(open.touched.values());
+        await this.#hashPending();
         await open.writer.seal();
         await this.#enforceSnapshotCap(scope.sessionId);
       }
@@ -531,7 +591,12 @@ export class CheckpointObserver implements WriteObserver {
 
   async #takePicture(options: Pick<CallBeginOptions, 'signal' | 'onProgress'>, cache?: PictureCache): Promise<Picture> {
     await loadHasher();
-    this.#pictureCache ??= await loadPictureCache(this.store, STAT_CACHE);
+    if (this.#pictureCache === undefined) {
+      const loaded = await loadPictureCache(this.store, STAT_CACHE);
+      this.#pictureCache = { records: loaded.records, ignores: this.#ignores, memo: this.#scanMemo };
+      this.#pictureBase = loaded.base;
+      this.#savedRecords = loaded.records;
+    }
     const picture = await takePicture({
       store: this.store,
       projectRoot: this.projectRoot,
@@ -540,10 +605,76 @@ export class CheckpointObserver implements WriteObserver {
       exclude: [this.store.root],
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
       ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+      ...(this.#readDir !== undefined ? { readDir: this.#readDir } : {}),
     });
-    this.#pictureCache = { records: picture.records, ...(this.#pictureCache.ignores !== undefined ? { ignores: this.#pictureCache.ignores } : {}) };
-    await savePictureCache(this.store, STAT_CACHE, picture);
+    this.#pictureCache = { records: picture.records, ignores: this.#ignores, memo: this.#scanMemo, ...(picture.ignoreEpoch !== undefined ? { ignoreEpoch: picture.ignoreEpoch } : {}) };
+    await this.#persistPictureCache(picture);
     return picture;
+  }
+
+  /**
+   * Persists the stat cache after a picture, costing what changed rather than what exists: an
+   * unchanged picture writes nothing; a few changed files rewrite only the small cache head (a
+   * reference to the current base plus the records that differ from it); once the difference
+   * grows past an eighth of the base (at least 256 files), a new base is written in chunks and
+   * bases nothing refers to any more are removed.
+   */
+  async #persistPictureCache(picture: Picture): Promise<void> {
+    const saved = this.#savedRecords;
+    if (saved === picture.records) return;
+    if (saved !== undefined && saved.size === picture.records.size) {
+      let same = true;
+      for (const [path, record] of picture.records) {
+        if (saved.get(path) !== record) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return;
+    }
+    const base = this.#pictureBase;
+    const delta = this.#deltaOf(picture.records);
+    let drift = delta.removed.length;
+    for (const record of delta.records) if (record.type === 'file' && record.state.type === 'file') drift++;
+    if (drift > Math.max(BASE_REWRITE_MIN, (base?.ref.count ?? 0) / 8)) {
+      this.#pictureBase = await writePictureBase(this.store, picture.records);
+      await savePictureCache(this.store, STAT_CACHE, picture, this.#pictureBase, this.#deltaOf(picture.records));
+      await this.#pruneBases();
+    } else {
+      await savePictureCache(this.store, STAT_CACHE, picture, base, delta);
+    }
+    this.#savedRecords = picture.records;
+  }
+
+  /** What `records` holds beyond the current base; one pass per picture map (begin and save share it). */
+  #deltaOf(records: ReadonlyMap<string, PictureRecord>): PersistedRecords {
+    const last = this.#lastDelta;
+    if (last !== undefined && last.records === records && last.base === this.#pictureBase) return last.delta;
+    const delta = pictureDelta(records, this.#pictureBase);
+    this.#lastDelta = { records, base: this.#pictureBase, delta };
+    return delta;
+  }
+
+  /** Removes picture bases that neither the cache nor any call baseline (here or on disk) names. */
+  async #pruneBases(): Promise<void> {
+    const keep = new Set<string>();
+    if (this.#pictureBase !== undefined) keep.add(this.#pictureBase.ref.generation);
+    for (const call of this.#calls.values()) {
+      const generation = baselineGeneration(call.baseline);
+      if (generation !== undefined) keep.add(generation);
+    }
+    try {
+      const head = (await this.store.readState(STAT_CACHE).catch(() => undefined)) as { base?: { generation?: unknown } } | null | undefined;
+      if (typeof head?.base?.generation === 'string') keep.add(head.base.generation);
+      for (const name of await this.store.listState('call-')) {
+        const baseline = parseBaseline(await this.store.readState(name).catch(() => undefined));
+        const generation = baseline === undefined ? undefined : baselineGeneration(baseline);
+        if (generation !== undefined) keep.add(generation);
+      }
+    } catch {
+      return; // Unsure what is referenced: keep everything.
+    }
+    await prunePictureBases(this.store, keep, BASE_GRACE_MS);
   }
 
   async #captureIntoSnapshot(scope: SnapshotScope, projectPath: string): Promise<void> {
@@ -565,6 +696,7 @@ export class CheckpointObserver implements WriteObserver {
     if (open !== undefined) {
       this.#openSnapshots.delete(snapshotKey(scope));
       await Promise.allSettled(open.touched.values());
+      await this.#hashPending();
       await open.writer.seal();
     }
     const metas = (await this.store.list()).filter((m) => m.kind === 'snapshot' && m.sessionId === scope.sessionId && m.scopeId === scope.scopeId);
@@ -586,11 +718,40 @@ export class CheckpointObserver implements WriteObserver {
 
   async #restoreLocked(id: CheckpointId, options: RestoreOptions): Promise<RestoreReport> {
     const checked = parseCheckpointId(id);
-    return this.#applyPlanned(await this.#planFrom(checked, await this.#timelineFrom(checked), options, false), options);
+    const discards = await this.#discards();
+    const report = await this.#applyPlanned(await this.#planFrom(checked, await this.#timelineFrom(checked, discards), options, false), options);
+    if (report.preRestoreId !== undefined && report.restored.length > 0) {
+      // Nothing refused, failed or left, no path filter: the tree is back at `checked` for every
+      // path attributed since, so the whole range leaves later plans. Otherwise only what was
+      // written leaves, and a retry still finds the rest with its guard.
+      const full = options.paths === undefined && report.refused.length === 0 && report.failed.length === 0 && report.skipped.every((e) => e.action === 'skip');
+      const restored = report.restored.map((e) => e.path);
+      const next = recordDiscard(discards, checked, report.preRestoreId, restored, full);
+      // Ranges older than every remaining checkpoint can no longer matter.
+      try {
+        const oldest = (await this.store.list())[0]?.id;
+        await this.store.writeState(DISCARDS_STATE, { version: 1, discards: next.filter((d) => oldest === undefined || d.preRestore >= oldest) });
+      } catch (error) {
+        // The files are restored; without the record later plans fold the range as before
+        // discards existed (still guarded). Reported, not thrown, so the receipt is not lost.
+        this.#recordGap({ reason: 'discard-not-recorded', detail: `restore to ${checked} done, but its discard could not be recorded: ${(error as Error).message}` });
+      }
+    }
+    return report;
+  }
+
+  /** The ranges earlier restores discarded (see {@link withoutDiscarded}). */
+  async #discards(): Promise<Discard[]> {
+    try {
+      return parseDiscards(await this.store.readState(DISCARDS_STATE));
+    } catch (error) {
+      // An unreadable document reads as no discards: plans then fold every checkpoint, guarded.
+      if (isCheckpointError(error, 'CORRUPT_MANIFEST')) return [];
+      throw error;
+    }
   }
 
   async #applyPlanned({ plan, irreversible }: { plan: RestorePlan; irreversible: IrreversibleCall[] }, options: RestoreOptions): Promise<RestoreReport> {
-    void options;
     const writing = plan.entries.filter((e) => e.action === 'restore' || e.action === 'recreate' || e.action === 'delete');
     const report: RestoreReport = {
       available: true,
@@ -603,53 +764,108 @@ export class CheckpointObserver implements WriteObserver {
       irreversible,
       cleanupPending: [],
     };
-    if (writing.length === 0) return report;
+    if (writing.length === 0) {
+      // Nothing to write, but a killed earlier restore may have left temp files beside these paths.
+      report.cleanupPending = await this.#strayTempFiles(plan.entries, []);
+      return report;
+    }
 
     // Save first: record what each write will overwrite, so this restore can itself be undone.
+    // The save happens inside the apply, from what the guard just read (see #saveFirst).
     const saver = await this.store.openCheckpoint({ kind: 'pre-restore', sessionId: this.sessionId, restoreOf: plan.checkpointId as CheckpointId });
     report.preRestoreId = saver.id;
     const toApply: PlanEntry[] = [];
     for (const entry of writing) {
-      const saved = await capturePath(this.#capture, entry.path);
-      if (saved.state.type === 'uncopied') {
-        // One it cannot save is left alone: overwriting it would lose bytes with no way back.
-        report.skipped.push({ ...entry, action: 'leave', reason: `cannot-save-first:${saved.state.reason}` });
+      if (entry.expectedHash?.startsWith('file:') === true && isCredentialPath(entry.path)) {
+        // Credential files are never copied, so one cannot be saved first: it is left alone.
+        report.skipped.push({ ...entry, action: 'leave', reason: 'cannot-save-first:credential' });
         continue;
       }
-      await saver.append({ op: 'before', path: entry.path, state: saved.state });
       toApply.push(entry);
     }
+    const saved = new Set<string>();
     const applied = await applyRestore(
-      { fs: this.#fs, projectRoot: this.projectRoot, readObject: (object) => this.store.readObject(object) },
+      {
+        fs: this.#fs,
+        projectRoot: this.projectRoot,
+        readObject: (object) => this.store.readObject(object),
+        beforeSwap: (entry, sight) => this.#saveFirst(saver, saved, entry, sight),
+      },
       toApply,
+      options.durable === true ? { durable: true } : {},
     );
     for (const entry of applied.restored) {
       await saver.append({ op: 'after', path: entry.path, after: targetFingerprint(entry.target, entry.action), ...(entry.mode !== undefined && entry.action !== 'delete' ? { afterMode: entry.mode } : {}) });
     }
-    const unchanged = [...applied.refused, ...applied.failed.map((f) => toApply.find((e) => e.path === f.path))];
-    for (const entry of unchanged) {
-      if (entry?.expectedHash !== undefined) await saver.append({ op: 'after', path: entry.path, after: entry.expectedHash });
+    // Saved but not written (rolled back): their record says "unchanged", so the pre-restore
+    // checkpoint never claims a change that did not happen.
+    for (const failure of applied.failed) {
+      const entry = toApply.find((e) => e.path === failure.path);
+      if (entry?.expectedHash !== undefined && saved.has(entry.path)) await saver.append({ op: 'after', path: entry.path, after: entry.expectedHash });
     }
     await saver.seal({ complete: applied.failed.length === 0 });
     report.restored = applied.restored;
     report.refused.push(...applied.refused);
     report.skipped.push(...applied.skipped);
     report.failed = applied.failed;
-    report.cleanupPending = [...applied.cleanupPending, ...(await this.#strayTempFiles(writing, applied.cleanupPending))];
+    report.cleanupPending = [...applied.cleanupPending, ...(await this.#strayTempFiles(plan.entries, applied.cleanupPending))];
     return report;
   }
 
   /**
+   * The pre-restore save of one entry, called by the apply between its guard and its swap with
+   * what the guard read, so a small file is read once for both. An absent path or a symlink is
+   * fully described by what was seen; a larger file is captured as by `beforeWrite`, and refused
+   * if it no longer matches. The record is appended before the swap, so a crash after the swap
+   * still finds the original in the pre-restore checkpoint.
+   */
+  async #saveFirst(saver: CheckpointWriter, saved: Set<string>, entry: PlanEntry, sight: GuardSight): Promise<SwapDecision> {
+    let state: PathState;
+    const seen = sight.state;
+    if (seen.type === 'absent') {
+      state = { type: 'absent' };
+    } else if (seen.type === 'symlink') {
+      state = { type: 'symlink', target: seen.target };
+    } else if (seen.type === 'file' && sight.bytes !== undefined && sight.bytes.length <= this.#capture.maxFileBytes) {
+      try {
+        const ref = await this.store.putBytes(sight.bytes);
+        state = { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: seen.mode };
+      } catch (error) {
+        const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
+        return { leave: code === 'ENOSPC' || code === 'EDQUOT' ? 'cannot-save-first:store-full' : 'cannot-save-first:unreadable' };
+      }
+    } else {
+      const captured = await capturePath(this.#capture, entry.path);
+      if (captured.state.type === 'uncopied') return { leave: `cannot-save-first:${captured.state.reason}` };
+      state = captured.state;
+      const found = fingerprintOf(state);
+      if (found !== entry.expectedHash) return { refuse: found ?? 'unknown' };
+    }
+    await saver.append({ op: 'before', path: entry.path, state });
+    saved.add(entry.path);
+    return 'go';
+  }
+
+  /**
    * Staged or displaced files that an earlier, killed restore left beside the paths this one
-   * touched. Their content is in the store (every restore saves first), so they are reported for
+   * planned (written or not). Their content is in the store (every restore saves first), so they are reported for
    * a person to remove, never deleted silently and never read as project files.
    */
   async #strayTempFiles(entries: PlanEntry[], known: string[]): Promise<string[]> {
     const folders = new Set(entries.map((e) => (e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : '')));
     const seen = new Set(known);
     const strays: string[] = [];
+    const sync = this.#fs.sync;
     for (const folder of folders) {
-      const names = await this.#fs.readdir(folder === '' ? this.projectRoot : `${this.projectRoot}/${folder}`).catch(() => [] as string[]);
+      const abs = folder === '' ? this.projectRoot : `${this.projectRoot}/${folder}`;
+      // One readdir per touched folder; synchronous when available (a folder listing of a
+      // project folder is small, and a restore of many files touches many folders).
+      let names: string[];
+      try {
+        names = sync !== undefined ? sync.readdirSync(abs) : await this.#fs.readdir(abs);
+      } catch {
+        names = [];
+      }
       for (const name of names) {
         const rel = folder === '' ? name : `${folder}/${name}`;
         if ((name.startsWith('.turnback-stage-') || name.startsWith('.turnback-displaced-')) && !seen.has(rel)) strays.push(rel);
@@ -660,7 +876,7 @@ export class CheckpointObserver implements WriteObserver {
 
   async #plan(idInput: CheckpointId, options: RestoreOptions): Promise<{ plan: RestorePlan; irreversible: IrreversibleCall[] }> {
     const id = parseCheckpointId(idInput);
-    return this.#planFrom(id, await this.#timelineFrom(id), options, false);
+    return this.#planFrom(id, await this.#timelineFrom(id, await this.#discards()), options, false);
   }
 
   async #planFrom(
@@ -717,11 +933,19 @@ export class CheckpointObserver implements WriteObserver {
     return new Set(paths.map((p) => toProjectPath(this.projectRoot, p)));
   }
 
-  async #timelineFrom(id: CheckpointId): Promise<CheckpointManifest[]> {
+  async #timelineFrom(id: CheckpointId, discards: readonly Discard[]): Promise<CheckpointManifest[]> {
     // Read the anchor directly: a corrupt or foreign manifest must fail loudly, not read as unknown.
     const anchor = await this.store.manifest(id);
+    const holding = discardHolding(id, discards);
+    if (holding !== undefined) {
+      throw new CheckpointError(
+        'CONFLICT',
+        `checkpoint ${id} was discarded when the project was restored to ${holding.from}; restore ${holding.preRestore} first (redo) to get back to it`,
+        { expected: holding.preRestore },
+      );
+    }
     const later = (await this.store.list()).filter((m) => m.id > id && isTimelineKind(m.kind));
-    return [anchor, ...(await Promise.all(later.map((m) => this.store.manifest(m.id))))];
+    return withoutDiscarded(id, [anchor, ...(await Promise.all(later.map((m) => this.store.manifest(m.id))))], discards);
   }
 
   async #captureInto(turn: OpenTurn, projectPath: string, callId: string | undefined): Promise<void> {
@@ -762,7 +986,42 @@ export class CheckpointObserver implements WriteObserver {
     if (turn === undefined) return;
     this.#turn = undefined;
     await Promise.allSettled(turn.touched.values());
+    await this.#hashPending();
     await turn.writer.seal();
+  }
+
+  /**
+   * Replaces the stat identities `afterWrite` recorded with content fingerprints: each file still
+   * holding the version its write left is hashed, and its `after` record appended again (the last
+   * one counts). A file changed since keeps its identity, so the restore guard refuses it, as it
+   * would refuse any change made outside the session. Runs before anything reads the records back
+   * (plan, turn changes, pictures, seals); serialised, so each version is hashed once.
+   */
+  async #hashPending(): Promise<void> {
+    const run = async (): Promise<void> => {
+      for (const [path, entry] of [...this.#unhashed]) {
+        let disk: DiskState | undefined;
+        try {
+          disk = await readDiskState(this.#fs, this.projectRoot, path);
+        } catch {
+          disk = undefined; // unreadable now: the identity stays, and the guard refuses the path
+        }
+        // Checked right before the synchronous appends: a newer afterWrite replaced the entry.
+        if (this.#unhashed.get(path) !== entry) continue;
+        this.#unhashed.delete(path);
+        if (disk?.type !== 'file' || disk.statId !== entry.statId) continue;
+        const record = { op: 'after' as const, path, after: diskFingerprint(disk), afterMode: disk.mode };
+        await Promise.all(
+          entry.writers.map((writer, index) =>
+            // A writer sealed meanwhile keeps the identity; nothing is lost but the shortcut.
+            writer.append(index === 0 && entry.callId !== undefined ? { ...record, callId: entry.callId } : record).catch(() => undefined),
+          ),
+        );
+      }
+    };
+    const next = this.#hashing.then(run);
+    this.#hashing = next.catch(() => undefined);
+    return next;
   }
 
   #assertOpen(): void {
@@ -780,8 +1039,16 @@ function targetFingerprint(target: PathState, action: PlanEntry['action']): Fing
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
+  let lastYield = performance.now();
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {
+      if (performance.now() - lastYield > 10) {
+        // Small files are read synchronously: give the event loop a turn every 10 ms of them.
+        lastYield = performance.now();
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        // Other workers ran meanwhile: the queue may be empty now.
+        if (!(next < items.length)) break;
+      }
       const index = next++;
       results[index] = await fn(items[index] as T);
     }
@@ -791,6 +1058,12 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 const STAT_CACHE = 'stat-cache';
+/** Past this many unhashed post-write records, afterWrite hashes them before returning. */
+const MAX_UNHASHED = 2048;
+/** A new picture base is written once this many files (or an eighth of the base) differ from it. */
+const BASE_REWRITE_MIN = 256;
+/** Bases younger than this are never removed: another process may be about to name one. */
+const BASE_GRACE_MS = 10 * 60 * 1000;
 const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);
 
 function assertCallId(callId: unknown): asserts callId is string {

@@ -281,12 +281,14 @@ describe('bad input gets a typed error and changes nothing', () => {
     const entry = manifest.entries[0];
     if (entry?.before.type !== 'file') throw new Error('expected a file pre-image');
     const objectKey = entry.before.object;
-    const objectDir = path.join(storeDir, 'objects');
-    const objectFiles = (await fs.readdir(objectDir, { recursive: true }))
-      .filter((f) => path.basename(f) === objectKey)
-      .map((f) => path.join(objectDir, f));
-    expect(objectFiles).toHaveLength(1);
-    await fs.writeFile(objectFiles[0] as string, 'tampered!');
+    // The stored copy is a loose file or a record inside a pack: flip one of its bytes.
+    const stored = (await observer.store.listObjects()).filter((info) => info.key === objectKey);
+    expect(stored).toHaveLength(1);
+    const where = stored[0] as { path: string; offset?: number; diskSize: number };
+    const bytes = await fs.readFile(where.path);
+    const at = (where.offset ?? 0) + where.diskSize - 6;
+    bytes[at] = (bytes[at] as number) ^ 0xff;
+    await fs.writeFile(where.path, bytes);
     const again = await openObserver(project, storeDir);
     const report = await again.restore(turn).catch((e: unknown) => e);
     if (isCheckpointError(report)) expect(report.code).toBe('INTEGRITY');

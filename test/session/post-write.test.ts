@@ -1,0 +1,132 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { contentHash, loadHasher } from '../../src/core/hash.js';
+import { isStatFingerprint } from '../../src/core/model.js';
+import { CheckpointStore } from '../../src/store/store.js';
+import { CheckpointObserver } from '../../src/session/observer.js';
+import { openObserver, sandbox, writeTree } from './helpers.js';
+
+// afterWrite records a file's stat identity (one lstat) and hashes it later, while that identity
+// still holds. These tests pin down what the restore guard sees in each case.
+
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/index.js');
+
+async function afterRecords(storeDir: string, project: string, id: string): Promise<(string | undefined)[]> {
+  const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+  try {
+    const manifest = await store.manifest(id as never);
+    return manifest.entries.map((e) => e.after);
+  } finally {
+    await store.close();
+  }
+}
+
+describe('post-write records', () => {
+  it('seal replaces the stat identity with the content fingerprint of the version written', async () => {
+    await loadHasher();
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'one' });
+    const observer = await openObserver(project, storeDir);
+    const turn = await observer.beginTurn();
+    for (const text of ['two', 'three', 'four']) {
+      await observer.beforeWrite('a.txt');
+      await fs.writeFile(path.join(project, 'a.txt'), text);
+      await observer.afterWrite('a.txt');
+    }
+    await observer.close();
+    expect(await afterRecords(storeDir, project, turn)).toEqual([`file:${contentHash(Buffer.from('four'))}`]);
+    const again = await openObserver(project, storeDir);
+    const report = await again.restore(turn);
+    expect(report.restored.map((e) => e.path)).toEqual(['a.txt']);
+    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('one');
+  });
+
+  it('a file changed outside the session before it was hashed keeps its identity, and restore refuses it', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'one', 'b.txt': 'bee' });
+    const observer = await openObserver(project, storeDir);
+    const turn = await observer.beginTurn();
+    for (const rel of ['a.txt', 'b.txt']) {
+      await observer.beforeWrite(rel);
+      await fs.writeFile(path.join(project, rel), `agent ${rel}`);
+      await observer.afterWrite(rel);
+    }
+    // Someone else edits a.txt (same size, so only the identity tells) before anything is hashed.
+    await fs.writeFile(path.join(project, 'a.txt'), 'other a.txt');
+    const plan = await observer.plan(turn);
+    expect(plan.entries.map((e) => [e.path, e.action, e.reason ?? ''])).toEqual([
+      ['a.txt', 'refuse', 'changed-outside'],
+      ['b.txt', 'restore', ''],
+    ]);
+    const report = await observer.restore(turn);
+    expect(report.refused.map((e) => e.path)).toEqual(['a.txt']);
+    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('other a.txt');
+    expect(await fs.readFile(path.join(project, 'b.txt'), 'utf8')).toBe('bee');
+    await observer.close();
+  });
+
+  it('a write recorded after the hashing started wins over the older version', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'one' });
+    const observer = await openObserver(project, storeDir);
+    const turn = await observer.beginTurn();
+    await observer.beforeWrite('a.txt');
+    await fs.writeFile(path.join(project, 'a.txt'), 'two');
+    await observer.afterWrite('a.txt');
+    const planning = observer.plan(turn); // starts hashing 'two'
+    await observer.beforeWrite('a.txt');
+    await fs.writeFile(path.join(project, 'a.txt'), 'three!');
+    await observer.afterWrite('a.txt');
+    await planning;
+    const report = await observer.restore(turn);
+    expect(report.refused).toEqual([]);
+    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('one');
+    await observer.close();
+  });
+
+  it('a session killed before hashing leaves identities that still let another process restore', async () => {
+    const { project, storeDir, base } = await sandbox();
+    await writeTree(project, { 'a.txt': 'one', 'b.txt': 'bee' });
+    const script = path.join(base, 'child.mjs');
+    await fs.writeFile(
+      script,
+      `
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+const [project, storeDir] = process.argv.slice(2);
+const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+const observer = new CheckpointObserver({ store, sessionId: 'child' });
+const turn = await observer.beginTurn();
+for (const rel of ['a.txt', 'b.txt']) {
+  await observer.beforeWrite(rel);
+  await fs.writeFile(path.join(project, rel), 'child wrote ' + rel);
+  await observer.afterWrite(rel);
+}
+process.stdout.write(turn + '\\n');
+setInterval(() => {}, 1000); // wait to be killed: no seal, nothing hashed
+`,
+    );
+    const child = spawn(process.execPath, [script, project, storeDir], { env: { ...process.env, TURNBACK_DIST: DIST }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const turn = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
+      child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const recorded = await afterRecords(storeDir, project, turn);
+    expect(recorded.every((after) => after !== undefined && isStatFingerprint(after))).toBe(true);
+
+    await fs.writeFile(path.join(project, 'b.txt'), 'edited by a person');
+    const observer: CheckpointObserver = await openObserver(project, storeDir);
+    const report = await observer.restore(turn as never);
+    expect(report.restored.map((e) => e.path)).toEqual(['a.txt']);
+    expect(report.refused.map((e) => [e.path, e.reason])).toEqual([['b.txt', 'changed-outside']]);
+    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('one');
+    expect(await fs.readFile(path.join(project, 'b.txt'), 'utf8')).toBe('edited by a person');
+    await observer.close();
+  });
+});
