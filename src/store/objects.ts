@@ -852,10 +852,17 @@ export class ObjectStore {
     if (!parsed) throw new CheckpointError('INVALID_ARGUMENT', `not an object key: ${JSON.stringify(String(key).slice(0, 80))}`);
     if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
       await this.load();
+      // Other processes' packs are looked for at most once a second while the key is known, and
+      // at once when it is not (or its pack is gone): a restore of a thousand files must not
+      // list the packs folder a thousand times.
       for (let attempt = 0; attempt < 2; attempt++) {
-        this.refresh();
+        if (attempt === 0) this.refreshSoon();
+        else this.refresh();
         const head = this.index.get(key);
-        if (!head) break;
+        if (!head) {
+          if (attempt === 0) continue;
+          break;
+        }
         const result = this.readPacked(key, parsed, head);
         if (result !== 'gone') return result;
       }
