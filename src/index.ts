@@ -58,6 +58,7 @@ export type { Change } from './capture/diff.js';
 export { workspaceRefusal, type CoverageOptions, type WorkspaceRefusal } from './capture/coverage.js';
 export { observerForConfig, openCheckpoints, type CheckpointConfigInput, type ObserverForConfigOptions } from './session/open.js';
 export { isUnavailable, UnavailableCheckpoints, type Unavailable, type UnavailableReason } from './session/unavailable.js';
-export type { IrreversibleCall } from './session/timeline.js';
+export type { Discard, IrreversibleCall } from './session/timeline.js';
+export { discardedCheckpoints } from './session/discards.js';
 export type { WriteObserver, WriteOp } from './session/write-observer.js';
 export { deletePath, editFile, guardedWrite, movePath, writeFile, type ToolContext } from './tools/reference-tools.js';

@@ -1,4 +1,4 @@
-import { CheckpointError, type CheckpointId, type CheckpointMeta, type CheckpointStore } from '../index.js';
+import { CheckpointError, discardedCheckpoints, type CheckpointId, type CheckpointMeta, type CheckpointStore } from '../index.js';
 
 /** Checkpoint kinds the user can undo to: runs, restores' saves, and calls attributed after a restart. */
 const UNDOABLE = new Set<CheckpointMeta['kind']>(['turn', 'pre-restore', 'call']);
@@ -33,9 +33,10 @@ export function shortId(id: string): string {
  * - `running`: a `turnback run` still in progress (its process is alive);
  * - `interrupted`: the changes of a run whose turnback was killed, recorded afterwards;
  * - `cut-short`: a run's checkpoint whose turnback died before sealing it;
- * - `open`: open, written by another kind of session (a library observer).
+ * - `open`: open, written by another kind of session (a library observer);
+ * - `undone`: a later undo went back past it; `turnback redo` brings it back.
  */
-export type PictureState = 'complete' | 'running' | 'interrupted' | 'cut-short' | 'open';
+export type PictureState = 'complete' | 'running' | 'interrupted' | 'cut-short' | 'open' | 'undone';
 
 /** An undoable checkpoint as lists show it. */
 export interface Picture extends CheckpointMeta {
@@ -74,9 +75,10 @@ function stateOf(meta: CheckpointMeta): PictureState {
  */
 export async function undoablePictures(store: CheckpointStore): Promise<Picture[]> {
   const metas = (await store.list()).filter((m) => UNDOABLE.has(m.kind)).sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  const undone = await discardedCheckpoints(store, metas.map((m) => m.id));
   const pictures: Picture[] = [];
   for (const meta of metas) {
-    const state = stateOf(meta);
+    const state = undone.has(meta.id) ? 'undone' : stateOf(meta);
     if (state === 'cut-short' && meta.kind === 'turn' && meta.entryCount === 0) continue;
     let shownAt = meta.createdAt;
     if (meta.kind === 'call') {
@@ -101,6 +103,8 @@ export function stateText(state: PictureState): string {
       return 'cut short: turnback was killed before it finished';
     case 'open':
       return 'open or cut short';
+    case 'undone':
+      return 'undone: `turnback redo` brings it back';
   }
 }
 
@@ -132,6 +136,7 @@ export function clearedMessage(id: string): string {
 /** The undo target for one path: the newest undoable checkpoint with an entry for it. */
 export async function latestCheckpointFor(store: CheckpointStore, projectPath: string): Promise<Picture | undefined> {
   for (const meta of await undoablePictures(store)) {
+    if (meta.state === 'undone') continue;
     const manifest = await store.manifest(meta.id as CheckpointId);
     if (manifest.entries.some((e) => e.path === projectPath)) return meta;
   }

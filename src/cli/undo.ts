@@ -105,7 +105,8 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
   let lines: LineReader | undefined;
   const reader = (): LineReader => (lines ??= new LineReader(process.stdin));
   try {
-    const pictures = (await undoablePictures(store)).filter((m) => m.entryCount > 0);
+    // An undone picture cannot be restored until the undo is redone: it is not offered.
+    const pictures = (await undoablePictures(store)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
     const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p));
     const steps: Step[] = [];
 

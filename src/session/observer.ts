@@ -16,7 +16,8 @@ import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '.
 import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
 import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from './baseline.js';
 import { capturePath, type PathCaptureContext } from './capture-path.js';
-import { DISCARDS_STATE, discardHolding, foldTimeline, isTimelineKind, parseDiscards, recordDiscard, withoutDiscarded, type Discard, type IrreversibleCall } from './timeline.js';
+import { readDiscards } from './discards.js';
+import { DISCARDS_STATE, discardHolding, foldTimeline, isTimelineKind, recordDiscard, withoutDiscarded, type Discard, type IrreversibleCall } from './timeline.js';
 import type { WriteObserver, WriteOp } from './write-observer.js';
 
 /** Options of {@link CheckpointObserver.plan} and {@link CheckpointObserver.restore}. */
@@ -742,13 +743,7 @@ export class CheckpointObserver implements WriteObserver {
 
   /** The ranges earlier restores discarded (see {@link withoutDiscarded}). */
   async #discards(): Promise<Discard[]> {
-    try {
-      return parseDiscards(await this.store.readState(DISCARDS_STATE));
-    } catch (error) {
-      // An unreadable document reads as no discards: plans then fold every checkpoint, guarded.
-      if (isCheckpointError(error, 'CORRUPT_MANIFEST')) return [];
-      throw error;
-    }
+    return readDiscards(this.store);
   }
 
   async #applyPlanned({ plan, irreversible }: { plan: RestorePlan; irreversible: IrreversibleCall[] }, options: RestoreOptions): Promise<RestoreReport> {

@@ -213,6 +213,30 @@ describe('turnback run, list, show, diff, status', () => {
 });
 
 describe('turnback undo and redo', () => {
+  it('marks pictures a full undo went back past as undone, does not offer them, and redo brings them back', async () => {
+    tb(['run', '--label', 'first', '--', 'sh', '-c', 'echo first >> Cargo.toml']);
+    tb(['run', '--label', 'second', '--', 'sh', '-c', 'echo second >> src/parser.rs']);
+    const listed = json<{ checkpoints: { id: string; label?: string }[] }>(tb(['list', '--json'])).checkpoints;
+    const first = listed.find((p) => p.label?.includes('first') === true);
+    expect(first).toBeDefined();
+    const undo = tb(['undo', (first as { id: string }).id, '--yes']);
+    expect(undo.code).toBe(0);
+    expect(await readFile(path.join(proj, 'Cargo.toml'), 'utf8')).toBe('[package]\nname = "p"\n');
+    expect(await readFile(path.join(proj, 'src', 'parser.rs'), 'utf8')).not.toContain('second');
+
+    const list = tb(['list']);
+    const secondRow = list.stdout.split('\n').find((line) => line.includes('second'));
+    expect(secondRow).toContain('undone: `turnback redo` brings it back');
+    const picker = tb(['undo'], { input: 'garbage\n' });
+    expect(picker.stdout).not.toContain('second');
+    expect(picker.stdout).toContain('before undo');
+
+    expect(tb(['redo', '--yes']).code).toBe(0);
+    expect(await readFile(path.join(proj, 'src', 'parser.rs'), 'utf8')).toContain('second');
+    expect(await readFile(path.join(proj, 'Cargo.toml'), 'utf8')).toContain('first');
+    expect(tb(['list']).stdout).not.toContain('undone');
+  });
+
   it('walks the pipe dialogue: garbage and "n" cancel, "y" restores, redo returns', async () => {
     tb(['run', '--', ...EDIT]);
     const garbage = tb(['undo'], { input: 'garbage\n' });

@@ -1,0 +1,32 @@
+import { isCheckpointError } from '../core/errors.js';
+import type { CheckpointId } from '../core/id.js';
+import type { CheckpointStore } from '../store/store.js';
+import { DISCARDS_STATE, discardHolding, parseDiscards, type Discard } from './timeline.js';
+
+/**
+ * The ranges earlier full restores discarded, as recorded in the store. An unreadable document
+ * reads as none: plans then fold every checkpoint, which the guard keeps safe.
+ */
+export async function readDiscards(store: CheckpointStore): Promise<Discard[]> {
+  try {
+    return parseDiscards(await store.readState(DISCARDS_STATE));
+  } catch (error) {
+    if (isCheckpointError(error, 'CORRUPT_MANIFEST')) return [];
+    throw error;
+  }
+}
+
+/**
+ * For each of `ids` that a full restore discarded (planning from it fails with `CONFLICT`), the
+ * pre-restore checkpoint whose restore — a redo — brings it back. Lists use it to mark or hide
+ * those checkpoints instead of offering a choice that cannot be taken.
+ */
+export async function discardedCheckpoints(store: CheckpointStore, ids: readonly CheckpointId[]): Promise<Map<CheckpointId, CheckpointId>> {
+  const discards = await readDiscards(store);
+  const held = new Map<CheckpointId, CheckpointId>();
+  for (const id of ids) {
+    const holding = discardHolding(id, discards);
+    if (holding !== undefined) held.set(id, holding.preRestore);
+  }
+  return held;
+}
