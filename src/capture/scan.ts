@@ -374,6 +374,11 @@ function readDirSync(absPath: string): nodeFs.Dirent[] {
   return nodeFs.readdirSync(absPath, { withFileTypes: true });
 }
 
+/** Same type, size, mtime, inode and mode (and link target): the earlier record stands. */
+function isUnchanged(earlier: StatRecord, type: StatRecord['type'], target: string | undefined, size: number, mode: number, mtimeMs: number, ino: number): boolean {
+  return earlier.type === type && earlier.target === target && earlier.size === size && earlier.mtimeMs === mtimeMs && earlier.ino === ino && earlier.mode === mode;
+}
+
 /**
  * Stats one file or symlink; returns a reason string when it cannot be recorded. A plain (not
  * bigint) lstat: the bigint form builds four Date objects and fourteen BigInts per call, which
@@ -401,17 +406,7 @@ function statEntry(
   const mtimeMs = stats.mtimeMs;
   const ino = stats.ino;
   if (stats.isFile()) {
-    if (
-      earlier !== undefined &&
-      earlier.type === 'file' &&
-      earlier.size === size &&
-      earlier.mtimeMs === mtimeMs &&
-      earlier.ino === ino &&
-      earlier.mode === mode &&
-      (reuse === undefined || reuse(earlier))
-    ) {
-      return earlier;
-    }
+    if (earlier !== undefined && isUnchanged(earlier, 'file', undefined, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
     return fresh(prefix + name, 'file', size, mode, mtimeMs, ino, undefined);
   }
   if (!stats.isSymbolicLink()) return 'gone';
@@ -421,18 +416,7 @@ function statEntry(
   } catch (error) {
     return errnoCode(error) === 'ENOENT' ? 'gone' : 'unreadable';
   }
-  if (
-    earlier !== undefined &&
-    earlier.type === 'symlink' &&
-    earlier.target === target &&
-    earlier.size === size &&
-    earlier.mtimeMs === mtimeMs &&
-    earlier.ino === ino &&
-    earlier.mode === mode &&
-    (reuse === undefined || reuse(earlier))
-  ) {
-    return earlier;
-  }
+  if (earlier !== undefined && isUnchanged(earlier, 'symlink', target, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
   return fresh(prefix + name, 'symlink', size, mode, mtimeMs, ino, target);
 }
 

@@ -45,6 +45,7 @@ const RETRY: unique symbol = Symbol('retry');
 async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string): Promise<DiskState | typeof RETRY> {
   if (fs.sync !== undefined) {
     const state = readOnceSync(fs.sync, projectRoot, projectPath);
+    if (state instanceof SmallFile) return state.state;
     if (!(state instanceof LargeFile)) return state;
     return hashRegularFile(fs, state.absolute, projectPath, state.stats);
   }
@@ -78,7 +79,28 @@ class LargeFile {
   ) {}
 }
 
-function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): DiskState | LargeFile | typeof RETRY {
+/** A small regular file read whole: its state and the bytes it was hashed from. */
+class SmallFile {
+  constructor(
+    readonly state: DiskState,
+    readonly bytes: Buffer,
+  ) {}
+}
+
+/**
+ * {@link readDiskState} in one synchronous pass, keeping a small file's bytes (the restore guard
+ * saves exactly those before a swap). `undefined` when one pass does not settle it: a file over
+ * {@link SYNC_READ_MAX_BYTES}, or a path that changed type while it was read.
+ *
+ * @throws CheckpointError as {@link readDiskState}.
+ */
+export function readDiskStateSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): { state: DiskState; bytes?: Buffer } | undefined {
+  const read = readOnceSync(fs, projectRoot, projectPath);
+  if (read === RETRY || read instanceof LargeFile) return undefined;
+  return read instanceof SmallFile ? { state: read.state, bytes: read.bytes } : { state: read };
+}
+
+function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): DiskState | SmallFile | LargeFile | typeof RETRY {
   const resolved = resolveInsideRootSync(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: BigIntStats;
@@ -114,7 +136,8 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
       size += read;
       if (size === buffer.length) return RETRY; // still growing: read the new state
     }
-    return fileState(contentHash(buffer.subarray(0, size)), size, opened);
+    const bytes = buffer.subarray(0, size);
+    return new SmallFile(fileState(contentHash(bytes), size, opened), bytes);
   } catch (error) {
     throw asCheckpointError(error, `cannot read ${projectPath}`, projectPath);
   } finally {

@@ -5,10 +5,10 @@ import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js
 import { contentHash, loadHasher } from '../core/hash.js';
 import type { Fingerprint, PathState } from '../core/model.js';
 import type { DiskState } from '../fs/disk-state.js';
-import { diskFingerprint, readDiskState } from '../fs/disk-state.js';
+import { diskFingerprint, readDiskState, readDiskStateSync } from '../fs/disk-state.js';
 import type { FileSystem, SyncFileSystem } from '../fs/file-system.js';
 import { TEMP_PREFIX } from '../fs/file-system.js';
-import { assertCanonicalProjectPath, resolveInsideRoot, resolveInsideRootSync } from '../fs/paths.js';
+import { assertCanonicalProjectPath, resolveInsideRoot } from '../fs/paths.js';
 import { restoredMode } from './modes.js';
 import type { PlanEntry, PlanReason } from './plan.js';
 import { isWritingAction } from './plan.js';
@@ -651,7 +651,7 @@ class Transaction {
   /** Reads the disk state (and a small file's bytes) and compares it with the plan's fingerprint. */
   private async guard(entry: WritingEntry): Promise<Refused | GuardSight> {
     const sync = this.fs.sync;
-    const sight = (sync === undefined ? undefined : readSmallSync(sync, this.context.projectRoot, entry.path)) ?? {
+    const sight = (sync === undefined ? undefined : readDiskStateSync(sync, this.context.projectRoot, entry.path)) ?? {
       state: await readDiskState(this.fs, this.context.projectRoot, entry.path),
     };
     const found = diskFingerprint(sight.state);
@@ -847,56 +847,6 @@ class Transaction {
   }
 }
 
-/**
- * The guard's read with synchronous calls, keeping a small file's bytes for the pre-restore save.
- * Same checks as `readDiskState` (ancestors by `lstat`, leaf never followed, the opened inode must
- * be the one `lstat` saw); `undefined` for anything it does not settle in one pass (a large file,
- * a path changing type under it), which `readDiskState` then reads.
- */
-function readSmallSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): GuardSight | undefined {
-  const resolved = resolveInsideRootSync(fs, projectRoot, projectPath);
-  if (resolved.missingDirs.length > 0) return { state: { type: 'absent' } };
-  let stats;
-  try {
-    stats = fs.lstatSync(resolved.absolute);
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { state: { type: 'absent' } };
-    throw asIo(error, projectPath);
-  }
-  if (!stats.isFile() || stats.size > SYNC_WRITE_MAX_BYTES) return undefined;
-  let fd: number;
-  try {
-    fd = fs.openSync(resolved.absolute, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === 'ENOENT' || code === 'ELOOP') return undefined;
-    throw asIo(error, projectPath);
-  }
-  try {
-    const opened = fs.fstatSync(fd);
-    if (!opened.isFile() || opened.ino !== stats.ino || opened.dev !== stats.dev || opened.size > SYNC_WRITE_MAX_BYTES) return undefined;
-    // One byte of slack tells a file that grew since fstat from one that did not.
-    const buffer = Buffer.allocUnsafe(opened.size + 1);
-    let size = 0;
-    for (;;) {
-      const read = fs.readSync(fd, buffer, size, buffer.length - size, size);
-      if (read === 0) break;
-      size += read;
-      if (size === buffer.length) return undefined;
-    }
-    const bytes = buffer.subarray(0, size);
-    return { state: { type: 'file', hash: contentHash(bytes), size, mode: opened.mode & 0o7777, nlink: opened.nlink }, bytes };
-  } catch (error) {
-    throw asIo(error, projectPath);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-function asIo(error: unknown, projectPath: string): CheckpointError {
-  return isCheckpointError(error) ? error : new CheckpointError('IO', `cannot read ${projectPath}`, { path: projectPath, cause: error });
-}
 
 async function ignoreMissing(operation: () => Promise<unknown>): Promise<void> {
   try {
