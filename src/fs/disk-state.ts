@@ -188,6 +188,51 @@ export async function readPostWriteState(fs: FileSystem, projectRoot: string, pr
   return { fingerprint: diskFingerprint(await readDiskState(fs, projectRoot, projectPath)) };
 }
 
+/**
+ * The state of the file version a stat identity ({@link statFingerprint}) names, read only while
+ * the path still holds exactly that version: one `lstat`, then open, `fstat` (the identity checked
+ * again on the descriptor), read and hash — five calls where {@link readDiskState} makes one per
+ * ancestor more. Ancestors are not checked, for the reason {@link readPostWriteState} gives.
+ * `'changed'` when the path holds another version (or nothing); `'unknown'` when this path cannot
+ * tell (a large file, no synchronous calls): read it with {@link readDiskState} instead.
+ */
+export function readVersionSync(fs: FileSystem, projectRoot: string, projectPath: string, statId: Fingerprint): DiskState | 'changed' | 'unknown' {
+  const sync = fs.sync;
+  if (sync === undefined) return 'unknown';
+  const absolute = path.join(projectRoot, ...projectPath.split('/'));
+  let stats: BigIntStats;
+  try {
+    stats = sync.lstatSync(absolute, { bigint: true });
+  } catch {
+    return 'changed';
+  }
+  if (!stats.isFile() || statFingerprint(stats) !== statId) return 'changed';
+  if (stats.size > BigInt(SYNC_READ_MAX_BYTES)) return 'unknown';
+  let fd: number;
+  try {
+    fd = sync.openSync(absolute, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+  } catch {
+    return 'changed';
+  }
+  try {
+    const opened = sync.fstatSync(fd, { bigint: true });
+    if (!opened.isFile() || statFingerprint(opened) !== statId) return 'changed';
+    const size = Number(opened.size);
+    const buffer = Buffer.allocUnsafe(size);
+    let got = 0;
+    while (got < size) {
+      const read = sync.readSync(fd, buffer, got, size - got, got);
+      if (read === 0) return 'changed';
+      got += read;
+    }
+    return fileState(contentHash(buffer), size, opened);
+  } catch {
+    return 'unknown';
+  } finally {
+    sync.closeSync(fd);
+  }
+}
+
 function absentOrThrow(error: unknown, projectPath: string): DiskState {
   const code = errnoCode(error);
   if (code === 'ENOENT' || code === 'ENOTDIR') return { type: 'absent' };

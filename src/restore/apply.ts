@@ -103,6 +103,8 @@ interface Staged {
   failure?: unknown;
   stage?: Extract<Step, { kind: 'stage' }>;
   bytes?: Buffer;
+  /** No stage yet: the swap rewrites the destination in place when it can (see `rewriteHeld`). */
+  deferred?: boolean;
 }
 
 function isLarge(item: Prepared): boolean {
@@ -115,7 +117,9 @@ type Step =
   | { kind: 'stage'; abs: string }
   | { kind: 'displaced'; dest: string; displaced: string }
   | { kind: 'placed'; dest: string }
-  | { kind: 'in-place'; dest: string; copy: string; mode: number };
+  | { kind: 'in-place'; dest: string; copy: string; mode: number }
+  /** Rewritten in place; `original` (the guard's read, also saved first) is written back on rollback. */
+  | { kind: 'rewritten'; dest: string; original: Buffer; mode: number };
 
 /** Object bytes held between preflight and the writes; past this, objects are read again. */
 const HELD_BYTES_BUDGET = 64 * 1024 * 1024;
@@ -129,6 +133,9 @@ const SYNC_WRITE_MAX_BYTES = 256 * 1024;
 
 /** The event loop gets a turn at least this often (ms) while entries are applied synchronously. */
 const YIELD_EVERY_MS = 10;
+
+/** Original bytes held for in-place rewrites; past this, entries are staged and swapped instead. */
+const HELD_ORIGINALS_BUDGET = 64 * 1024 * 1024;
 
 /** Temp files removed at once after the commit. */
 const COMMIT_UNLINKS_IN_FLIGHT = 16;
@@ -402,6 +409,12 @@ interface OpenFile {
   fill(bytes: Buffer): Promise<void>;
   /** Writes all of `bytes` from offset 0 of an existing file, after truncating it. */
   replace(bytes: Buffer): Promise<void>;
+  /**
+   * Writes all of `bytes` over an existing file of `oldSize` bytes from offset 0, then cuts it to
+   * length: the file's blocks are overwritten rather than freed and allocated again, which is
+   * most of the cost of a truncate-then-write of a small file.
+   */
+  rewrite(bytes: Buffer, oldSize: number): Promise<void>;
   /** fchmod: never follows a link, and undoes what the umask narrowed at create. */
   chmod(mode: number): Promise<void>;
   sync(): Promise<void>;
@@ -436,6 +449,10 @@ function promiseIo(fs: FileSystem): Io {
         async replace(bytes) {
           await handle.truncate(0);
           await handle.write(bytes, 0, bytes.length, 0);
+        },
+        async rewrite(bytes, oldSize) {
+          for (let offset = 0; offset < bytes.length; ) offset += (await handle.write(bytes, offset, bytes.length - offset, offset)).bytesWritten;
+          if (oldSize !== bytes.length) await handle.truncate(bytes.length);
         },
         chmod: (m) => handle.chmod(m),
         sync: () => handle.sync(),
@@ -476,6 +493,10 @@ function syncIo(fs: SyncFileSystem): Io {
         async replace(bytes) {
           fs.ftruncateSync(fd, 0);
           writeAll(fd, bytes);
+        },
+        async rewrite(bytes, oldSize) {
+          writeAll(fd, bytes);
+          if (oldSize !== bytes.length) fs.ftruncateSync(fd, bytes.length);
         },
         async chmod(m) {
           fs.fchmodSync(fd, m);
@@ -532,6 +553,8 @@ class Transaction {
   private readonly inflight: Promise<void>[] = [];
   /** Set once a folder phase or stage write failed: nothing more is started. */
   private stopped = false;
+  /** Bytes of originals held by `rewritten` steps. */
+  private heldOriginals = 0;
 
   constructor(
     private readonly context: ApplyContext,
@@ -570,6 +593,12 @@ class Transaction {
       staged.failure = error;
       return staged;
     }
+    if (entry.action === 'restore' && entry.target.type === 'file' && !isLarge(item) && this.context.fs.sync !== undefined) {
+      // The destination is most likely a plain file: rewritten in place at the swap, with no new
+      // inode (creating one is most of a small restore's kernel work); staged then if it is not.
+      staged.deferred = true;
+      return staged;
+    }
     if (entry.action !== 'delete' && entry.target.type === 'file') {
       const ready = this.createStage(item, entry.target, staged);
       // Observed by swap(), or by rollback(); never left unhandled.
@@ -582,10 +611,10 @@ class Transaction {
     return staged;
   }
 
-  private async createStage(item: Prepared, target: Extract<PathState, { type: 'file' }>, staged: Staged): Promise<void> {
+  private async createStage(item: Prepared, target: Extract<PathState, { type: 'file' }>, staged: Staged, io: Io = this.slow): Promise<void> {
     const bytes = item.bytes ?? (await readVerified(this.context, item.entry.path, target));
     const abs = path.join(staged.dir, tempName('stage'));
-    const file = await this.slow.open(abs, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, item.mode);
+    const file = await io.open(abs, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, item.mode);
     const step: Extract<Step, { kind: 'stage' }> = { kind: 'stage', abs };
     this.steps.push(step);
     staged.own.push(step);
@@ -625,6 +654,14 @@ class Transaction {
     }
     const now = sight.state;
 
+    if (staged.deferred === true && target.type === 'file') {
+      if (now.type === 'file' && now.nlink === 1 && sight.bytes !== undefined && this.heldOriginals + sight.bytes.length <= HELD_ORIGINALS_BUDGET) {
+        await this.rewriteHeld(item, dest, target, sight.bytes, now.mode);
+        this.touchedDirs.add(dir);
+        return 'done';
+      }
+      await this.createStage(item, target, staged, this.fast);
+    }
     const stage = staged.stage;
     const bytes = staged.bytes;
     if (entry.action === 'delete') {
@@ -692,6 +729,34 @@ class Transaction {
     this.steps.push({ kind: 'in-place', dest, copy, mode: originalMode });
     if (this.durable) await this.syncPath(copy);
     await this.overwrite(dest, bytes, mode);
+  }
+
+  /**
+   * Rewrites a single-link destination in place with the synchronous calls: no stage, no new
+   * inode, no displaced copy. The step is logged before the first write, holding the original
+   * bytes the guard just read (and the save-first stored), so a failure at any point rolls back.
+   */
+  private async rewriteHeld(item: Prepared, dest: string, target: Extract<PathState, { type: 'file' }>, original: Buffer, originalMode: number): Promise<void> {
+    const bytes = item.bytes ?? (await readVerified(this.context, item.entry.path, target));
+    this.heldOriginals += original.length;
+    this.steps.push({ kind: 'rewritten', dest, original, mode: originalMode });
+    await this.writeOver(this.fast, dest, bytes, item.mode, { size: original.length, mode: originalMode });
+  }
+
+  /**
+   * Writes an existing file whole; never follows a link, never blocks on a FIFO. With `was` (what
+   * the guard just saw) the old blocks are overwritten and the mode set only when it differs.
+   */
+  private async writeOver(io: Io, dest: string, bytes: Buffer, mode: number, was?: { size: number; mode: number }): Promise<void> {
+    const file = await io.open(dest, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    try {
+      if (was === undefined) await file.replace(bytes);
+      else await file.rewrite(bytes, was.size);
+      if (was === undefined || (was.mode & 0o7777) !== (mode & 0o7777)) await file.chmod(mode);
+      if (this.durable) await file.sync();
+    } finally {
+      await file.close();
+    }
   }
 
   private async overwrite(dest: string, bytes: Buffer, mode: number): Promise<void> {
@@ -777,6 +842,9 @@ class Transaction {
           // rename() would overwrite: if a writer put something at the destination meanwhile, keep both.
           if (await io.exists(step.dest)) pending.push(this.relative(step.displaced));
           else await io.rename(step.displaced, step.dest).catch(() => pending.push(this.relative(step.displaced)));
+          break;
+        case 'rewritten':
+          await this.writeOver(io, step.dest, step.original, step.mode & 0o7777).catch(() => pending.push(this.relative(step.dest)));
           break;
         case 'in-place':
           try {

@@ -7,7 +7,7 @@ import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js
 import { loadHasher } from '../core/hash.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { fingerprintOf, isStatFingerprint, type CheckpointManifest, type CheckpointMeta, type Fingerprint, type Gap, type PathState, type SideEffect } from '../core/model.js';
-import { diskFingerprint, readDiskState, readPostWriteState, type DiskState } from '../fs/disk-state.js';
+import { diskFingerprint, readDiskState, readPostWriteState, readVersionSync, type DiskState } from '../fs/disk-state.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { toProjectPath } from '../fs/paths.js';
 import { applyRestore, type GuardSight, type SwapDecision } from '../restore/apply.js';
@@ -205,6 +205,12 @@ export class CheckpointObserver implements WriteObserver {
   /** Files whose post-write record is still a stat identity, with the checkpoints to update. */
   readonly #unhashed = new Map<string, { statId: Fingerprint; callId?: string; writers: CheckpointWriter[] }>();
   #hashing: Promise<void> = Promise.resolve();
+  /**
+   * Files #hashPending just read, by path: a plan right after (a restore seals, then plans) takes
+   * one whose stat identity still matches instead of reading and hashing it again. Each entry is
+   * used once; the restore guard reads the disk again before any write.
+   */
+  readonly #recentlyHashed = new Map<string, Extract<DiskState, { type: 'file' }> & { statId: Fingerprint }>();
   #activeToolCalls = 0;
   readonly #openSnapshots = new Map<string, { writer: CheckpointWriter; scope: SnapshotScope; touched: Map<string, Promise<void>>; createdAt: string }>();
 
@@ -823,7 +829,8 @@ export class CheckpointObserver implements WriteObserver {
       state = { type: 'symlink', target: seen.target };
     } else if (seen.type === 'file' && sight.bytes !== undefined && sight.bytes.length <= this.#capture.maxFileBytes) {
       try {
-        const ref = await this.store.putBytes(sight.bytes);
+        // Raw: the save sits between a guard and its swap, where every microsecond widens the window.
+        const ref = await this.store.putBytes(sight.bytes, { compress: false });
         state = { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: seen.mode };
       } catch (error) {
         const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
@@ -912,6 +919,13 @@ export class CheckpointObserver implements WriteObserver {
 
   async #diskStateOrOther(projectPath: string): Promise<DiskState> {
     try {
+      // A file hashed moments ago (a turn's seal) and still the very same version costs one lstat.
+      const recent = this.#recentlyHashed.get(projectPath);
+      if (recent !== undefined) {
+        this.#recentlyHashed.delete(projectPath);
+        const now = await readPostWriteState(this.#fs, this.projectRoot, projectPath);
+        if (now.fingerprint === recent.statId) return recent;
+      }
       return await readDiskState(this.#fs, this.projectRoot, projectPath);
     } catch (error) {
       // A path whose folder became a symlink is planned as "in the way"; apply re-validates anyway.
@@ -981,6 +995,8 @@ export class CheckpointObserver implements WriteObserver {
     if (turn === undefined) return;
     this.#turn = undefined;
     await Promise.allSettled(turn.touched.values());
+    // Content fingerprints, not identities, go into a sealed manifest: an identity stops matching
+    // as soon as the same content is written back (a redo), and the guard would refuse it.
     await this.#hashPending();
     await turn.writer.seal();
   }
@@ -997,7 +1013,8 @@ export class CheckpointObserver implements WriteObserver {
       for (const [path, entry] of [...this.#unhashed]) {
         let disk: DiskState | undefined;
         try {
-          disk = await readDiskState(this.#fs, this.projectRoot, path);
+          const version = readVersionSync(this.#fs, this.projectRoot, path, entry.statId);
+          disk = version === 'changed' ? undefined : version === 'unknown' ? await readDiskState(this.#fs, this.projectRoot, path) : version;
         } catch {
           disk = undefined; // unreadable now: the identity stays, and the guard refuses the path
         }
@@ -1005,6 +1022,7 @@ export class CheckpointObserver implements WriteObserver {
         if (this.#unhashed.get(path) !== entry) continue;
         this.#unhashed.delete(path);
         if (disk?.type !== 'file' || disk.statId !== entry.statId) continue;
+        if (this.#recentlyHashed.size < MAX_UNHASHED * 4) this.#recentlyHashed.set(path, { ...disk, statId: entry.statId });
         const record = { op: 'after' as const, path, after: diskFingerprint(disk), afterMode: disk.mode };
         await Promise.all(
           entry.writers.map((writer, index) =>

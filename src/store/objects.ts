@@ -358,10 +358,10 @@ export class ObjectStore {
    * for byte, because xxh64 is not collision resistant; different bytes go to the next free
    * `.N` suffix.
    */
-  async putBytes(bytes: Uint8Array): Promise<ObjectRef> {
+  async putBytes(bytes: Uint8Array, options: PutFileOptions = {}): Promise<ObjectRef> {
     if (bytes.length <= PACK_OBJECT_MAX_BYTES) {
       if (!this.loaded) await this.load();
-      return this.putSmall(bytes, contentHash(bytes));
+      return this.putSmall(bytes, contentHash(bytes), options.compress !== false);
     }
     await loadHasher();
     return this.putHashed(bytes, contentHash(bytes));

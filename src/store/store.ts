@@ -190,10 +190,13 @@ export class CheckpointStore {
     };
   }
 
-  /** Stores bytes (write-once, deduplicated, verified against collisions). */
-  putBytes(bytes: Uint8Array): Promise<ObjectRef> {
+  /**
+   * Stores bytes (write-once, deduplicated, verified against collisions). `options.compress:
+   * false` stores a small object raw, for latency-critical callers (prune compresses it later).
+   */
+  putBytes(bytes: Uint8Array, options: PutFileOptions = {}): Promise<ObjectRef> {
     if (!(bytes instanceof Uint8Array)) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'putBytes takes a Uint8Array'));
-    return this.objects.putBytes(bytes);
+    return this.objects.putBytes(bytes, options);
   }
 
   /**

@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
-import { readDiskState, SYNC_READ_MAX_BYTES, type DiskState } from '../../src/fs/disk-state.js';
+import { readDiskState, readPostWriteState, readVersionSync, SYNC_READ_MAX_BYTES, type DiskState } from '../../src/fs/disk-state.js';
 import { nodeFileSystem, type FileSystem } from '../../src/fs/file-system.js';
 import { resolveInsideRoot } from '../../src/fs/paths.js';
 import { makeRoot, removeRoot, writeTree } from '../restore/fixtures.js';
@@ -89,5 +89,19 @@ describe('synchronous fast path of readDiskState', () => {
       }),
       { numRuns: 40 },
     );
+  });
+
+  it('readVersionSync reads exactly the version a stat identity names, and nothing else', async () => {
+    await writeTree(root, { 'a.txt': { file: 'one' }, 'big.bin': { file: Buffer.alloc(SYNC_READ_MAX_BYTES + 1, 3) } });
+    const identity = (await readPostWriteState(nodeFileSystem, root, 'a.txt')).fingerprint;
+    expect(readVersionSync(nodeFileSystem, root, 'a.txt', identity)).toEqual(await readDiskState(nodeFileSystem, root, 'a.txt'));
+    expect(readVersionSync(asyncOnly, root, 'a.txt', identity)).toBe('unknown');
+    const bigIdentity = (await readPostWriteState(nodeFileSystem, root, 'big.bin')).fingerprint;
+    expect(readVersionSync(nodeFileSystem, root, 'big.bin', bigIdentity)).toBe('unknown');
+    // Another size, so the identity differs even where timestamps are coarse.
+    await fs.writeFile(path.join(root, 'a.txt'), 'two!');
+    expect(readVersionSync(nodeFileSystem, root, 'a.txt', identity)).toBe('changed');
+    await fs.rm(path.join(root, 'a.txt'));
+    expect(readVersionSync(nodeFileSystem, root, 'a.txt', identity)).toBe('changed');
   });
 });

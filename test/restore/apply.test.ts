@@ -37,6 +37,20 @@ const bytesOf = (rel: string) => fs.readFile(path.join(root, rel), 'utf8');
 const modeOf = async (rel: string) => (await fs.lstat(path.join(root, rel))).mode & 0o7777;
 
 describe('applyRestore round trips', () => {
+  it('rewrites an existing single-link file in place (same inode, no temp files); a hard-linked one keeps its links', async () => {
+    await writeTree(root, { 'src/a.txt': { file: 'agent edit', mode: 0o644 }, 'src/b.txt': { file: 'shared edit' } });
+    await fs.link(path.join(root, 'src/b.txt'), path.join(root, 'src/b-link.txt'));
+    const inode = (await fs.lstat(path.join(root, 'src/a.txt'))).ino;
+    const entries = await plan({ 'src/a.txt': { target: await objects.file('original', 0o600) }, 'src/b.txt': { target: await objects.file('shared original') } });
+    const result = await apply(entries);
+    expect(result.restored.map((e) => e.path)).toEqual(['src/a.txt', 'src/b.txt']);
+    expect(await bytesOf('src/a.txt')).toBe('original');
+    expect(await modeOf('src/a.txt')).toBe(0o600);
+    expect((await fs.lstat(path.join(root, 'src/a.txt'))).ino).toBe(inode);
+    expect(await bytesOf('src/b-link.txt')).toBe('shared original');
+    expect((await fs.readdir(path.join(root, 'src'))).sort()).toEqual(['a.txt', 'b-link.txt', 'b.txt']);
+  });
+
   it('restores content and exact mode', async () => {
     await writeTree(root, { 'src/a.txt': { file: 'agent edit', mode: 0o644 } });
     const entries = await plan({ 'src/a.txt': { target: await objects.file('original', 0o755) } });
@@ -303,8 +317,10 @@ describe('stages written ahead', () => {
   });
 
   it('a stage that fails ahead of its turn rolls back everything already swapped', async () => {
-    await writeTree(root, { a: { file: 'agent a' }, b: { file: 'agent b' }, c: { file: 'agent c' } });
+    // Recreated files are staged ahead (an existing single-link file is rewritten in place instead).
+    await writeTree(root, { keep: { file: 'kept' } });
     const entries = await plan({ a: { target: await objects.file('orig a') }, b: { target: await objects.file('orig b') }, c: { target: await objects.file('orig c') } });
+    expect(entries.map((e) => e.action)).toEqual(['recreate', 'recreate', 'recreate']);
     const before = await snapshotTree(root);
     // The third stage write fails (which entry's is a matter of the thread pool's order); by then
     // earlier entries may already be swapped.

@@ -54,7 +54,9 @@ describe('post-write records', () => {
       await fs.writeFile(path.join(project, rel), `agent ${rel}`);
       await observer.afterWrite(rel);
     }
-    // Someone else edits a.txt (same size, so only the identity tells) before anything is hashed.
+    // Someone else edits a.txt (same size, so only the identity tells) before anything is hashed,
+    // a timestamp tick later (coarse-timestamp kernels tick every 1-10 ms; see Known limits).
+    await new Promise((resolve) => setTimeout(resolve, 25));
     await fs.writeFile(path.join(project, 'a.txt'), 'other a.txt');
     const plan = await observer.plan(turn);
     expect(plan.entries.map((e) => [e.path, e.action, e.reason ?? ''])).toEqual([
