@@ -205,6 +205,7 @@ export class CheckpointObserver implements WriteObserver {
   /** Files whose post-write record is still a stat identity, with the checkpoints to update. */
   readonly #unhashed = new Map<string, { statId: Fingerprint; callId?: string; writers: CheckpointWriter[] }>();
   #hashing: Promise<void> = Promise.resolve();
+  readonly #projectPaths = new Map<string, string>();
   /**
    * Files #hashPending just read, by path: a plan right after (a restore seals, then plans) takes
    * one whose stat identity still matches instead of reading and hashing it again. Each entry is
@@ -268,7 +269,7 @@ export class CheckpointObserver implements WriteObserver {
    */
   async beforeWrite(path: string, op?: WriteOp): Promise<void> {
     this.#assertOpen();
-    const projectPath = toProjectPath(this.projectRoot, path);
+    const projectPath = this.#projectPathOf(path);
     const turn = this.#turn ?? (await this.#ensureTurn());
     const scope = this.#toolContext?.getStore();
     if (scope !== undefined) await this.#captureIntoSnapshot(scope, projectPath);
@@ -289,7 +290,7 @@ export class CheckpointObserver implements WriteObserver {
    */
   async afterWrite(path: string, op?: WriteOp): Promise<void> {
     this.#assertOpen();
-    const projectPath = toProjectPath(this.projectRoot, path);
+    const projectPath = this.#projectPathOf(path);
     const turn = this.#turn;
     const captured = turn?.touched.get(projectPath);
     if (turn === undefined || captured === undefined) {
@@ -315,7 +316,8 @@ export class CheckpointObserver implements WriteObserver {
       after: post.fingerprint,
       ...(post.mode !== undefined ? { afterMode: post.mode } : {}),
     };
-    await Promise.all(writers.map((writer) => writer.append(writer === turn.writer && callId !== undefined ? { ...record, callId } : record)));
+    await turn.writer.append(callId !== undefined ? { ...record, callId } : record);
+    if (writers.length > 1) await (writers[1] as CheckpointWriter).append(record);
     if (this.#unhashed.size >= MAX_UNHASHED) await this.#hashPending();
   }
 
@@ -964,6 +966,20 @@ export class CheckpointObserver implements WriteObserver {
       await turn.writer.append({ op: 'gap', gap: captured.gap });
     }
     await turn.writer.append({ op: 'before', path: projectPath, state: captured.state, ...(callId !== undefined ? { callId } : {}) });
+  }
+
+  /**
+   * {@link toProjectPath} with a memo of the inputs seen: a write tool touches the same spelling of
+   * a path again and again, and validating it costs more than the rest of a repeat touch. Only
+   * successful validations are kept; the memo is dropped whole when it grows large.
+   */
+  #projectPathOf(input: string): string {
+    const known = typeof input === 'string' ? this.#projectPaths.get(input) : undefined;
+    if (known !== undefined) return known;
+    const projectPath = toProjectPath(this.projectRoot, input);
+    if (this.#projectPaths.size >= 4096) this.#projectPaths.clear();
+    this.#projectPaths.set(input, projectPath);
+    return projectPath;
   }
 
   #recordGap(gap: Gap): void {
