@@ -593,9 +593,10 @@ class Transaction {
       staged.failure = error;
       return staged;
     }
-    if (entry.action === 'restore' && entry.target.type === 'file' && !isLarge(item) && this.context.fs.sync !== undefined) {
+    if (entry.action === 'restore' && entry.target.type === 'file' && !isLarge(item) && this.context.fs.sync !== undefined && !this.durable) {
       // The destination is most likely a plain file: rewritten in place at the swap, with no new
       // inode (creating one is most of a small restore's kernel work); staged then if it is not.
+      // A durable restore stages every file, so each destination changes atomically.
       staged.deferred = true;
       return staged;
     }

@@ -51,6 +51,17 @@ describe('applyRestore round trips', () => {
     expect((await fs.readdir(path.join(root, 'src'))).sort()).toEqual(['a.txt', 'b-link.txt', 'b.txt']);
   });
 
+  it('a durable restore stages even a plain single-link file, so its destination changes atomically', async () => {
+    await writeTree(root, { 'a.txt': { file: 'agent edit' } });
+    const inode = (await fs.lstat(path.join(root, 'a.txt'))).ino;
+    const entries = await plan({ 'a.txt': { target: await objects.file('original') } });
+    const result = await applyRestore({ fs: nodeFileSystem, projectRoot: root, readObject: objects.readObject }, entries, { durable: true });
+    expect(result.restored.map((e) => e.path)).toEqual(['a.txt']);
+    expect(await bytesOf('a.txt')).toBe('original');
+    expect((await fs.lstat(path.join(root, 'a.txt'))).ino).not.toBe(inode);
+    expect(await fs.readdir(root)).toEqual(['a.txt']);
+  });
+
   it('restores content and exact mode', async () => {
     await writeTree(root, { 'src/a.txt': { file: 'agent edit', mode: 0o644 } });
     const entries = await plan({ 'src/a.txt': { target: await objects.file('original', 0o755) } });
