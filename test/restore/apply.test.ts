@@ -462,6 +462,28 @@ describe('transaction rollback under injected faults', () => {
     expect(await fs.readlink(path.join(root, 'ln'))).toBe('a.txt');
   });
 
+  /**
+   * One run of the fault matrix on a fresh scenario: the tree ends either exactly as before (and
+   * the run reports a rollback or failure) or exactly as a clean run leaves it. True when it rolled back.
+   */
+  async function faultedRun(label: string, ff: { fs: FileSystem; readonly fired: boolean }, reference: unknown, options: { oneCulprit: boolean }): Promise<boolean> {
+    const { entries: fresh } = await scenario();
+    const before = await snapshotTree(root);
+    const result = await apply(fresh, ff.fs);
+    const after = await snapshotTree(root);
+    expect(ff.fired, label).toBe(true);
+    for (const leftover of tempLeftovers(after)) expect(result.cleanupPending, label).toContain(leftover);
+    if (!result.rolledBack && result.failed.length === 0) {
+      expect(await expectedAfterSuccess(fresh), label).toEqual(reference);
+      return false;
+    }
+    expect(result.restored, label).toEqual([]);
+    expect(result.cleanupPending, label).toEqual([]);
+    expect(after, label).toEqual(before);
+    if (options.oneCulprit) expect(result.failed.filter((f) => f.code !== undefined).length, label).toBe(1);
+    return true;
+  }
+
   it('every single fault either rolls back to the exact original tree or completes', async () => {
     const { entries } = await scenario();
     const counting = faultFs(nodeFileSystem);
@@ -472,23 +494,7 @@ describe('transaction rollback under injected faults', () => {
     let rolledBackRuns = 0;
     for (const [op, total] of counts) {
       for (let nth = 1; nth <= total; nth++) {
-        const { entries: fresh } = await scenario();
-        const before = await snapshotTree(root);
-        const ff = faultFs(nodeFileSystem, { failOn: { op, nth } });
-        const result = await apply(fresh, ff.fs);
-        const after = await snapshotTree(root);
-        const label = `${op}#${nth}`;
-        expect(ff.fired, label).toBe(true);
-        for (const leftover of tempLeftovers(after)) expect(result.cleanupPending, label).toContain(leftover);
-        if (result.rolledBack || result.failed.length > 0) {
-          rolledBackRuns++;
-          expect(result.restored, label).toEqual([]);
-          expect(result.cleanupPending, label).toEqual([]);
-          expect(after, label).toEqual(before);
-          expect(result.failed.filter((f) => f.code !== undefined).length, label).toBe(1);
-        } else {
-          expect(await expectedAfterSuccess(fresh), label).toEqual(reference);
-        }
+        if (await faultedRun(`${op}#${nth}`, faultFs(nodeFileSystem, { failOn: { op, nth } }), reference, { oneCulprit: true })) rolledBackRuns++;
       }
     }
     expect(rolledBackRuns).toBeGreaterThan(10);
@@ -509,22 +515,7 @@ describe('transaction rollback under injected faults', () => {
     let rolledBackRuns = 0;
     for (const [op, total] of counts) {
       for (let nth = 1; nth <= total; nth++) {
-        const { entries: fresh } = await scenario();
-        const before = await snapshotTree(root);
-        const ff = syncFaultFs({ op, nth });
-        const result = await apply(fresh, ff.fs);
-        const after = await snapshotTree(root);
-        const label = `${op}#${nth}`;
-        expect(ff.fired, label).toBe(true);
-        for (const leftover of tempLeftovers(after)) expect(result.cleanupPending, label).toContain(leftover);
-        if (result.rolledBack || result.failed.length > 0) {
-          rolledBackRuns++;
-          expect(result.restored, label).toEqual([]);
-          expect(result.cleanupPending, label).toEqual([]);
-          expect(after, label).toEqual(before);
-        } else {
-          expect(await expectedAfterSuccess(fresh), label).toEqual(reference);
-        }
+        if (await faultedRun(`${op}#${nth}`, syncFaultFs({ op, nth }), reference, { oneCulprit: false })) rolledBackRuns++;
       }
     }
     expect(rolledBackRuns).toBeGreaterThan(10);
