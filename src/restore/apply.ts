@@ -103,7 +103,7 @@ interface Staged {
   failure?: unknown;
   stage?: Extract<Step, { kind: 'stage' }>;
   bytes?: Buffer;
-  /** No stage yet: the swap rewrites the destination in place when it can (see `rewriteHeld`). */
+  /** No stage yet: the swap stages it in a recycled inode first (see `stageRecycled`). */
   deferred?: boolean;
 }
 
@@ -118,8 +118,8 @@ type Step =
   | { kind: 'displaced'; dest: string; displaced: string }
   | { kind: 'placed'; dest: string }
   | { kind: 'in-place'; dest: string; copy: string; mode: number }
-  /** Rewritten in place; `original` (the guard's read, also saved first) is written back on rollback. */
-  | { kind: 'rewritten'; dest: string; original: Buffer; mode: number };
+  /** Moved aside and its inode reused as a stage; `original` (the guard's read, also saved first) is recreated on rollback. */
+  | { kind: 'recycled'; dest: string; original: Buffer; mode: number };
 
 /** Object bytes held between preflight and the writes; past this, objects are read again. */
 const HELD_BYTES_BUDGET = 64 * 1024 * 1024;
@@ -553,8 +553,10 @@ class Transaction {
   private readonly inflight: Promise<void>[] = [];
   /** Set once a folder phase or stage write failed: nothing more is started. */
   private stopped = false;
-  /** Bytes of originals held by `rewritten` steps. */
+  /** Bytes of originals held by `recycled` steps. */
   private heldOriginals = 0;
+  /** The inode of the last recycled original, waiting to become the next stage. */
+  private spare: { step: Extract<Step, { kind: 'stage' }>; size: number; mode: number } | undefined;
 
   constructor(
     private readonly context: ApplyContext,
@@ -594,9 +596,9 @@ class Transaction {
       return staged;
     }
     if (entry.action === 'restore' && entry.target.type === 'file' && !isLarge(item) && this.context.fs.sync !== undefined && !this.durable) {
-      // The destination is most likely a plain file: rewritten in place at the swap, with no new
-      // inode (creating one is most of a small restore's kernel work); staged then if it is not.
-      // A durable restore stages every file, so each destination changes atomically.
+      // Staged when its turn comes, in the inode the previous original left (no inode created:
+      // creating one is most of a small restore's kernel work). A durable restore stages ahead,
+      // in new inodes, fsynced.
       staged.deferred = true;
       return staged;
     }
@@ -639,6 +641,7 @@ class Transaction {
     if (staged.ready !== undefined) await staged.ready;
     const { dest, dir } = staged;
     const io = this.fast;
+    if (staged.deferred === true && target.type === 'file') await this.stageRecycled(item, target, staged);
 
     // No early guard: the one just before the swap decides, and a path that diverged since the
     // plan is rare enough that staging it for nothing costs less than reading every path twice.
@@ -655,14 +658,6 @@ class Transaction {
     }
     const now = sight.state;
 
-    if (staged.deferred === true && target.type === 'file') {
-      if (now.type === 'file' && now.nlink === 1 && sight.bytes !== undefined && this.heldOriginals + sight.bytes.length <= HELD_ORIGINALS_BUDGET) {
-        await this.rewriteHeld(item, dest, target, sight.bytes, now.mode);
-        this.touchedDirs.add(dir);
-        return 'done';
-      }
-      await this.createStage(item, target, staged, this.fast);
-    }
     const stage = staged.stage;
     const bytes = staged.bytes;
     if (entry.action === 'delete') {
@@ -676,6 +671,11 @@ class Transaction {
       if (now.type === 'file' && now.nlink > 1) {
         await this.rewriteInPlace(dest, dir, bytes, item.mode, now.mode);
       } else {
+        const recyclable = now.type === 'file' && now.nlink === 1 && sight.bytes !== undefined && this.heldOriginals + sight.bytes.length <= HELD_ORIGINALS_BUDGET;
+        if (recyclable && (await this.replaceKeepingOriginal(io, stage, dest, dir, { original: sight.bytes as Buffer, mode: now.mode }))) {
+          this.touchedDirs.add(dir);
+          return 'done';
+        }
         if (now.type !== 'absent') await this.displace(io, dest, dir);
         await this.publish(io, stage.abs, dest);
         this.steps.push({ kind: 'placed', dest });
@@ -700,6 +700,73 @@ class Transaction {
     const displaced = path.join(dir, tempName('displaced'));
     await io.rename(dest, displaced);
     this.steps.push({ kind: 'displaced', dest, displaced });
+  }
+
+  /**
+   * The swap of a plain single-link file whose bytes the guard read (and the save-first stored):
+   * the original gets a second name beside it (`link`), then the stage replaces the destination in
+   * one `rename`, so the destination is never missing. The original's inode, now only under the
+   * second name, becomes the next entry's stage; rollback recreates the original from the held
+   * bytes. Two directory operations where displace-and-publish takes four.
+   */
+  private async replaceKeepingOriginal(io: Io, stage: Extract<Step, { kind: 'stage' }>, dest: string, dir: string, held: { original: Buffer; mode: number }): Promise<boolean> {
+    const kept = path.join(dir, tempName('displaced'));
+    try {
+      await io.link(dest, kept);
+    } catch (error) {
+      const code = errnoCode(error);
+      // No hard links here: the caller displaces and publishes instead.
+      if (code !== undefined && NO_LINK_CODES.has(code)) return false;
+      throw error;
+    }
+    // Logged as a stage: until the swap it is only a second name of the original, safe to unlink.
+    const keptStep: Extract<Step, { kind: 'stage' }> = { kind: 'stage', abs: kept };
+    this.steps.push(keptStep);
+    await io.rename(stage.abs, dest);
+    this.forget(stage);
+    // Reverse order on rollback: remove the placed file, recreate the original, drop the spare.
+    this.forget(keptStep);
+    this.heldOriginals += held.original.length;
+    this.steps.push(this.takeSpare(keptStep, held.original.length, held.mode));
+    this.steps.push({ kind: 'recycled', dest, original: held.original, mode: held.mode });
+    this.steps.push({ kind: 'placed', dest });
+    return true;
+  }
+
+  /** Keeps a spare inode (logged as a stage, so commit or rollback removes it if unused). */
+  private takeSpare(step: Extract<Step, { kind: 'stage' }>, size: number, mode: number): Step {
+    this.spare = { step, size, mode };
+    return step;
+  }
+
+  /**
+   * Stages a small file beside its destination, in the inode the previous entry's original left
+   * (renamed into this folder, written over its blocks, cut to length), or in a new one when there
+   * is none. Creating an inode is most of a small restore's kernel work; recycling one keeps every
+   * write staged and every swap atomic at a fraction of the cost.
+   */
+  private async stageRecycled(item: Prepared, target: Extract<PathState, { type: 'file' }>, staged: Staged): Promise<void> {
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare === undefined) {
+      await this.createStage(item, target, staged, this.fast);
+      return;
+    }
+    const bytes = item.bytes ?? (await readVerified(this.context, item.entry.path, target));
+    let step = spare.step;
+    if (path.dirname(spare.step.abs) !== staged.dir) {
+      // Staged beside its destination: the spare moves into this folder first.
+      const abs = path.join(staged.dir, tempName('stage'));
+      await this.fast.rename(spare.step.abs, abs);
+      this.forget(spare.step);
+      step = { kind: 'stage', abs };
+      this.steps.push(step);
+    }
+    const abs = step.abs;
+    staged.own.push(step);
+    staged.stage = step;
+    await this.writeOver(this.fast, abs, bytes, item.mode, { size: spare.size, mode: spare.mode });
+    staged.bytes = bytes;
   }
 
   /** Create-only publish: link the stage to the destination, falling back to rename without hard links. */
@@ -732,16 +799,15 @@ class Transaction {
     await this.overwrite(dest, bytes, mode);
   }
 
-  /**
-   * Rewrites a single-link destination in place with the synchronous calls: no stage, no new
-   * inode, no displaced copy. The step is logged before the first write, holding the original
-   * bytes the guard just read (and the save-first stored), so a failure at any point rolls back.
-   */
-  private async rewriteHeld(item: Prepared, dest: string, target: Extract<PathState, { type: 'file' }>, original: Buffer, originalMode: number): Promise<void> {
-    const bytes = item.bytes ?? (await readVerified(this.context, item.entry.path, target));
-    this.heldOriginals += original.length;
-    this.steps.push({ kind: 'rewritten', dest, original, mode: originalMode });
-    await this.writeOver(this.fast, dest, bytes, item.mode, { size: original.length, mode: originalMode });
+  /** Creates `dest` (create-only) with `bytes` and `mode`: rollback of a recycled original. */
+  private async recreate(io: Io, dest: string, bytes: Buffer, mode: number): Promise<void> {
+    const file = await io.open(dest, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, mode);
+    try {
+      await file.fill(bytes);
+      await file.chmod(mode);
+    } finally {
+      await file.close();
+    }
   }
 
   /**
@@ -844,8 +910,10 @@ class Transaction {
           if (await io.exists(step.dest)) pending.push(this.relative(step.displaced));
           else await io.rename(step.displaced, step.dest).catch(() => pending.push(this.relative(step.displaced)));
           break;
-        case 'rewritten':
-          await this.writeOver(io, step.dest, step.original, step.mode & 0o7777).catch(() => pending.push(this.relative(step.dest)));
+        case 'recycled':
+          // Like a displaced original: put back only if nothing new is at the destination.
+          if (await io.exists(step.dest)) pending.push(this.relative(step.dest));
+          else await this.recreate(io, step.dest, step.original, step.mode & 0o7777).catch(() => pending.push(this.relative(step.dest)));
           break;
         case 'in-place':
           try {

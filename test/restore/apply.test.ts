@@ -37,18 +37,26 @@ const bytesOf = (rel: string) => fs.readFile(path.join(root, rel), 'utf8');
 const modeOf = async (rel: string) => (await fs.lstat(path.join(root, rel))).mode & 0o7777;
 
 describe('applyRestore round trips', () => {
-  it('rewrites an existing single-link file in place (same inode, no temp files); a hard-linked one keeps its links', async () => {
-    await writeTree(root, { 'src/a.txt': { file: 'agent edit', mode: 0o644 }, 'src/b.txt': { file: 'shared edit' } });
-    await fs.link(path.join(root, 'src/b.txt'), path.join(root, 'src/b-link.txt'));
-    const inode = (await fs.lstat(path.join(root, 'src/a.txt'))).ino;
-    const entries = await plan({ 'src/a.txt': { target: await objects.file('original', 0o600) }, 'src/b.txt': { target: await objects.file('shared original') } });
+  it('stages small files in recycled inodes (the previous original), swaps atomically, leaves no temp files; hard links keep theirs', async () => {
+    await writeTree(root, { 'src/a.txt': { file: 'agent edit a', mode: 0o644 }, 'src/b.txt': { file: 'agent edit b' }, 'src/c.txt': { file: 'shared edit' } });
+    await fs.link(path.join(root, 'src/c.txt'), path.join(root, 'src/c-link.txt'));
+    const inodeA = (await fs.lstat(path.join(root, 'src/a.txt'))).ino;
+    const entries = await plan({
+      'src/a.txt': { target: await objects.file('original a', 0o600) },
+      'src/b.txt': { target: await objects.file('original b, longer than before') },
+      'src/c.txt': { target: await objects.file('shared original') },
+    });
     const result = await apply(entries);
-    expect(result.restored.map((e) => e.path)).toEqual(['src/a.txt', 'src/b.txt']);
-    expect(await bytesOf('src/a.txt')).toBe('original');
+    expect(result).toMatchObject({ failed: [], cleanupPending: [], rolledBack: false });
+    expect(result.restored.map((e) => e.path)).toEqual(['src/a.txt', 'src/b.txt', 'src/c.txt']);
+    expect(await bytesOf('src/a.txt')).toBe('original a');
     expect(await modeOf('src/a.txt')).toBe(0o600);
-    expect((await fs.lstat(path.join(root, 'src/a.txt'))).ino).toBe(inode);
-    expect(await bytesOf('src/b-link.txt')).toBe('shared original');
-    expect((await fs.readdir(path.join(root, 'src'))).sort()).toEqual(['a.txt', 'b-link.txt', 'b.txt']);
+    expect((await fs.lstat(path.join(root, 'src/a.txt'))).ino).not.toBe(inodeA);
+    // a.txt's original inode, moved aside, was written over and became b.txt's stage.
+    expect(await bytesOf('src/b.txt')).toBe('original b, longer than before');
+    expect((await fs.lstat(path.join(root, 'src/b.txt'))).ino).toBe(inodeA);
+    expect(await bytesOf('src/c-link.txt')).toBe('shared original');
+    expect((await fs.readdir(path.join(root, 'src'))).sort()).toEqual(['a.txt', 'b.txt', 'c-link.txt', 'c.txt']);
   });
 
   it('a durable restore stages even a plain single-link file, so its destination changes atomically', async () => {

@@ -1,4 +1,4 @@
-import { constants, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -98,14 +98,13 @@ describe('the pre-restore save (between guard and swap)', () => {
       ...nodeFileSystem,
       sync: {
         ...sync,
-        // a.txt is rewritten in place: the writer lands when it is opened for writing.
-        openSync: ((file: string, flags: number, mode?: number) => {
-          if (!raced && String(file).endsWith('a.txt') && typeof flags === 'number' && (flags & constants.O_WRONLY) !== 0) {
+        renameSync: ((from: string, to: string) => {
+          if (!raced && (String(from).endsWith('a.txt') || String(to).endsWith('a.txt'))) {
             raced = true;
             writeFileSync(path.join(project, 'b.txt'), 'a person typed this');
           }
-          return sync.openSync(file, flags, mode);
-        }) as SyncFileSystem['openSync'],
+          sync.renameSync(from, to);
+        }) as SyncFileSystem['renameSync'],
       },
     };
     const observer = await openObserver(project, storeDir, { fs: racing });
