@@ -487,14 +487,7 @@ export class CheckpointObserver implements WriteObserver {
     try {
       return await context.run({ sessionId: scope.sessionId, scopeId: scope.scopeId }, fn);
     } finally {
-      const open = this.#openSnapshots.get(snapshotKey(scope));
-      if (open !== undefined) {
-        this.#openSnapshots.delete(snapshotKey(scope));
-        await Promise.allSettled(open.touched.values());
-        await this.#hashPending();
-        await open.writer.seal();
-        await this.#enforceSnapshotCap(scope.sessionId);
-      }
+      if (await this.#closeSnapshot(scope)) await this.#enforceSnapshotCap(scope.sessionId);
       this.#activeToolCalls--;
       if (this.#activeToolCalls === 0 && this.#toolContext === context) {
         // Node 20 keeps promise hooks on while any AsyncLocalStorage is enabled: switch it off.
@@ -700,14 +693,22 @@ export class CheckpointObserver implements WriteObserver {
     await capture;
   }
 
-  async #findSnapshot(scope: SnapshotScope): Promise<CheckpointMeta> {
+  /**
+   * Stops auto-capture into the scope's open snapshot and seals it once its captures and
+   * post-write hashes have settled. False when no snapshot was open.
+   */
+  async #closeSnapshot(scope: SnapshotScope): Promise<boolean> {
     const open = this.#openSnapshots.get(snapshotKey(scope));
-    if (open !== undefined) {
-      this.#openSnapshots.delete(snapshotKey(scope));
-      await Promise.allSettled(open.touched.values());
-      await this.#hashPending();
-      await open.writer.seal();
-    }
+    if (open === undefined) return false;
+    this.#openSnapshots.delete(snapshotKey(scope));
+    await Promise.allSettled(open.touched.values());
+    await this.#hashPending();
+    await open.writer.seal();
+    return true;
+  }
+
+  async #findSnapshot(scope: SnapshotScope): Promise<CheckpointMeta> {
+    await this.#closeSnapshot(scope);
     const metas = (await this.store.list()).filter((m) => m.kind === 'snapshot' && m.sessionId === scope.sessionId && m.scopeId === scope.scopeId);
     const meta = metas.at(-1);
     if (meta === undefined) throw new CheckpointError('UNKNOWN_CHECKPOINT', `no snapshot for tool call ${scope.scopeId} in session ${scope.sessionId}`);
