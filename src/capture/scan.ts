@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import type { Gap } from '../core/model.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
+import { KIND_FILE, KIND_FOLDER, KIND_SYMLINK, PARALLEL_MIN_PATHS, STAT_FIELDS, type ParallelLstat } from '../fs/parallel-lstat.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 
 /** The stat index entry of one covered path. Compact on purpose: a picture holds one per file. */
@@ -67,7 +68,36 @@ interface FolderMemo {
   records: (StatRecord | undefined)[];
   /** Name → record, built only when a later listing comes back in a different order. */
   byName?: Map<string, StatRecord>;
+  /** Set when a later scan may take the folder's entries from here instead of listing it. */
+  listing?: SettledListing;
 }
+
+/**
+ * What a folder listing held when the folder had not changed for {@link LISTING_SETTLE_MS}: while
+ * the folder keeps that mtime and inode, its entries are the same names (creating, removing or
+ * renaming an entry always sets a folder's mtime). The covered files are the memo's `records`.
+ */
+interface SettledListing {
+  /** The folder's mtime and inode when listed. */
+  mtimeMs: number;
+  ino: number;
+  /** Subfolders walked, in listing order. */
+  subfolders: string[];
+  /** A `.gitignore` was listed. */
+  hasGitignore: boolean;
+  /** A `.git` entry was listed. */
+  hasGit: boolean;
+  /** Whether the project was a git repository: it decides which dependency folders are walked. */
+  inRepository: boolean;
+}
+
+/**
+ * How long a folder's mtime must lie before the moment it was listed for the listing to be kept
+ * for reuse. A change made just after the listing could otherwise land in the same timestamp tick
+ * (kernel clocks tick every few milliseconds; some file systems keep 1 or 2 s) and leave the mtime
+ * as it was. The racy-timestamp rule of git's index, with a wide margin.
+ */
+const LISTING_SETTLE_MS = 3000;
 
 /**
  * What the last scan saw per folder, kept across scans so a repeat scan finds each file's earlier
@@ -79,10 +109,15 @@ export class ScanMemo {
   #folders = new Map<string, FolderMemo>();
   #generation = 0;
   #boundTo: ReadonlyMap<string, StatRecord> | undefined;
+  #scope: string | undefined;
 
-  /** @internal Starts a scan: returns its generation and the folders to read, if `previous` matches. */
-  begin(previous: ReadonlyMap<string, StatRecord> | undefined): { generation: number; folders: Map<string, FolderMemo> | undefined } {
-    const folders = previous !== undefined && previous === this.#boundTo ? this.#folders : undefined;
+  /**
+   * @internal Starts a scan: returns its generation and the folders to read, if `previous`
+   * matches and the scan covers the same way (`scope` names the root, coverage and exclusions).
+   */
+  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined } {
+    const folders = previous !== undefined && previous === this.#boundTo && scope === this.#scope ? this.#folders : undefined;
+    this.#scope = scope;
     // Any scan that starts invalidates the binding until its own picture binds again.
     this.#boundTo = undefined;
     return { generation: ++this.#generation, folders };
@@ -131,10 +166,28 @@ export interface ScanOptions {
   /** Whether an unchanged earlier record may be returned as is. @default always */
   reuse?: (record: StatRecord) => boolean;
   /**
+   * Two-thread `lstat` for repeat scans of big trees: the files and folders of every settled
+   * listing are statted in one batch before the walk. Started (warmed) by a scan that finds a big
+   * tree. Changes only the speed of a scan, never its result.
+   */
+  parallel?: ParallelLstat;
+  /**
    * Lists one folder. For tests only (e.g. a folder that turns unreadable: tests run as root,
    * where `chmod 000` hides nothing). @default `fs.readdirSync(path, { withFileTypes: true })`
    */
   readDir?: (absPath: string) => nodeFs.Dirent[];
+}
+
+/** What one folder added to a scan. */
+interface FolderOutcome {
+  /** Covered files and symlinks, in listing order. */
+  found: StatRecord[];
+  /** Subfolders to walk, in listing order. */
+  subfolders: PendingFolder[];
+  /** Entries that could not be recorded. */
+  problems: UncheckedPath[];
+  /** The folder's memo for the next scan, when a memo is kept. */
+  memo: FolderMemo | undefined;
 }
 
 interface PendingFolder {
@@ -187,9 +240,11 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
 
   const list: StatRecord[] = [];
   const memo = options.memo;
-  const memoStart = memo?.begin(previous);
+  const memoStart = memo?.begin(previous, [root, ...coverage.skip, '', ...excluded].join('\0'));
   const memoFolders = memoStart?.folders;
   const nextMemo = memo !== undefined ? new Map<string, FolderMemo>() : undefined;
+  const batch = memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
+  signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
   const gaps: Gap[] = [];
   const tooDeep: string[] = [];
@@ -218,46 +273,162 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       tooDeep.push(folder.rel);
       continue;
     }
-    let dirents: nodeFs.Dirent[];
-    try {
-      dirents = readDir(folder.abs);
-    } catch (error) {
-      const code = errnoCode(error);
-      // A folder deleted or replaced since its parent was listed is simply gone now.
-      if (folder.rel !== '' && (code === 'ENOENT' || code === 'ENOTDIR')) continue;
-      if (folder.rel === '') {
-        throw new CheckpointError('UNAVAILABLE', `the project folder cannot be listed: ${root}`, { cause: error });
+    const known = memoFolders?.get(folder.rel);
+    const prefix = folder.rel === '' ? '' : `${folder.rel}/`;
+    // The folder's own stat: it decides whether a settled listing still holds, and is kept with a
+    // new listing. A folder that cannot be statted is simply listed (and fails there if it must).
+    const batchAt = known !== undefined ? batch?.at.get(known) : undefined;
+    const folderStat = batch !== undefined && batchAt !== undefined ? folderFromBatch(batch.stats, batchAt) : lstatFolder(folder.abs);
+    let outcome: FolderOutcome | 'stale' | 'timed-out' = 'stale';
+    // The rules check of an attempt to reuse the listing: the frame is noted once per scan.
+    let attempted: { same: boolean } | undefined;
+    if (
+      known?.listing !== undefined &&
+      folderStat !== undefined &&
+      folderStat.mtimeMs === known.listing.mtimeMs &&
+      folderStat.ino === known.listing.ino &&
+      (folder.depth === 0 || known.listing.inRepository === isRepository)
+    ) {
+      const listing = known.listing;
+      if (walked + known.records.length + listing.subfolders.length > coverage.maxWalkEntries) {
+        stopped = 'walk-entries';
+        pending.push(folder);
+        break;
       }
-      leaveUnchecked(folder, 'unreadable', `${folder.rel}/ cannot be listed (${code ?? 'error'})`);
-      continue;
+      const loaded = listing.hasGitignore ? ignores.load(folder.frame, folder.rel, folder.abs) : { ok: true as const, frame: folder.frame };
+      if (loaded.ok) {
+        const same = ignores.noteFrame(folder.rel, loaded.frame);
+        attempted = { same };
+        // Rules that changed may cover different names: only a fresh listing can tell.
+        if (same && trustPrevious) {
+          if (folder.depth === 0) isRepository = listing.hasGit;
+          outcome = reuseListing(folder, known, loaded.frame, prefix, batchAt);
+          if (outcome !== 'stale' && outcome !== 'timed-out') walked += known.records.length + listing.subfolders.length;
+        }
+      }
     }
-    if (walked + dirents.length > coverage.maxWalkEntries) {
-      stopped = 'walk-entries';
+    if (outcome === 'stale') {
+      const listedAt = Date.now();
+      let dirents: nodeFs.Dirent[];
+      try {
+        dirents = readDir(folder.abs);
+      } catch (error) {
+        const code = errnoCode(error);
+        // A folder deleted or replaced since its parent was listed is simply gone now.
+        if (folder.rel !== '' && (code === 'ENOENT' || code === 'ENOTDIR')) continue;
+        if (folder.rel === '') {
+          throw new CheckpointError('UNAVAILABLE', `the project folder cannot be listed: ${root}`, { cause: error });
+        }
+        leaveUnchecked(folder, 'unreadable', `${folder.rel}/ cannot be listed (${code ?? 'error'})`);
+        continue;
+      }
+      if (walked + dirents.length > coverage.maxWalkEntries) {
+        stopped = 'walk-entries';
+        pending.push(folder);
+        break;
+      }
+      walked += dirents.length;
+      const hasGit = dirents.some((d) => d.name === '.git');
+      if (folder.depth === 0) isRepository = hasGit;
+      let frame = folder.frame;
+      const hasGitignore = dirents.some((d) => d.name === '.gitignore');
+      if (hasGitignore) {
+        const loaded = ignores.load(frame, folder.rel, folder.abs);
+        if (!loaded.ok) {
+          leaveUnchecked(folder, 'gitignore-unusable', `${loaded.detail}; ${folder.rel === '' ? 'the project' : `${folder.rel}/`} is not checked`);
+          continue;
+        }
+        frame = loaded.frame;
+      }
+      // Same chain object as the last scan (frames are reused while rules are unchanged). After an
+      // attempt to reuse the listing, the chain was noted already: both checks must hold.
+      const sameRules = ignores.noteFrame(folder.rel, frame) && (attempted === undefined || attempted.same) && trustPrevious;
+      outcome = listFolder(folder, dirents, known, frame, sameRules, prefix);
+      if (outcome !== 'timed-out' && outcome.problems.length === 0 && outcome.memo !== undefined && folderStat !== undefined && folderStat.mtimeMs < listedAt - LISTING_SETTLE_MS) {
+        outcome.memo.listing = {
+          mtimeMs: folderStat.mtimeMs,
+          ino: folderStat.ino,
+          subfolders: outcome.subfolders.map((sub) => sub.rel.slice(prefix.length)),
+          hasGitignore,
+          hasGit,
+          inRepository: isRepository,
+        };
+      }
+    }
+    if (outcome === 'timed-out') {
+      stopped = 'time-limit';
       pending.push(folder);
       break;
     }
-    walked += dirents.length;
-    if (folder.depth === 0) isRepository = dirents.some((d) => d.name === '.git');
-
-    let frame = folder.frame;
-    if (dirents.some((d) => d.name === '.gitignore')) {
-      const loaded = ignores.load(frame, folder.rel, folder.abs);
-      if (!loaded.ok) {
-        leaveUnchecked(folder, 'gitignore-unusable', `${loaded.detail}; ${folder.rel === '' ? 'the project' : `${folder.rel}/`} is not checked`);
-        continue;
-      }
-      frame = loaded.frame;
+    for (const record of outcome.found) list.push(record);
+    if (nextMemo !== undefined && outcome.memo !== undefined) nextMemo.set(folder.rel, outcome.memo);
+    for (const problem of outcome.problems) {
+      unchecked.push(problem);
+      gaps.push({
+        path: problem.path,
+        reason: problem.reason,
+        detail: problem.reason === 'unreadable-name' ? `${problem.path}: name is not valid UTF-8` : `${problem.path} cannot be read`,
+      });
     }
-    // Same chain object as the last scan (frames are reused while rules are unchanged).
-    const sameRules = ignores.noteFrame(folder.rel, frame) && trustPrevious;
-    const prefix = folder.rel === '' ? '' : `${folder.rel}/`;
+    // Pushed in reverse so the stack pops them in listing order.
+    const subfolders = outcome.subfolders;
+    for (let i = subfolders.length - 1; i >= 0; i--) pending.push(subfolders[i] as PendingFolder);
 
+    sinceYield += outcome.found.length + subfolders.length;
+    if (sinceYield >= YIELD_EVERY) {
+      sinceYield = 0;
+      ignores.trimCaches();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /**
+   * Takes a folder's entries from its settled listing: its covered files statted again, its
+   * subfolders walked again. Anything that contradicts the listing (a file gone, or another
+   * kind of entry now) makes it 'stale', and the folder is listed after all.
+   */
+  function reuseListing(folder: PendingFolder, known: FolderMemo, frame: IgnoreFrame | undefined, prefix: string, batchAt: number | undefined): FolderOutcome | 'stale' | 'timed-out' {
+    const listing = known.listing as SettledListing;
+    const found: StatRecord[] = [];
+    const changedAt: number[] = [];
+    const changedTo: StatRecord[] = [];
+    const records = known.records;
+    for (let i = 0; i < records.length; i++) {
+      const earlier = records[i];
+      if (earlier === undefined) continue;
+      if (found.length % CHECK_EVERY === CHECK_EVERY - 1 && Date.now() > deadline) return 'timed-out';
+      // The batch holds the folder, then its records in this same order.
+      const record =
+        batch !== undefined && batchAt !== undefined
+          ? entryFromBatch(batch.stats, batchAt + 1 + found.length, root, earlier, reuse)
+          : statEntry(`${root}${path.sep}${earlier.path}`, '', earlier.path, earlier, reuse);
+      if (typeof record === 'string' || record.type !== earlier.type) return 'stale';
+      found.push(record);
+      if (record !== earlier) {
+        changedAt.push(i);
+        changedTo.push(record);
+      }
+    }
+    // Only now, with the whole folder read, does the memo take the new records.
+    for (let k = 0; k < changedAt.length; k++) records[changedAt[k] as number] = changedTo[k];
+    if (changedAt.length > 0) known.byName = undefined;
+    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame }));
+    return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined };
+  }
+
+  /** Reads a folder's fresh listing: ignore rules matched, every covered entry statted. */
+  function listFolder(
+    folder: PendingFolder,
+    dirents: nodeFs.Dirent[],
+    known: FolderMemo | undefined,
+    frame: IgnoreFrame | undefined,
+    sameRules: boolean,
+    prefix: string,
+  ): FolderOutcome | 'timed-out' {
     const found: StatRecord[] = [];
     const subfolders: PendingFolder[] = [];
     const problems: UncheckedPath[] = [];
-    const known = memoFolders?.get(folder.rel);
     const memoRecords: (StatRecord | undefined)[] | undefined = nextMemo !== undefined ? new Array<StatRecord | undefined>(dirents.length) : undefined;
-    let timedOut = false;
     for (let i = 0; i < dirents.length; i++) {
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
@@ -291,10 +462,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         rel ??= prefix + name;
         if ((excluded.size > 0 && excluded.has(rel)) || coverage.isSkipped(rel, false) || isIgnoredBy(frame, rel, false)) continue;
       }
-      if (i % CHECK_EVERY === CHECK_EVERY - 1 && Date.now() > deadline) {
-        timedOut = true;
-        break;
-      }
+      if (i % CHECK_EVERY === CHECK_EVERY - 1 && Date.now() > deadline) return 'timed-out';
       const record = statEntry(`${folder.abs}${path.sep}${name}`, prefix, name, earlier, reuse);
       if (typeof record === 'string') {
         if (record === 'gone') continue;
@@ -304,32 +472,8 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       found.push(record);
       if (memoRecords !== undefined) memoRecords[i] = record;
     }
-    if (timedOut) {
-      stopped = 'time-limit';
-      pending.push(folder);
-      break;
-    }
-    for (const record of found) list.push(record);
-    if (nextMemo !== undefined && memoRecords !== undefined) nextMemo.set(folder.rel, { records: memoRecords });
-    for (const problem of problems) {
-      unchecked.push(problem);
-      gaps.push({
-        path: problem.path,
-        reason: problem.reason,
-        detail: problem.reason === 'unreadable-name' ? `${problem.path}: name is not valid UTF-8` : `${problem.path} cannot be read`,
-      });
-    }
-    // Pushed in reverse so the stack pops them in listing order.
-    for (let i = subfolders.length - 1; i >= 0; i--) pending.push(subfolders[i] as PendingFolder);
-
-    sinceYield += dirents.length;
-    if (sinceYield >= YIELD_EVERY) {
-      sinceYield = 0;
-      ignores.trimCaches();
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
+    return { found, subfolders, problems, memo: memoRecords !== undefined ? { records: memoRecords } : undefined };
   }
-
   if (stopped !== undefined) {
     const reason = stopped;
     for (const folder of pending) unchecked.push({ path: folder.rel === '' ? '.' : folder.rel, reason });
@@ -347,6 +491,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     });
   }
   ignores.trimCaches();
+  if (options.parallel !== undefined && list.length >= PARALLEL_MIN_PATHS) options.parallel.warm();
   const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {
@@ -362,6 +507,52 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     ignoreEpoch: ignores.epoch,
     memoGeneration,
   };
+}
+
+/** The stats of every settled listing's folder and files, taken in one two-thread batch. */
+interface SettledBatch {
+  stats: Float64Array;
+  /** Where each folder's entry starts in `stats` (in paths; its records follow in memo order). */
+  at: Map<FolderMemo, number>;
+}
+
+async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
+  let count = 0;
+  for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
+  if (count < PARALLEL_MIN_PATHS) return undefined;
+  const paths: string[] = [];
+  const at = new Map<FolderMemo, number>();
+  for (const [rel, known] of folders) {
+    if (known.listing === undefined) continue;
+    at.set(known, paths.length);
+    paths.push(rel === '' ? root : `${root}${path.sep}${rel}`);
+    for (const record of known.records) if (record !== undefined) paths.push(`${root}${path.sep}${record.path}`);
+  }
+  return { stats: await parallel.lstatAll(paths), at };
+}
+
+function folderFromBatch(stats: Float64Array, index: number): { mtimeMs: number; ino: number } | undefined {
+  const at = index * STAT_FIELDS;
+  return stats[at] === KIND_FOLDER ? { mtimeMs: stats[at + 3] as number, ino: stats[at + 4] as number } : undefined;
+}
+
+/** {@link statEntry} from a batch: a file gone or failed is 'gone', and the caller lists its folder. */
+function entryFromBatch(stats: Float64Array, index: number, root: string, earlier: StatRecord, reuse: ((record: StatRecord) => boolean) | undefined): StatRecord | 'gone' | 'unreadable' {
+  const at = index * STAT_FIELDS;
+  const kind = stats[at];
+  if (kind !== KIND_FILE && kind !== KIND_SYMLINK) return 'gone';
+  const abs = kind === KIND_SYMLINK ? `${root}${path.sep}${earlier.path}` : '';
+  return recordOf(abs, '', earlier.path, kind === KIND_FILE ? 'file' : 'symlink', stats[at + 2] as number, stats[at + 1] as number, stats[at + 3] as number, stats[at + 4] as number, earlier, reuse);
+}
+
+/** A folder's mtime and inode; `undefined` when it cannot be statted (listing it then tells why). */
+function lstatFolder(absPath: string): { mtimeMs: number; ino: number } | undefined {
+  try {
+    const stats = nodeFs.lstatSync(absPath, { throwIfNoEntry: false });
+    return stats?.isDirectory() === true ? { mtimeMs: stats.mtimeMs, ino: stats.ino } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function memoByName(records: readonly (StatRecord | undefined)[], prefixLength: number): Map<string, StatRecord> {
@@ -401,15 +592,28 @@ function statEntry(
     // Node decodes a non-UTF-8 name lossily, so the listed name no longer reaches the file.
     return name.includes('\uFFFD') ? 'unreadable-name' : 'gone';
   }
-  const size = stats.size;
-  const mode = stats.mode & 0o7777;
-  const mtimeMs = stats.mtimeMs;
-  const ino = stats.ino;
-  if (stats.isFile()) {
+  const type = stats.isFile() ? 'file' : stats.isSymbolicLink() ? 'symlink' : undefined;
+  if (type === undefined) return 'gone';
+  return recordOf(abs, prefix, name, type, stats.size, stats.mode & 0o7777, stats.mtimeMs, stats.ino, earlier, reuse);
+}
+
+/** The record for a stat: `earlier` itself when nothing changed, else a fresh one. `abs` is read only for a symlink. */
+function recordOf(
+  abs: string,
+  prefix: string,
+  name: string,
+  type: StatRecord['type'],
+  size: number,
+  mode: number,
+  mtimeMs: number,
+  ino: number,
+  earlier: StatRecord | undefined,
+  reuse: ((record: StatRecord) => boolean) | undefined,
+): StatRecord | 'gone' | 'unreadable' {
+  if (type === 'file') {
     if (earlier !== undefined && isUnchanged(earlier, 'file', undefined, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
     return fresh(prefix + name, 'file', size, mode, mtimeMs, ino, undefined);
   }
-  if (!stats.isSymbolicLink()) return 'gone';
   let target: string;
   try {
     target = nodeFs.readlinkSync(abs);

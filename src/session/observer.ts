@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { IgnoreStack, isCredentialPath, resolveCoverage, type CoverageOptions, type ResolvedCoverage } from '../capture/coverage.js';
 import { diffPictures, type Change } from '../capture/diff.js';
 import { ScanMemo } from '../capture/scan.js';
+import { ParallelLstat } from '../fs/parallel-lstat.js';
 import { loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, takePicture, writePictureBase, type Picture, type PictureBase, type PictureCache, type PictureRecord, type PersistedRecords, type TakePictureOptions } from '../capture/picture.js';
 import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
@@ -199,6 +200,8 @@ export class CheckpointObserver implements WriteObserver {
   #lastDelta: { records: ReadonlyMap<string, PictureRecord>; base: PictureBase | undefined; delta: PersistedRecords } | undefined;
   readonly #ignores = new IgnoreStack();
   readonly #scanMemo = new ScanMemo();
+  /** The helper thread of big repeat pictures; stopped by {@link CheckpointObserver.close}. */
+  readonly #parallelLstat = new ParallelLstat();
   readonly #readDir: TakePictureOptions['readDir'];
   readonly #calls = new Map<string, { baseline: CallBaseline; picture: Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>; startedAt: string }>();
   #toolContext: AsyncLocalStorage<SnapshotScope> | undefined;
@@ -352,6 +355,7 @@ export class CheckpointObserver implements WriteObserver {
     if (this.#closed) return;
     await this.#sealTurn();
     this.#closed = true;
+    await this.#parallelLstat.close();
   }
 
   /**
@@ -414,7 +418,7 @@ export class CheckpointObserver implements WriteObserver {
       { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
       // The baseline's own records: unchanged files come back as the same objects, so the diff
       // below compares identities.
-      { records: call.picture.records, ignores: this.#ignores, memo: this.#scanMemo, ...(call.picture.ignoreEpoch !== undefined ? { ignoreEpoch: call.picture.ignoreEpoch } : {}) },
+      this.#cacheOf(call.picture.records, call.picture.ignoreEpoch),
     );
     // The very same map means every record is the baseline's own: nothing to compare.
     const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
@@ -595,7 +599,7 @@ export class CheckpointObserver implements WriteObserver {
     await loadHasher();
     if (this.#pictureCache === undefined) {
       const loaded = await loadPictureCache(this.store, STAT_CACHE);
-      this.#pictureCache = { records: loaded.records, ignores: this.#ignores, memo: this.#scanMemo };
+      this.#pictureCache = this.#cacheOf(loaded.records, undefined);
       this.#pictureBase = loaded.base;
       this.#savedRecords = loaded.records;
     }
@@ -609,9 +613,14 @@ export class CheckpointObserver implements WriteObserver {
       ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
       ...(this.#readDir !== undefined ? { readDir: this.#readDir } : {}),
     });
-    this.#pictureCache = { records: picture.records, ignores: this.#ignores, memo: this.#scanMemo, ...(picture.ignoreEpoch !== undefined ? { ignoreEpoch: picture.ignoreEpoch } : {}) };
+    this.#pictureCache = this.#cacheOf(picture.records, picture.ignoreEpoch);
     await this.#persistPictureCache(picture);
     return picture;
+  }
+
+  /** A picture cache over `records` with this observer's in-memory helpers. */
+  #cacheOf(records: ReadonlyMap<string, PictureRecord>, ignoreEpoch: number | undefined): PictureCache {
+    return { records, ignores: this.#ignores, memo: this.#scanMemo, parallel: this.#parallelLstat, ...(ignoreEpoch !== undefined ? { ignoreEpoch } : {}) };
   }
 
   /**

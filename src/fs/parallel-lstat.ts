@@ -1,0 +1,204 @@
+import { lstatSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+
+/** Numbers kept per path in a stat batch: kind, permission bits, size, mtimeMs, inode. */
+export const STAT_FIELDS = 5;
+/** Kind codes of a stat batch: nothing there (`ENOENT`, `ENOTDIR`). */
+export const KIND_MISSING = 0;
+/** Kind code: a regular file. */
+export const KIND_FILE = 1;
+/** Kind code: a symbolic link. */
+export const KIND_SYMLINK = 2;
+/** Kind code: a folder. */
+export const KIND_FOLDER = 3;
+/** Kind code: anything else (FIFO, socket, device). */
+export const KIND_OTHER = 4;
+/** Kind code: lstat failed for another reason (`EACCES`, `ELOOP`, ...). */
+export const KIND_FAILED = 5;
+
+/**
+ * Fewest paths a batch must hold before part of it goes to the helper thread: below this the
+ * message round trip costs about what it saves.
+ */
+export const PARALLEL_MIN_PATHS = 2048;
+
+// The helper thread's whole program. It runs as a CommonJS script (`eval: true`), so the ESM and
+// CJS builds of the library need no separate file for it. It must classify exactly as
+// `lstatInto` below does.
+const HELPER_SOURCE = `
+const { parentPort } = require('node:worker_threads');
+const { lstatSync, constants } = require('node:fs');
+const S_IFMT = constants.S_IFMT, S_IFREG = constants.S_IFREG, S_IFLNK = constants.S_IFLNK, S_IFDIR = constants.S_IFDIR;
+parentPort.on('message', (text) => {
+  const started = performance.now();
+  const paths = text.split('\\0');
+  // One number more at the end: how long this thread took, to balance the next split.
+  const out = new Float64Array(paths.length * ${STAT_FIELDS} + 1);
+  for (let i = 0; i < paths.length; i++) {
+    const at = i * ${STAT_FIELDS};
+    let stats;
+    try {
+      stats = lstatSync(paths[i], { throwIfNoEntry: false });
+    } catch (error) {
+      out[at] = error && error.code === 'ENOTDIR' ? ${KIND_MISSING} : ${KIND_FAILED};
+      continue;
+    }
+    if (stats === undefined) { out[at] = ${KIND_MISSING}; continue; }
+    const type = stats.mode & S_IFMT;
+    out[at] = type === S_IFREG ? ${KIND_FILE} : type === S_IFLNK ? ${KIND_SYMLINK} : type === S_IFDIR ? ${KIND_FOLDER} : ${KIND_OTHER};
+    out[at + 1] = stats.mode & 0o7777;
+    out[at + 2] = stats.size;
+    out[at + 3] = stats.mtimeMs;
+    out[at + 4] = stats.ino;
+  }
+  out[out.length - 1] = performance.now() - started;
+  parentPort.postMessage(out, [out.buffer]);
+});
+`;
+
+/**
+ * `lstat` of `paths[from..to)` on the calling thread, into `out` at the same positions. Never
+ * throws: a failure is a kind code.
+ */
+export function lstatInto(paths: readonly string[], from: number, to: number, out: Float64Array): void {
+  for (let i = from; i < to; i++) {
+    const at = i * STAT_FIELDS;
+    let stats;
+    try {
+      stats = lstatSync(paths[i] as string, { throwIfNoEntry: false });
+    } catch (error) {
+      out[at] = (error as NodeJS.ErrnoException | null)?.code === 'ENOTDIR' ? KIND_MISSING : KIND_FAILED;
+      continue;
+    }
+    if (stats === undefined) {
+      out[at] = KIND_MISSING;
+      continue;
+    }
+    out[at] = stats.isFile() ? KIND_FILE : stats.isSymbolicLink() ? KIND_SYMLINK : stats.isDirectory() ? KIND_FOLDER : KIND_OTHER;
+    out[at + 1] = stats.mode & 0o7777;
+    out[at + 2] = stats.size;
+    out[at + 3] = stats.mtimeMs;
+    out[at + 4] = stats.ino;
+  }
+}
+
+interface PendingBatch {
+  resolve: (out: Float64Array) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * `lstat` of many paths at once on two threads: the calling thread takes one part while a helper
+ * thread takes the rest. A picture is mostly `lstat` calls (about 5 µs each in Node, most of it
+ * in the kernel), and a second core halves that part, as git's preloaded index does with threads.
+ *
+ * The helper starts on {@link ParallelLstat.warm} and is unreferenced while idle, so it never
+ * keeps a process alive. Until it is ready, after it fails, or after {@link ParallelLstat.close},
+ * every batch runs on the calling thread: the helper changes only the speed, never the result.
+ */
+export class ParallelLstat {
+  #worker: Worker | undefined;
+  #ready = false;
+  #closed = false;
+  #pending: PendingBatch | undefined;
+  /** Share of a batch given to the helper, tuned from the last batch's timings. */
+  #helperShare = 0.5;
+
+  /** True once the helper thread is running and takes part in batches. */
+  get parallel(): boolean {
+    return this.#ready && !this.#closed;
+  }
+
+  /** Starts the helper thread if it is not running; returns at once. */
+  warm(): void {
+    if (this.#worker !== undefined || this.#closed) return;
+    let worker: Worker;
+    try {
+      worker = new Worker(HELPER_SOURCE, { eval: true, stdout: false, stderr: false });
+    } catch {
+      this.#closed = true; // no threads here: every batch stays on the calling thread
+      return;
+    }
+    this.#worker = worker;
+    worker.unref();
+    worker.once('online', () => {
+      this.#ready = true;
+    });
+    worker.on('message', (out: Float64Array) => {
+      const pending = this.#pending;
+      this.#pending = undefined;
+      worker.unref();
+      pending?.resolve(out);
+    });
+    const fail = (error: Error): void => {
+      this.#ready = false;
+      this.#closed = true;
+      this.#worker = undefined;
+      const pending = this.#pending;
+      this.#pending = undefined;
+      pending?.reject(error);
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`the stat helper thread exited (${code})`)));
+  }
+
+  /**
+   * `lstat` of every path into a new array of {@link STAT_FIELDS} numbers per path (see the
+   * `KIND_*` codes). Never rejects: a part the helper cannot finish is done on this thread.
+   */
+  async lstatAll(paths: readonly string[]): Promise<Float64Array> {
+    const out = new Float64Array(paths.length * STAT_FIELDS);
+    const worker = this.#worker;
+    if (!this.parallel || worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
+      lstatInto(paths, 0, paths.length, out);
+      return out;
+    }
+    const started = performance.now();
+    const split = Math.max(1, Math.min(paths.length - 1, Math.round(paths.length * (1 - this.#helperShare))));
+    const helped = new Promise<Float64Array>((resolve, reject) => {
+      this.#pending = { resolve, reject };
+    });
+    worker.ref();
+    worker.postMessage(paths.slice(split).join('\0'));
+    lstatInto(paths, 0, split, out);
+    const mainMs = performance.now() - started;
+    let tail: Float64Array;
+    try {
+      tail = await helped;
+    } catch {
+      lstatInto(paths, split, paths.length, out);
+      return out;
+    }
+    const resolvedMs = performance.now() - started;
+    const helperPaths = paths.length - split;
+    if (tail.length !== helperPaths * STAT_FIELDS + 1) {
+      lstatInto(paths, split, paths.length, out);
+      return out;
+    }
+    out.set(tail.subarray(0, helperPaths * STAT_FIELDS), split * STAT_FIELDS);
+    // Waited for: the helper's whole round trip was the slower side. Else only its own time is known.
+    const helperMs = resolvedMs > mainMs + 1 ? resolvedMs : (tail[tail.length - 1] as number);
+    if (process.env.TB_DEBUG_LSTAT) console.error('lstatAll', paths.length, 'split', split, 'main', mainMs.toFixed(1), 'helper own', (tail[tail.length - 1] as number).toFixed(1), 'resolved', resolvedMs.toFixed(1), 'share', this.#helperShare.toFixed(2));
+    this.#retune(split, helperPaths, mainMs, helperMs);
+    return out;
+  }
+
+  /** Moves the split toward equal finishing times (rates per path on each side). */
+  #retune(mainPaths: number, helperPaths: number, mainMs: number, helperMs: number): void {
+    if (mainMs <= 0 || helperMs <= 0) return;
+    const mainRate = mainPaths / mainMs;
+    const helperRate = helperPaths / helperMs;
+    const ideal = helperRate / (mainRate + helperRate);
+    // Smoothed and bounded: one slow batch (a descheduled thread) must not swing the next.
+    this.#helperShare = Math.min(0.7, Math.max(0.2, this.#helperShare * 0.5 + ideal * 0.5));
+  }
+
+  /** Stops the helper thread; later batches run on the calling thread. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#ready = false;
+    const worker = this.#worker;
+    this.#worker = undefined;
+    if (worker !== undefined) await worker.terminate();
+  }
+}
