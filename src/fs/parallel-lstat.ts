@@ -123,6 +123,9 @@ export class ParallelLstat {
     worker.unref();
     worker.once('online', () => {
       this.#ready = true;
+      // Node refs the worker's port again as it comes online: unreferenced before that, an idle
+      // helper that never got a batch would hold the process open.
+      worker.unref();
     });
     worker.on('message', (out: Float64Array) => {
       const pending = this.#pending;
@@ -178,7 +181,6 @@ export class ParallelLstat {
     out.set(tail.subarray(0, helperPaths * STAT_FIELDS), split * STAT_FIELDS);
     // Waited for: the helper's whole round trip was the slower side. Else only its own time is known.
     const helperMs = resolvedMs > mainMs + 1 ? resolvedMs : (tail[tail.length - 1] as number);
-    if (process.env.TB_DEBUG_LSTAT) console.error('lstatAll', paths.length, 'split', split, 'main', mainMs.toFixed(1), 'helper own', (tail[tail.length - 1] as number).toFixed(1), 'resolved', resolvedMs.toFixed(1), 'share', this.#helperShare.toFixed(2));
     this.#retune(split, helperPaths, mainMs, helperMs);
     return out;
   }

@@ -1,0 +1,226 @@
+import * as nodeFs from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { IgnoreStack, resolveCoverage } from '../../src/capture/coverage.js';
+import { ScanMemo, scanTree, type ScanOptions, type ScanResult, type StatRecord } from '../../src/capture/scan.js';
+import { PARALLEL_MIN_PATHS, ParallelLstat } from '../../src/fs/parallel-lstat.js';
+import { makeTree, tempDir } from './helpers.js';
+
+let root: string;
+let parallel: ParallelLstat | undefined;
+beforeEach(async () => {
+  root = await tempDir();
+});
+afterEach(async () => {
+  await parallel?.close();
+  parallel = undefined;
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+/** Sets every folder's mtime an hour back, so their listings count as settled. */
+function settleFolders(dir = root): void {
+  const old = new Date(Date.now() - 3600_000);
+  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) settleFolders(path.join(dir, entry.name));
+  nodeFs.utimesSync(dir, old, old);
+}
+
+/** Puts a folder's mtime back to what it was, as a file system that forgets to update it would. */
+function keepFolderTime(rel: string, change: () => void): void {
+  const abs = rel === '' ? root : path.join(root, rel);
+  const before = nodeFs.statSync(abs);
+  change();
+  nodeFs.utimesSync(abs, before.atime, before.mtime);
+}
+
+/** Repeat scans the way a picture drives them: one memo and ignore stack, each scan bound to the last. */
+function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'previousEpoch' | 'readDir'> = {}) {
+  const memo = new ScanMemo();
+  const ignores = new IgnoreStack();
+  const coverage = resolveCoverage({});
+  let last: ScanResult | undefined;
+  const listed: string[] = [];
+  return {
+    listed,
+    async scan(): Promise<ScanResult> {
+      listed.length = 0;
+      const result = await scanTree(root, coverage, {
+        ...extra,
+        memo,
+        ignores,
+        readDir: (abs) => {
+          listed.push(path.relative(root, abs) || '.');
+          return nodeFs.readdirSync(abs, { withFileTypes: true });
+        },
+        ...(last !== undefined ? { previous: last.entries, previousEpoch: last.ignoreEpoch } : {}),
+      });
+      memo.bind(result.memoGeneration, result.entries);
+      last = result;
+      return result;
+    },
+  };
+}
+
+function view(result: ScanResult): Record<string, Omit<StatRecord, 'path'>> {
+  const out: Record<string, Omit<StatRecord, 'path'>> = {};
+  for (const [p, r] of [...result.entries].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    out[p] = { type: r.type, size: r.size, mode: r.mode, mtimeMs: r.mtimeMs, ino: r.ino, ...(r.target !== undefined ? { target: r.target } : {}) };
+  }
+  return out;
+}
+
+/** A scan with no memory of earlier scans: the truth a repeat scan must match. */
+async function freshScan(): Promise<ScanResult> {
+  return scanTree(root, resolveCoverage({}));
+}
+
+describe('settled folder listings', () => {
+  it('a settled folder is not listed again; a change of its entries changes its mtime and it is listed', async () => {
+    await makeTree(root, { 'a.txt': 'a', 'src/b.ts': 'b', 'src/deep/c.ts': 'c' });
+    settleFolders();
+    const s = scanner();
+    await s.scan();
+    expect(s.listed.sort()).toEqual(['.', 'src', 'src/deep']);
+    const again = await s.scan();
+    expect(s.listed).toEqual([]);
+    expect(view(again)).toEqual(view(await freshScan()));
+
+    await fs.writeFile(path.join(root, 'src/new.ts'), 'new');
+    const third = await s.scan();
+    expect(s.listed).toEqual(['src']);
+    expect(third.entries.has('src/new.ts')).toBe(true);
+    // Changed moments ago: not settled, so listed every time until it is.
+    await s.scan();
+    expect(s.listed).toEqual(['src']);
+  });
+
+  it('sees a file changed in place without listing its folder', async () => {
+    await makeTree(root, { 'src/b.ts': 'b' });
+    settleFolders();
+    const s = scanner();
+    await s.scan();
+    await fs.appendFile(path.join(root, 'src/b.ts'), ' and more');
+    await fs.chmod(path.join(root, 'src/b.ts'), 0o600);
+    const after = await s.scan();
+    expect(s.listed).toEqual([]);
+    expect(after.entries.get('src/b.ts')).toMatchObject({ size: 10, mode: 0o600 });
+  });
+
+  it('lists a folder again when the disk contradicts its listing (an entry gone or of another kind)', async () => {
+    await makeTree(root, { 'src/a.ts': 'a', 'src/b.ts': 'b', 'src/c.ts': 'c' });
+    settleFolders();
+    const s = scanner();
+    await s.scan();
+    keepFolderTime('src', () => nodeFs.rmSync(path.join(root, 'src/a.ts')));
+    const gone = await s.scan();
+    expect(s.listed).toEqual(['src']);
+    expect(view(gone)).toEqual(view(await freshScan()));
+
+    settleFolders();
+    await s.scan();
+    keepFolderTime('src', () => {
+      nodeFs.rmSync(path.join(root, 'src/b.ts'));
+      nodeFs.mkdirSync(path.join(root, 'src/b.ts'));
+      nodeFs.writeFileSync(path.join(root, 'src/b.ts/inner.ts'), 'inner');
+    });
+    const kind = await s.scan();
+    expect(s.listed).toContain('src');
+    expect(kind.entries.has('src/b.ts/inner.ts')).toBe(true);
+    expect(view(kind)).toEqual(view(await freshScan()));
+  });
+
+  it('lists a folder again when its .gitignore rules change', async () => {
+    await makeTree(root, { '.gitignore': '*.log\n', 'src/run.log': 'log', 'src/a.ts': 'a' });
+    settleFolders();
+    const s = scanner();
+    expect((await s.scan()).entries.has('src/run.log')).toBe(false);
+    keepFolderTime('', () => nodeFs.writeFileSync(path.join(root, '.gitignore'), '# nothing ignored\n'));
+    const after = await s.scan();
+    expect(s.listed.sort()).toEqual(['.', 'src']);
+    expect(after.entries.has('src/run.log')).toBe(true);
+  });
+
+  it('lists dependency folders again when the project becomes a git repository', async () => {
+    await makeTree(root, { 'pkg/node_modules/x.js': 'x', 'pkg/index.js': 'i' });
+    settleFolders();
+    const s = scanner();
+    expect((await s.scan()).entries.has('pkg/node_modules/x.js')).toBe(false);
+    await s.scan();
+    expect(s.listed).toEqual([]);
+    await fs.mkdir(path.join(root, '.git'));
+    const after = await s.scan();
+    expect(after.entries.has('pkg/node_modules/x.js')).toBe(true);
+    expect(view(after)).toEqual(view(await freshScan()));
+  });
+
+  it('a folder whose entry could not be recorded keeps being listed, so the gap is reported every time', async () => {
+    await makeTree(root, { 'src/a.ts': 'a' });
+    nodeFs.writeFileSync(Buffer.concat([Buffer.from(`${root}/src/bad-`), Buffer.from([0xff]), Buffer.from('.ts')]), 'x');
+    settleFolders();
+    const s = scanner();
+    const first = await s.scan();
+    expect(first.gaps.some((g) => g.reason === 'unreadable-name')).toBe(true);
+    const second = await s.scan();
+    expect(s.listed).toContain('src');
+    expect(second.gaps.some((g) => g.reason === 'unreadable-name')).toBe(true);
+  });
+});
+
+describe('two-thread lstat of settled listings', () => {
+  async function bigTree(): Promise<void> {
+    const spec: Record<string, string> = {};
+    for (let i = 0; i < PARALLEL_MIN_PATHS + 500; i++) spec[`d${i % 40}/sub${i % 7}/f${i}.txt`] = `file ${i}`;
+    await makeTree(root, spec);
+    await fs.symlink('d0', path.join(root, 'link-to-d0'));
+    settleFolders();
+  }
+
+  async function warmed(): Promise<ParallelLstat> {
+    const helper = new ParallelLstat();
+    helper.warm();
+    for (let i = 0; i < 500 && !helper.parallel; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(helper.parallel).toBe(true);
+    return helper;
+  }
+
+  it('a scan with the helper thread matches a fresh scan, through edits, deletions, new files and contradicted listings', async () => {
+    await bigTree();
+    parallel = await warmed();
+    const s = scanner({ parallel });
+    await s.scan();
+    expect(view(await s.scan())).toEqual(view(await freshScan()));
+    expect(s.listed).toEqual([]);
+
+    for (let i = 0; i < 60; i++) await fs.appendFile(path.join(root, `d${i % 40}/sub${i % 7}/f${i}.txt`), ' edited');
+    await fs.rm(path.join(root, 'd5/sub5/f5.txt'));
+    await fs.writeFile(path.join(root, 'd6/sub6/new.txt'), 'new');
+    keepFolderTime('d7/sub0', () => nodeFs.rmSync(path.join(root, 'd7/sub0/f7.txt')));
+    await fs.rm(path.join(root, 'link-to-d0'));
+    await fs.symlink('d1', path.join(root, 'link-to-d0'));
+    const after = await s.scan();
+    expect(view(after)).toEqual(view(await freshScan()));
+    expect(after.entries.has('d7/sub0/f7.txt')).toBe(false);
+    expect(after.entries.get('link-to-d0')?.target).toBe('d1');
+  });
+
+  it('gives the same scan after the helper is closed (every batch on the calling thread)', async () => {
+    await bigTree();
+    parallel = await warmed();
+    const s = scanner({ parallel });
+    await s.scan();
+    await parallel.close();
+    expect(parallel.parallel).toBe(false);
+    await fs.appendFile(path.join(root, 'd1/sub1/f1.txt'), ' edited');
+    expect(view(await s.scan())).toEqual(view(await freshScan()));
+  });
+
+  it('a scan of a big tree starts the helper for the next one', async () => {
+    await bigTree();
+    parallel = new ParallelLstat();
+    const s = scanner({ parallel });
+    expect(parallel.parallel).toBe(false);
+    await s.scan();
+    for (let i = 0; i < 500 && !parallel.parallel; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(parallel.parallel).toBe(true);
+  });
+});

@@ -1,0 +1,123 @@
+import { execFileSync, spawn } from 'node:child_process';
+import * as nodeFs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  KIND_FAILED,
+  KIND_FILE,
+  KIND_FOLDER,
+  KIND_MISSING,
+  KIND_OTHER,
+  KIND_SYMLINK,
+  PARALLEL_MIN_PATHS,
+  ParallelLstat,
+  STAT_FIELDS,
+  lstatInto,
+} from '../../src/fs/parallel-lstat.js';
+
+let dir: string;
+let helper: ParallelLstat;
+beforeEach(() => {
+  dir = nodeFs.realpathSync(nodeFs.mkdtempSync(path.join(os.tmpdir(), 'turnback-lstat-')));
+  helper = new ParallelLstat();
+});
+afterEach(async () => {
+  await helper.close();
+  nodeFs.chmodSync(dir, 0o755);
+  nodeFs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function untilParallel(h: ParallelLstat): Promise<void> {
+  h.warm();
+  for (let i = 0; i < 500 && !h.parallel; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(h.parallel).toBe(true);
+}
+
+/** Every kind of entry, repeated past the batch threshold so the helper thread takes part. */
+function mixedPaths(): string[] {
+  nodeFs.writeFileSync(path.join(dir, 'file'), 'hello');
+  nodeFs.chmodSync(path.join(dir, 'file'), 0o640);
+  nodeFs.symlinkSync('file', path.join(dir, 'link'));
+  nodeFs.mkdirSync(path.join(dir, 'folder'));
+  execFileSync('mkfifo', [path.join(dir, 'fifo')]);
+  const kinds = ['file', 'link', 'folder', 'fifo', 'missing', 'file/below-a-file', 'link/x'].map((name) => path.join(dir, name));
+  const paths: string[] = [];
+  while (paths.length < PARALLEL_MIN_PATHS * 2) paths.push(...kinds);
+  return paths;
+}
+
+describe('ParallelLstat', () => {
+  it('classifies every kind the same on both threads, and matches lstat', async () => {
+    const paths = mixedPaths();
+    await untilParallel(helper);
+    const both = await helper.lstatAll(paths);
+    const one = new Float64Array(paths.length * STAT_FIELDS);
+    lstatInto(paths, 0, paths.length, one);
+    expect(Array.from(both)).toEqual(Array.from(one));
+    const kindOf = (i: number): number => both[i * STAT_FIELDS] as number;
+    expect([0, 1, 2, 3, 4, 5, 6].map(kindOf)).toEqual([KIND_FILE, KIND_SYMLINK, KIND_FOLDER, KIND_OTHER, KIND_MISSING, KIND_MISSING, KIND_MISSING]);
+    const stats = nodeFs.lstatSync(path.join(dir, 'file'));
+    // The last copy of the file's row came from the helper thread.
+    const last = paths.lastIndexOf(path.join(dir, 'file')) * STAT_FIELDS;
+    expect(Array.from(both.subarray(last, last + STAT_FIELDS))).toEqual([KIND_FILE, 0o640, 5, stats.mtimeMs, stats.ino]);
+  });
+
+  it('reports a path that cannot be statted as failed, not missing, on both threads', async () => {
+    nodeFs.symlinkSync('loop', path.join(dir, 'loop'));
+    const bad = [path.join(dir, 'loop/x'), path.join(dir, 'n'.repeat(300))];
+    const paths: string[] = [];
+    while (paths.length < PARALLEL_MIN_PATHS * 2) paths.push(...bad);
+    await untilParallel(helper);
+    const out = await helper.lstatAll(paths);
+    for (const i of [0, 1, paths.length - 2, paths.length - 1]) expect(out[i * STAT_FIELDS]).toBe(KIND_FAILED);
+  });
+
+  it('runs every batch on the calling thread before warm and after close', async () => {
+    const paths = mixedPaths();
+    expect(helper.parallel).toBe(false);
+    const cold = await helper.lstatAll(paths);
+    await untilParallel(helper);
+    await helper.close();
+    expect(helper.parallel).toBe(false);
+    const closed = await helper.lstatAll(paths);
+    expect(Array.from(closed)).toEqual(Array.from(cold));
+    helper.warm(); // closed for good: warming again starts nothing
+    expect(helper.parallel).toBe(false);
+  });
+
+  it('an observer left open with a warm helper does not keep its process alive', async () => {
+    // Past the threshold, so the first picture warms the helper and the second uses it.
+    for (let i = 0; i < PARALLEL_MIN_PATHS + 100; i++) {
+      nodeFs.mkdirSync(path.join(dir, 'project', `d${i % 20}`), { recursive: true });
+      nodeFs.writeFileSync(path.join(dir, 'project', `d${i % 20}`, `f${i}.txt`), `${i}`);
+    }
+    const script = path.join(dir, 'child.mjs');
+    nodeFs.writeFileSync(
+      script,
+      `const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+      const [project, storeDir] = process.argv.slice(2);
+      const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+      const observer = new CheckpointObserver({ store, sessionId: 's' });
+      for (const id of ['one', 'two', 'three']) { await observer.callBegin(id); await observer.callEnd(id); }
+      console.log('pictured');`,
+    );
+    const dist = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../dist/index.js');
+    const child = spawn(process.execPath, [script, path.join(dir, 'project'), path.join(dir, 'store')], {
+      env: { ...process.env, TURNBACK_DIST: dist },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    // A hang guard, not a timing: a helper that held the process would never let it exit.
+    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
+    clearTimeout(guard);
+    expect(err).toBe('');
+    expect(signal).toBeNull();
+    expect(code).toBe(0);
+    expect(out.trim()).toBe('pictured');
+  }, 90_000);
+});
