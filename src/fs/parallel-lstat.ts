@@ -1,4 +1,5 @@
 import { lstatSync } from 'node:fs';
+import { sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
 
 /** Numbers kept per path in a stat batch: kind, permission bits, size, mtimeMs, inode. */
@@ -27,9 +28,10 @@ export const PARALLEL_MIN_PATHS = 2048;
 // `lstatInto` below does.
 const HELPER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
+const { sep } = require('node:path');
 const { lstatSync, constants } = require('node:fs');
 const S_IFMT = constants.S_IFMT, S_IFREG = constants.S_IFREG, S_IFLNK = constants.S_IFLNK, S_IFDIR = constants.S_IFDIR;
-parentPort.on('message', (text) => {
+parentPort.on('message', ({ base, text }) => {
   const started = performance.now();
   const paths = text.split('\\0');
   // One number more at the end: how long this thread took, to balance the next split.
@@ -38,7 +40,7 @@ parentPort.on('message', (text) => {
     const at = i * ${STAT_FIELDS};
     let stats;
     try {
-      stats = lstatSync(paths[i], { throwIfNoEntry: false });
+      stats = lstatSync(paths[i] === '' ? base : base + sep + paths[i], { throwIfNoEntry: false });
     } catch (error) {
       out[at] = error && error.code === 'ENOTDIR' ? ${KIND_MISSING} : ${KIND_FAILED};
       continue;
@@ -57,15 +59,16 @@ parentPort.on('message', (text) => {
 `;
 
 /**
- * `lstat` of `paths[from..to)` on the calling thread, into `out` at the same positions. Never
- * throws: a failure is a kind code.
+ * `lstat` of `base/rels[i]` for `i` in `[from, to)` on the calling thread (`''` is `base` itself),
+ * into `out` at the same positions. Never throws: a failure is a kind code.
  */
-export function lstatInto(paths: readonly string[], from: number, to: number, out: Float64Array): void {
+export function lstatInto(base: string, rels: readonly string[], from: number, to: number, out: Float64Array): void {
   for (let i = from; i < to; i++) {
     const at = i * STAT_FIELDS;
+    const rel = rels[i] as string;
     let stats;
     try {
-      stats = lstatSync(paths[i] as string, { throwIfNoEntry: false });
+      stats = lstatSync(rel === '' ? base : `${base}${sep}${rel}`, { throwIfNoEntry: false });
     } catch (error) {
       out[at] = (error as NodeJS.ErrnoException | null)?.code === 'ENOTDIR' ? KIND_MISSING : KIND_FAILED;
       continue;
@@ -146,14 +149,16 @@ export class ParallelLstat {
   }
 
   /**
-   * `lstat` of every path into a new array of {@link STAT_FIELDS} numbers per path (see the
-   * `KIND_*` codes). Never rejects: a part the helper cannot finish is done on this thread.
+   * `lstat` of `base/rels[i]` for every `i` (`''` is `base` itself) into a new array of {@link STAT_FIELDS} numbers per path (see the `KIND_*` codes).
+   * Paths go to the helper relative, so no absolute path is built for its part. Never rejects: a
+   * part the helper cannot finish is done on this thread.
    */
-  async lstatAll(paths: readonly string[]): Promise<Float64Array> {
+  async lstatAll(base: string, rels: readonly string[]): Promise<Float64Array> {
+    const paths = rels;
     const out = new Float64Array(paths.length * STAT_FIELDS);
     const worker = this.#worker;
     if (!this.parallel || worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
-      lstatInto(paths, 0, paths.length, out);
+      lstatInto(base, paths, 0, paths.length, out);
       return out;
     }
     const started = performance.now();
@@ -162,20 +167,20 @@ export class ParallelLstat {
       this.#pending = { resolve, reject };
     });
     worker.ref();
-    worker.postMessage(paths.slice(split).join('\0'));
-    lstatInto(paths, 0, split, out);
+    worker.postMessage({ base, text: paths.slice(split).join('\0') });
+    lstatInto(base, paths, 0, split, out);
     const mainMs = performance.now() - started;
     let tail: Float64Array;
     try {
       tail = await helped;
     } catch {
-      lstatInto(paths, split, paths.length, out);
+      lstatInto(base, paths, split, paths.length, out);
       return out;
     }
     const resolvedMs = performance.now() - started;
     const helperPaths = paths.length - split;
     if (tail.length !== helperPaths * STAT_FIELDS + 1) {
-      lstatInto(paths, split, paths.length, out);
+      lstatInto(base, paths, split, paths.length, out);
       return out;
     }
     out.set(tail.subarray(0, helperPaths * STAT_FIELDS), split * STAT_FIELDS);
