@@ -5,7 +5,7 @@ import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js
 import { contentHash, createContentHash, loadHasher } from '../core/hash.js';
 import { fingerprintOf, type Fingerprint } from '../core/model.js';
 import type { FileSystem, SyncFileSystem } from './file-system.js';
-import { resolveInsideRoot, resolveInsideRootSync } from './paths.js';
+import { assertCanonicalProjectPath, resolveInsideRoot, resolveInsideRootSync } from './paths.js';
 
 /**
  * What a project path holds on disk right now, read without following links.
@@ -44,7 +44,7 @@ const RETRY: unique symbol = Symbol('retry');
 
 async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string): Promise<DiskState | typeof RETRY> {
   if (fs.sync !== undefined) {
-    const state = readOnceSync(fs.sync, projectRoot, projectPath);
+    const state = readOnceSync(fs.sync, projectRoot, projectPath, false);
     if (state instanceof SmallFile) return state.state;
     if (!(state instanceof LargeFile)) return state;
     return hashRegularFile(fs, state.absolute, projectPath, state.stats);
@@ -94,14 +94,19 @@ class SmallFile {
  *
  * @throws CheckpointError as {@link readDiskState}.
  */
-export function readDiskStateSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): { state: DiskState; bytes?: Buffer } | undefined {
-  const read = readOnceSync(fs, projectRoot, projectPath);
+export function readDiskStateSync(
+  fs: SyncFileSystem,
+  projectRoot: string,
+  projectPath: string,
+  options: { ancestorsChecked?: boolean } = {},
+): { state: DiskState; bytes?: Buffer } | undefined {
+  const read = readOnceSync(fs, projectRoot, projectPath, options.ancestorsChecked === true);
   if (read === RETRY || read instanceof LargeFile) return undefined;
   return read instanceof SmallFile ? { state: read.state, bytes: read.bytes } : { state: read };
 }
 
-function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string): DiskState | SmallFile | LargeFile | typeof RETRY {
-  const resolved = resolveInsideRootSync(fs, projectRoot, projectPath);
+function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string, ancestorsChecked: boolean): DiskState | SmallFile | LargeFile | typeof RETRY {
+  const resolved = ancestorsChecked ? { absolute: path.join(projectRoot, ...assertCanonicalProjectPath(projectPath).split('/')), missingDirs: [] } : resolveInsideRootSync(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: BigIntStats;
   try {

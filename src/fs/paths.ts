@@ -62,6 +62,12 @@ export interface ResolvedPath {
   absolute: string;
   /** Project-relative ancestor folders that do not exist yet, outermost first. */
   missingDirs: string[];
+  /**
+   * The device and inode of the path's folder, when the walk inspected it (it exists and was not
+   * taken from an {@link AncestorMemo}): a later `lstat` of the folder that finds the same inode
+   * reaches the folder this walk verified.
+   */
+  folder?: { dev: number; ino: number };
 }
 
 /**
@@ -73,31 +79,45 @@ export interface ResolvedPath {
  *
  * @throws CheckpointError `INVALID_PATH` when an ancestor is a symlink or not a folder.
  */
-export async function resolveInsideRoot(fs: FileSystem, projectRoot: string, projectPath: string): Promise<ResolvedPath> {
-  if (fs.sync !== undefined) return resolveInsideRootSync(fs.sync, projectRoot, projectPath);
+export async function resolveInsideRoot(fs: FileSystem, projectRoot: string, projectPath: string, seen?: AncestorMemo): Promise<ResolvedPath> {
+  if (fs.sync !== undefined) return resolveInsideRootSync(fs.sync, projectRoot, projectPath, seen);
   const walk = new AncestorWalk(projectRoot, projectPath);
   for (let next = walk.next(); next !== undefined; next = walk.next()) {
+    if (walk.recall(next, seen)) continue;
     try {
       walk.found(await fs.lstat(next));
+      seen?.set(next, 'folder');
     } catch (error) {
       walk.failed(error);
+      seen?.set(next, 'missing');
     }
   }
   return walk.result();
 }
 
 /** {@link resolveInsideRoot} with synchronous `lstat` calls (a few microseconds per ancestor). */
-export function resolveInsideRootSync(fs: Pick<SyncFileSystem, 'lstatSync'>, projectRoot: string, projectPath: string): ResolvedPath {
+export function resolveInsideRootSync(fs: Pick<SyncFileSystem, 'lstatSync'>, projectRoot: string, projectPath: string, seen?: AncestorMemo): ResolvedPath {
   const walk = new AncestorWalk(projectRoot, projectPath);
   for (let next = walk.next(); next !== undefined; next = walk.next()) {
+    if (walk.recall(next, seen)) continue;
     try {
       walk.found(fs.lstatSync(next));
+      seen?.set(next, 'folder');
     } catch (error) {
       walk.failed(error);
+      seen?.set(next, 'missing');
     }
   }
   return walk.result();
 }
+
+/**
+ * What earlier walks of one pass found per absolute ancestor path: a real folder, or nothing
+ * there. Only for a pass that writes nothing meanwhile (a restore's preflight checks every path
+ * before the first write, and each write re-checks its own ancestors): a folder swapped for a
+ * link after it was recorded here is not seen again by the same pass.
+ */
+export type AncestorMemo = Map<string, 'folder' | 'missing'>;
 
 /** The ancestor checks of a resolve, independent of how `lstat` is called. */
 class AncestorWalk {
@@ -105,6 +125,7 @@ class AncestorWalk {
   readonly #projectPath: string;
   readonly #projectRoot: string;
   readonly #missingDirs: string[] = [];
+  #folder: { dev: number; ino: number } | undefined;
   #current: string;
   #index = -1;
 
@@ -128,11 +149,20 @@ class AncestorWalk {
     }
   }
 
-  found(stats: { isSymbolicLink(): boolean; isDirectory(): boolean }): void {
+  found(stats: { isSymbolicLink(): boolean; isDirectory(): boolean; dev: number | bigint; ino: number | bigint }): void {
     if (stats.isSymbolicLink()) {
       throw new CheckpointError('INVALID_PATH', `path walks through a symlinked folder: ${this.#prefix()}`, { path: this.#projectPath });
     }
     if (!stats.isDirectory()) throw new CheckpointError('INVALID_PATH', `not a folder: ${this.#prefix()}`, { path: this.#projectPath });
+    if (this.#index === this.#segments.length - 2) this.#folder = { dev: Number(stats.dev), ino: Number(stats.ino) };
+  }
+
+  /** Takes the ancestor's kind from `seen` when an earlier walk recorded it; false when unknown. */
+  recall(absolute: string, seen: AncestorMemo | undefined): boolean {
+    const known = seen?.get(absolute);
+    if (known === undefined) return false;
+    if (known === 'missing') this.#missingDirs.push(this.#prefix());
+    return true;
   }
 
   failed(error: unknown): void {
@@ -145,7 +175,8 @@ class AncestorWalk {
   }
 
   result(): ResolvedPath {
-    return { absolute: path.join(this.#projectRoot, ...this.#segments), missingDirs: this.#missingDirs };
+    const absolute = path.join(this.#projectRoot, ...this.#segments);
+    return this.#folder === undefined ? { absolute, missingDirs: this.#missingDirs } : { absolute, missingDirs: this.#missingDirs, folder: this.#folder };
   }
 
   #prefix(): string {

@@ -8,7 +8,7 @@ import type { DiskState } from '../fs/disk-state.js';
 import { diskFingerprint, readDiskState, readDiskStateSync } from '../fs/disk-state.js';
 import type { FileSystem, SyncFileSystem } from '../fs/file-system.js';
 import { TEMP_PREFIX } from '../fs/file-system.js';
-import { assertCanonicalProjectPath, resolveInsideRoot } from '../fs/paths.js';
+import { assertCanonicalProjectPath, resolveInsideRoot, type AncestorMemo } from '../fs/paths.js';
 import { restoredMode } from './modes.js';
 import type { PlanEntry, PlanReason } from './plan.js';
 import { isWritingAction } from './plan.js';
@@ -266,10 +266,12 @@ async function preflight(context: ApplyContext, writing: WritingEntry[]): Promis
   }
   await loadHasher();
   // Paths first, in plan order (cheap, and the first bad one is the culprit), then the objects.
+  // Nothing is written yet, so each ancestor folder is inspected once for all the entries under it.
   const seen = new Set<string>();
+  const ancestors: AncestorMemo = new Map();
   for (const entry of writing) {
     try {
-      await checkEntry(context, entry, seen);
+      await checkEntry(context, entry, seen, ancestors);
     } catch (error) {
       throw new PreflightFailure(entry, error);
     }
@@ -313,7 +315,7 @@ async function preflight(context: ApplyContext, writing: WritingEntry[]): Promis
   return prepared as Prepared[];
 }
 
-async function checkEntry(context: ApplyContext, entry: WritingEntry, seen: Set<string>): Promise<void> {
+async function checkEntry(context: ApplyContext, entry: WritingEntry, seen: Set<string>, ancestors: AncestorMemo): Promise<void> {
   assertCanonicalProjectPath(entry.path);
   if (seen.has(entry.path)) {
     throw new CheckpointError('INVALID_ARGUMENT', `path appears twice in the plan: ${entry.path}`, { path: entry.path });
@@ -325,7 +327,7 @@ async function checkEntry(context: ApplyContext, entry: WritingEntry, seen: Set<
   if (entry.expectedHash === undefined) {
     throw new CheckpointError('INVALID_ARGUMENT', `writing entry without a guard fingerprint: ${entry.path}`, { path: entry.path });
   }
-  await resolveInsideRoot(context.fs, context.projectRoot, entry.path);
+  await resolveInsideRoot(context.fs, context.projectRoot, entry.path, ancestors);
   const target = entry.target;
   if (entry.action === 'delete') {
     if (target.type !== 'absent') throw mismatch(entry);
@@ -399,8 +401,13 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   throw new DOMException(reason === undefined ? 'restore aborted' : String(reason), 'AbortError');
 }
 
+/** Random per process; the counter makes each name unique without a random draw per file. */
+const TEMP_NAME_BASE = randomBytes(6).toString('hex');
+let tempNameCounter = 0;
+
 function tempName(kind: 'stage' | 'displaced'): string {
-  return `${TEMP_PREFIX}${kind}-${randomBytes(8).toString('hex')}`;
+  tempNameCounter += 1;
+  return `${TEMP_PREFIX}${kind}-${TEMP_NAME_BASE}${tempNameCounter.toString(16).padStart(4, '0')}`;
 }
 
 /** A file opened for writing by a stage or an in-place rewrite. */
@@ -555,6 +562,8 @@ class Transaction {
   private stopped = false;
   /** Bytes of originals held by `recycled` steps. */
   private heldOriginals = 0;
+  /** Folders a full ancestor walk verified in this restore: absolute path → device and inode. */
+  private readonly verifiedFolders = new Map<string, { dev: number; ino: number }>();
   /** The inode of the last recycled original, waiting to become the next stage. */
   private spare: { step: Extract<Step, { kind: 'stage' }>; size: number; mode: number } | undefined;
 
@@ -579,27 +588,21 @@ class Transaction {
       staged.failure = new CheckpointError('IO', `not staged: an earlier stage failed`, { path: entry.path });
       return staged;
     }
+    if (entry.action === 'restore' && entry.target.type === 'file' && !isLarge(item) && this.context.fs.sync !== undefined && !this.durable) {
+      // Staged when its turn comes, in the inode the previous original left (no inode created:
+      // creating one is most of a small restore's kernel work), and its folders are checked then,
+      // once, just before the stage is written. A durable restore stages ahead, in new inodes,
+      // fsynced.
+      staged.dest = path.join(this.context.projectRoot, ...entry.path.split('/'));
+      staged.dir = path.dirname(staged.dest);
+      staged.deferred = true;
+      return staged;
+    }
     try {
-      const resolved = await resolveInsideRoot(this.fs, this.context.projectRoot, entry.path);
-      staged.dest = resolved.absolute;
-      staged.dir = path.dirname(resolved.absolute);
-      for (const folder of resolved.missingDirs) {
-        const abs = path.join(this.context.projectRoot, ...folder.split('/'));
-        await this.fast.mkdir(abs);
-        const step: Step = { kind: 'mkdir', abs };
-        this.steps.push(step);
-        staged.own.push(step);
-      }
+      await this.makeFolders(entry, staged);
     } catch (error) {
       this.stopped = true;
       staged.failure = error;
-      return staged;
-    }
-    if (entry.action === 'restore' && entry.target.type === 'file' && !isLarge(item) && this.context.fs.sync !== undefined && !this.durable) {
-      // Staged when its turn comes, in the inode the previous original left (no inode created:
-      // creating one is most of a small restore's kernel work). A durable restore stages ahead,
-      // in new inodes, fsynced.
-      staged.deferred = true;
       return staged;
     }
     if (entry.action !== 'delete' && entry.target.type === 'file') {
@@ -612,6 +615,61 @@ class Transaction {
       staged.ready = ready;
     }
     return staged;
+  }
+
+  /**
+   * Checks the entry's ancestors (each a real folder or missing, never a link), creates the
+   * missing ones in plan order, and sets the stage's destination and folder.
+   */
+  private async makeFolders(entry: WritingEntry, staged: Staged): Promise<void> {
+    const dest = path.join(this.context.projectRoot, ...entry.path.split('/'));
+    const dir = path.dirname(dest);
+    const verified = this.verifiedFolders.get(dir);
+    if (verified !== undefined && (await this.isSameFolder(dir, verified))) {
+      staged.dest = dest;
+      staged.dir = dir;
+      return;
+    }
+    const resolved = await resolveInsideRoot(this.fs, this.context.projectRoot, entry.path);
+    staged.dest = resolved.absolute;
+    staged.dir = path.dirname(resolved.absolute);
+    if (resolved.folder !== undefined) this.verifiedFolders.set(staged.dir, resolved.folder);
+    for (const folder of resolved.missingDirs) {
+      const abs = path.join(this.context.projectRoot, ...folder.split('/'));
+      await this.fast.mkdir(abs);
+      const step: Step = { kind: 'mkdir', abs };
+      this.steps.push(step);
+      staged.own.push(step);
+    }
+  }
+
+  /** True when `abs`'s folder is still the one verified for it, or a fresh ancestor walk passes. */
+  private async isStillInside(abs: string): Promise<boolean> {
+    const dir = path.dirname(abs);
+    const verified = this.verifiedFolders.get(dir);
+    if (verified !== undefined && (await this.isSameFolder(dir, verified))) return true;
+    try {
+      // Missing folders are fine: the step then finds nothing to undo, and says so.
+      await resolveInsideRoot(this.fs, this.context.projectRoot, this.relative(abs));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * One `lstat` instead of a walk: the path still reaches a real folder with the inode a full walk
+   * verified in this restore. A link swapped in for any ancestor (or the folder) since then leads
+   * somewhere else, or is a link itself, and the caller walks again (and refuses the link).
+   */
+  private async isSameFolder(dir: string, verified: { dev: number; ino: number }): Promise<boolean> {
+    try {
+      const sync = this.fs.sync;
+      const stats = sync !== undefined ? sync.lstatSync(dir) : await this.fs.lstat(dir);
+      return stats.isDirectory() && stats.ino === verified.ino && stats.dev === verified.dev;
+    } catch {
+      return false;
+    }
   }
 
   private async createStage(item: Prepared, target: Extract<PathState, { type: 'file' }>, staged: Staged, io: Io = this.slow): Promise<void> {
@@ -641,12 +699,18 @@ class Transaction {
     if (staged.ready !== undefined) await staged.ready;
     const { dest, dir } = staged;
     const io = this.fast;
-    if (staged.deferred === true && target.type === 'file') await this.stageRecycled(item, target, staged);
+    const deferred = staged.deferred === true && target.type === 'file';
+    if (deferred) {
+      await this.makeFolders(entry, staged);
+      await this.stageRecycled(item, target, staged);
+    }
 
     // No early guard: the one just before the swap decides, and a path that diverged since the
     // plan is rare enough that staging it for nothing costs less than reading every path twice.
+    // A deferred stage's folders were checked a moment ago, just before its stage was written:
+    // the guard reads only the path itself.
     throwIfAborted(signal);
-    const sight = await this.guard(entry);
+    const sight = await this.guard(entry, deferred);
     if (sight instanceof Refused) {
       await this.undoOwn(staged);
       return sight;
@@ -687,9 +751,9 @@ class Transaction {
   }
 
   /** Reads the disk state (and a small file's bytes) and compares it with the plan's fingerprint. */
-  private async guard(entry: WritingEntry): Promise<Refused | GuardSight> {
+  private async guard(entry: WritingEntry, ancestorsChecked: boolean): Promise<Refused | GuardSight> {
     const sync = this.fs.sync;
-    const sight = (sync === undefined ? undefined : readDiskStateSync(sync, this.context.projectRoot, entry.path)) ?? {
+    const sight = (sync === undefined ? undefined : readDiskStateSync(sync, this.context.projectRoot, entry.path, { ancestorsChecked })) ?? {
       state: await readDiskState(this.fs, this.context.projectRoot, entry.path),
     };
     const found = diskFingerprint(sight.state);
@@ -901,6 +965,13 @@ class Transaction {
     const pending: string[] = [];
     const io = this.fast;
     for (const step of [...steps].reverse()) {
+      const at = step.kind === 'mkdir' || step.kind === 'stage' ? step.abs : step.dest;
+      if (!(await this.isStillInside(at))) {
+        // A folder on the way became a link (or vanished) since it was checked: undoing through
+        // it could write outside the project, so the step is left and reported instead.
+        pending.push(this.relative(step.kind === 'displaced' ? step.displaced : step.kind === 'in-place' ? step.copy : at));
+        continue;
+      }
       switch (step.kind) {
         case 'placed':
           await ignoreMissing(() => io.unlink(step.dest)).catch(() => pending.push(this.relative(step.dest)));

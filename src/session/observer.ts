@@ -807,9 +807,14 @@ export class CheckpointObserver implements WriteObserver {
       toApply,
       options.durable === true ? { durable: true } : {},
     );
-    for (const entry of applied.restored) {
-      await saver.append({ op: 'after', path: entry.path, after: targetFingerprint(entry.target, entry.action), ...(entry.mode !== undefined && entry.action !== 'delete' ? { afterMode: entry.mode } : {}) });
-    }
+    await saver.appendMany(
+      applied.restored.map((entry) => ({
+        op: 'after' as const,
+        path: entry.path,
+        after: targetFingerprint(entry.target, entry.action),
+        ...(entry.mode !== undefined && entry.action !== 'delete' ? { afterMode: entry.mode } : {}),
+      })),
+    );
     // Saved but not written (rolled back): their record says "unchanged", so the pre-restore
     // checkpoint never claims a change that did not happen.
     for (const failure of applied.failed) {

@@ -327,16 +327,29 @@ export class JournalWriter {
    *   when the write fails (later appends then fail too: the journal may have a hole).
    */
   append(record: JournalRecord): Promise<void> {
-    const problem = journalRecordProblem(record);
-    if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
+    return this.appendMany([record]);
+  }
+
+  /**
+   * Appends records in order with one `write` (a restore's closing records: one system call, not
+   * one per file). All are checked before any is written.
+   *
+   * @throws CheckpointError as {@link JournalWriter.append}.
+   */
+  appendMany(records: readonly JournalRecord[]): Promise<void> {
+    for (const record of records) {
+      const problem = journalRecordProblem(record);
+      if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
+    }
     const fd = this.fd;
     if (fd === undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'journal is closed', { path: this.file }));
     if (this.failure !== undefined) return Promise.reject(asCheckpointError(this.failure, 'journal write failed earlier', this.file));
-    const line = Buffer.from(encodeJournalLine(record), 'utf8');
+    if (records.length === 0) return Promise.resolve();
+    const lines = Buffer.from(records.length === 1 ? encodeJournalLine(records[0] as JournalRecord) : records.map(encodeJournalLine).join(''), 'utf8');
     try {
-      // O_APPEND and one write per line: a line is never interleaved with another writer's.
+      // O_APPEND and one write for the lines: they are never interleaved with another writer's.
       let done = 0;
-      while (done < line.length) done += writeSync(fd, line, done, line.length - done);
+      while (done < lines.length) done += writeSync(fd, lines, done, lines.length - done);
     } catch (error) {
       this.failure = error;
       return Promise.reject(asCheckpointError(error, 'cannot append to journal', this.file));

@@ -53,6 +53,8 @@ export interface CheckpointWriter {
   readonly id: CheckpointId;
   /** Appends one record (serialised in call order). */
   append(record: JournalRecord): Promise<void>;
+  /** Appends records in order with one write; all are checked before any is written. */
+  appendMany(records: readonly JournalRecord[]): Promise<void>;
   /** Writes the manifest atomically, then removes the journal. */
   seal(patch?: SealPatch): Promise<CheckpointManifest>;
   /** Closes the journal handle without sealing; the checkpoint stays open (`complete: false`). */
@@ -62,6 +64,15 @@ export interface CheckpointWriter {
 export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, FileObjectRef, PutFileExpectation, PutFileOptions, ObjectFileInfo, JournalRecord };
 
 const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
+/** Manifest entries kept in memory across reads (a few hundred bytes each). */
+const MANIFEST_CACHE_ENTRIES = 100_000;
+
+/** Freezes a parsed JSON value through and through: a cached manifest is shared by every reader. */
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+}
 
 /**
  * A directory-backed, content-addressed shadow store for one project. Never touches anything
@@ -76,6 +87,10 @@ export class CheckpointStore {
   private readonly layout: StoreLayout;
   private readonly objects: ObjectStore;
   private readonly lock: StoreLock;
+  /** Sealed manifests read so far, least recently used first (see `sealedManifest`). */
+  private readonly manifests = new Map<CheckpointId, { identity: string; manifest: CheckpointManifest }>();
+  /** Entries held by `manifests`, kept at most {@link MANIFEST_CACHE_ENTRIES}. */
+  private manifestEntries = 0;
 
   private constructor(fs: FileSystem, layout: StoreLayout, projectRoot: string, lockTimeoutMs: number) {
     this.fs = fs;
@@ -138,7 +153,7 @@ export class CheckpointStore {
     const checked = parseCheckpointId(id);
     // Twice: a seal between the two reads moves the checkpoint from journal to manifest.
     for (let attempt = 0; attempt < 2; attempt++) {
-      const sealed = await readManifest(this.fs, this.layout, checked, this.projectRoot);
+      const sealed = await this.sealedManifest(checked);
       if (sealed) return sealed;
       let contents: JournalContents;
       try {
@@ -150,6 +165,50 @@ export class CheckpointStore {
       return this.journalManifest(checked, contents);
     }
     throw new CheckpointError('UNKNOWN_CHECKPOINT', `no checkpoint ${checked}`, { found: checked });
+  }
+
+  /**
+   * A sealed manifest, validated when read and kept (frozen) while its file keeps the same inode,
+   * size and mtime: manifests are written once, by rename, so a listing or a plan that reads every
+   * checkpoint costs one `stat` per unchanged manifest instead of a parse.
+   */
+  private async sealedManifest(id: CheckpointId): Promise<CheckpointManifest | undefined> {
+    let identity: string;
+    try {
+      const stats = await this.fs.stat(this.layout.manifestPath(id));
+      identity = `${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') {
+        this.manifests.delete(id);
+        return undefined;
+      }
+      throw asCheckpointError(error, 'cannot read manifest', this.layout.manifestPath(id));
+    }
+    const cached = this.manifests.get(id);
+    if (cached !== undefined && cached.identity === identity) {
+      // Most recently used last, so eviction drops the least recently used.
+      this.manifests.delete(id);
+      this.manifests.set(id, cached);
+      return cached.manifest;
+    }
+    const manifest = await readManifest(this.fs, this.layout, id, this.projectRoot);
+    if (manifest === undefined) return undefined;
+    this.rememberManifest(id, identity, manifest);
+    return manifest;
+  }
+
+  private rememberManifest(id: CheckpointId, identity: string, manifest: CheckpointManifest): void {
+    const previous = this.manifests.get(id);
+    if (previous !== undefined) this.manifestEntries -= previous.manifest.entries.length;
+    this.manifests.delete(id);
+    deepFreeze(manifest);
+    this.manifests.set(id, { identity, manifest });
+    this.manifestEntries += manifest.entries.length;
+    for (const [oldId, old] of this.manifests) {
+      if (this.manifestEntries <= MANIFEST_CACHE_ENTRIES || oldId === id) break;
+      this.manifests.delete(oldId);
+      this.manifestEntries -= old.manifest.entries.length;
+    }
   }
 
   private journalManifest(id: CheckpointId, contents: JournalContents): CheckpointManifest {
@@ -424,12 +483,18 @@ class OpenCheckpoint implements CheckpointWriter {
   }
 
   append(record: JournalRecord): Promise<void> {
+    return this.appendMany([record]);
+  }
+
+  appendMany(records: readonly JournalRecord[]): Promise<void> {
     if (this.sealed) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is sealed`));
-    const problem = journalRecordProblem(record);
-    if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
-    const done = this.journal.append(record);
+    for (const record of records) {
+      const problem = journalRecordProblem(record);
+      if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
+    }
+    const done = this.journal.appendMany(records);
     // Kept in memory too, so seal needs no re-read. Callers must not mutate a record after appending it.
-    this.records.push(record);
+    for (const record of records) this.records.push(record);
     return done;
   }
 

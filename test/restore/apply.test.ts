@@ -1,3 +1,4 @@
+import type * as nodeFs from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -381,6 +382,39 @@ describe('preflight failures leave the tree byte-identical', () => {
     await fs.symlink(outside, path.join(root, 'escape'));
     const evil: PlanEntry = { path: 'escape/b.txt', action: 'restore', target: await objects.file('pwned'), expectedHash: 'file:x', mode: 0o644 };
     await expectUntouched([...entries, evil], 'escape/b.txt', 'INVALID_PATH');
+  });
+
+  it('a folder swapped for a link to outside the root mid-restore: no later step writes, removes or rolls back through it', async () => {
+    await writeTree(root, { 'd/a': { file: 'agent a' }, 'd/b': { file: 'agent b' }, 'd/c': { file: 'agent c' } });
+    const entries = await plan({
+      'd/a': { target: await objects.file('orig a') },
+      'd/b': { target: await objects.file('orig b') },
+      'd/c': { target: await objects.file('orig c') },
+    });
+    await writeTree(outside, { a: { file: 'outside a' }, b: { file: 'outside b' }, c: { file: 'outside c' } });
+    const outsideBefore = await snapshotTree(outside);
+    const base = nodeFileSystem.sync as NonNullable<FileSystem['sync']>;
+    let swapped = false;
+    const sync = {
+      ...base,
+      renameSync: (from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+        base.renameSync(from, to);
+        // Right after d/a is published, the folder is moved away and a link to outside put in its place.
+        if (!swapped && String(to) === path.join(root, 'd', 'a')) {
+          swapped = true;
+          base.renameSync(path.join(root, 'd'), path.join(root, 'd-moved'));
+          base.symlinkSync(outside, path.join(root, 'd'));
+        }
+      },
+    } as NonNullable<FileSystem['sync']>;
+    const result = await apply(entries, { ...nodeFileSystem, sync });
+    expect(swapped).toBe(true);
+    expect(await snapshotTree(outside)).toEqual(outsideBefore);
+    expect(result.rolledBack).toBe(true);
+    expect(result.failed.find((f) => f.path === 'd/b')).toMatchObject({ code: 'INVALID_PATH' });
+    // The rollback could not reach d/a's folder safely: it says so instead of writing through the link.
+    expect(result.cleanupPending.length).toBeGreaterThan(0);
+    expect(await fs.readFile(path.join(root, 'd-moved', 'a'), 'utf8')).toBe('orig a');
   });
 
   it('a .. segment in an entry path', async () => {
