@@ -16,6 +16,11 @@ export interface PictureStore {
    * size and mtime: a file that no longer matches them throws `CONFLICT`.
    */
   putFile(absPath: string, expected?: { size?: number; mtimeMs?: number }): Promise<{ object: string; hash: string; size: number; mode: number }>;
+  /**
+   * Optional: `putFile` on the calling thread for a small file; `undefined` sends the file to
+   * `putFile`. Throws as `putFile` rejects.
+   */
+  putFileSync?(absPath: string, expected?: { size?: number; mtimeMs?: number }): { object: string; hash: string; size: number; mode: number } | undefined;
   /** Reads a small JSON document saved with {@link PictureStore.writeState}; `undefined` when absent. */
   readState(name: string): Promise<unknown>;
   /** Saves a small JSON document beside the store. */
@@ -114,6 +119,10 @@ export interface TakePictureOptions {
 
 /** Files copied at once: enough to overlap reads and store writes, few enough to bound memory. */
 const COPY_CONCURRENCY = 8;
+/** Files up to this size are offered to the store's synchronous copy (its pack limit). */
+const SYNC_COPY_MAX_BYTES = 256 * 1024;
+/** How long the synchronous copies may hold the event loop before yielding a turn. */
+const YIELD_EVERY_MS = 10;
 const PROGRESS_EVERY = 256;
 const numberFormat = new Intl.NumberFormat('en-US');
 
@@ -188,10 +197,10 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const budgetStops = new Set<BudgetStop>();
   const budgetSkipped: string[] = [];
   const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
-  let next = 0;
 
-  const copyOne = async (index: number): Promise<void> => {
-    const stat = toCopy[index] as StatRecord;
+  type StoredRef = { object: string; hash: string; size: number; mode: number };
+  /** Budget check and reservation; false when the file is left uncopied by a budget. */
+  const reserve = (index: number, stat: StatRecord): boolean => {
     const stop =
       Date.now() > deadline
         ? 'time'
@@ -204,17 +213,18 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       budgetStops.add(stop);
       budgetSkipped.push(stat.path);
       results[index] = withState(stat, uncopiedState('picture-budget', stat));
-      return;
+      return false;
     }
     reservedFiles += 1;
     reservedBytes += stat.size;
-    try {
-      const abs = path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/'));
-      const ref = await store.putFile(abs, { size: stat.size, mtimeMs: stat.mtimeMs });
+    return true;
+  };
+  const settle = (index: number, stat: StatRecord, ref: StoredRef | undefined, error: unknown): void => {
+    if (ref !== undefined) {
       copied += 1;
       copiedBytes += ref.size;
       results[index] = withState(stat, { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 });
-    } catch (error) {
+    } else {
       reservedFiles -= 1;
       reservedBytes -= stat.size;
       const reason = failureReason(error);
@@ -225,14 +235,62 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       onProgress({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
     }
   };
+  const absOf = (stat: StatRecord): string => (path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/')));
+
+  // Small files first, on this thread: no promise per file, and the event loop gets a turn every
+  // few milliseconds. What the store cannot take synchronously waits for the concurrent copies.
+  const later: number[] = [];
+  const putSync = store.putFileSync?.bind(store);
+  let lastYield = performance.now();
+  for (let index = 0; index < toCopy.length; index++) {
+    const stat = toCopy[index] as StatRecord;
+    if (putSync === undefined || stat.size > SYNC_COPY_MAX_BYTES) {
+      later.push(index);
+      continue;
+    }
+    if (performance.now() - lastYield > YIELD_EVERY_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      lastYield = performance.now();
+    }
+    signal?.throwIfAborted();
+    if (!reserve(index, stat)) continue;
+    let ref: StoredRef | undefined;
+    try {
+      ref = putSync(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
+    } catch (error) {
+      settle(index, stat, undefined, error);
+      continue;
+    }
+    if (ref !== undefined) settle(index, stat, ref, undefined);
+    else {
+      // Not taken synchronously after all: give the reservation back for the concurrent pass.
+      reservedFiles -= 1;
+      reservedBytes -= stat.size;
+      later.push(index);
+    }
+  }
+
+  let next = 0;
+  const copyOne = async (index: number): Promise<void> => {
+    const stat = toCopy[index] as StatRecord;
+    if (!reserve(index, stat)) return;
+    let ref: StoredRef;
+    try {
+      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
+    } catch (error) {
+      settle(index, stat, undefined, error);
+      return;
+    }
+    settle(index, stat, ref, undefined);
+  };
 
   const worker = async (): Promise<void> => {
-    while (next < toCopy.length) {
+    while (next < later.length) {
       signal?.throwIfAborted();
-      await copyOne(next++);
+      await copyOne(later[next++] as number);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, toCopy.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, later.length) }, worker));
   signal?.throwIfAborted();
   for (const record of results) if (record !== undefined) records.set(record.path, record);
   results.length = 0;

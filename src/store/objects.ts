@@ -224,7 +224,7 @@ export class ObjectStore {
    */
   private looseFolders = true;
   /** Reused by the synchronous path (small files only): no allocation per put for reading or encoding. */
-  private readonly readScratch: Buffer = Buffer.allocUnsafe(PACK_OBJECT_MAX_BYTES);
+  private readonly readScratch: Buffer = Buffer.allocUnsafe(PACK_OBJECT_MAX_BYTES + 1);
   private readonly recordScratch: Buffer = Buffer.allocUnsafe(MAX_RECORD_LENGTH);
 
   constructor(fs: FileSystem, layout: StoreLayout, options: ObjectStoreOptions = {}) {
@@ -766,39 +766,74 @@ export class ObjectStore {
    */
   putFile(absPath: string, expected?: PutFileExpectation, options: PutFileOptions = {}): Promise<FileObjectRef> {
     if (!this.loaded) return this.load().then(() => this.putFile(absPath, expected, options));
+    let ref: FileObjectRef | undefined;
+    try {
+      ref = this.putSmallFileSync(absPath, expected, options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return ref !== undefined ? Promise.resolve(ref) : this.putLargeFile(absPath, expected);
+  }
+
+  /**
+   * {@link putFile} on the calling thread for a file of at most {@link PACK_OBJECT_MAX_BYTES}:
+   * returns its reference, or `undefined` when the file is larger (or the store not loaded yet)
+   * and must take {@link putFile}. With `expected.size` and `expected.mtimeMs` from a stat taken
+   * just before (a picture's scan), that stat stands for the one before the read: open, read,
+   * one fstat after it.
+   *
+   * @throws CheckpointError as {@link putFile}.
+   */
+  putSmallFileSync(absPath: string, expected?: PutFileExpectation, options: PutFileOptions = {}): FileObjectRef | undefined {
+    if (!this.loaded) return undefined;
     let fd: number;
     try {
       // O_NOFOLLOW: never read through a symlink. O_NONBLOCK: a FIFO swapped in must not hang us.
       fd = openSync(absPath, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
     } catch (error) {
-      return Promise.reject(openError(error, absPath));
+      throw openError(error, absPath);
     }
-    let large = false;
     try {
-      const before = fstatSync(fd);
-      checkBefore(before, absPath, expected);
-      if (before.size > PACK_OBJECT_MAX_BYTES) {
-        large = true;
+      let bytes: Buffer;
+      let mode: number;
+      if (expected?.size !== undefined && expected.mtimeMs !== undefined && expected.size <= PACK_OBJECT_MAX_BYTES) {
+        // One byte of slack tells a file that grew from one that did not.
+        let read: Buffer;
+        try {
+          read = readUpToSync(fd, expected.size + 1, this.readScratch);
+        } catch (error) {
+          checkBefore(fstatSync(fd), absPath, undefined); // a folder or other non-file: CONFLICT
+          throw error;
+        }
+        const after = fstatSync(fd);
+        checkBefore(after, absPath, expected);
+        if (read.length !== expected.size) throw new CheckpointError('CONFLICT', `file changed while it was read: ${absPath}`, { path: absPath });
+        bytes = read;
+        mode = after.mode;
       } else {
-        const bytes = readExactlySync(fd, before.size, this.readScratch);
-        if (bytes === undefined) throw new CheckpointError('CONFLICT', `file shrank while it was read: ${absPath}`, { path: absPath });
+        const before = fstatSync(fd);
+        checkBefore(before, absPath, expected);
+        if (before.size > PACK_OBJECT_MAX_BYTES) return undefined;
+        const read = readExactlySync(fd, before.size, this.readScratch);
+        if (read === undefined) throw new CheckpointError('CONFLICT', `file shrank while it was read: ${absPath}`, { path: absPath });
         const after = fstatSync(fd);
         if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
           throw new CheckpointError('CONFLICT', `file changed while it was read: ${absPath}`, { path: absPath });
         }
-        const hash = contentHash(bytes);
-        if (expected?.hash !== undefined && expected.hash !== hash) {
-          throw new CheckpointError('CONFLICT', `file content changed: ${absPath}`, { path: absPath, expected: expected.hash, found: hash });
-        }
-        const ref = this.putSmall(bytes, hash, options.compress !== false);
-        return Promise.resolve({ object: ref.object, hash: ref.hash, size: ref.size, mode: before.mode & 0o7777 });
+        bytes = read;
+        mode = before.mode;
       }
+      const hash = contentHash(bytes);
+      if (expected?.hash !== undefined && expected.hash !== hash) {
+        throw new CheckpointError('CONFLICT', `file content changed: ${absPath}`, { path: absPath, expected: expected.hash, found: hash });
+      }
+      const ref = this.putSmall(bytes, hash, options.compress !== false);
+      return { object: ref.object, hash: ref.hash, size: ref.size, mode: mode & 0o7777 };
     } catch (error) {
-      return Promise.reject(asCheckpointError(error, 'cannot read file', absPath));
+      throw asCheckpointError(error, 'cannot read file', absPath);
     } finally {
       closeSync(fd);
     }
-    return large ? this.putLargeFile(absPath, expected) : Promise.reject(new CheckpointError('IO', 'unreachable'));
   }
 
   /** The asynchronous path for files above the pack threshold: read through a handle, store loose. */
@@ -999,6 +1034,18 @@ function checkBefore(before: { isFile(): boolean; size: number; mtimeMs: number 
   if (expected?.mtimeMs !== undefined && expected.mtimeMs !== before.mtimeMs) {
     throw new CheckpointError('CONFLICT', `file was modified: ${absPath}`, { path: absPath, expected: String(expected.mtimeMs), found: String(before.mtimeMs) });
   }
+}
+
+/** Reads at most `max` bytes from the start of `fd` (fewer at end of file). Bounded by the callers to small files. */
+function readUpToSync(fd: number, max: number, scratch: Buffer): Buffer {
+  const buffer = scratch.length >= max ? scratch.subarray(0, max) : Buffer.allocUnsafe(max);
+  let offset = 0;
+  while (offset < max) {
+    const n = readSync(fd, buffer, offset, max - offset, offset);
+    if (n === 0) break;
+    offset += n;
+  }
+  return buffer.subarray(0, offset);
 }
 
 /** Reads exactly `size` bytes from the start of `fd`; `undefined` when the file turns out shorter. Bounded by the callers to small files. */

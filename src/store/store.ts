@@ -270,6 +270,20 @@ export class CheckpointStore {
     return this.objects.putFile(absPath, expected, options);
   }
 
+  /**
+   * {@link CheckpointStore.putFile} on the calling thread for a small file (at most 256 KiB):
+   * the reference, or `undefined` when the file must go through `putFile` (larger, or the store
+   * not loaded by an earlier call yet). A picture copies thousands of small files this way
+   * without a promise per file.
+   * @throws CheckpointError as `putFile`.
+   */
+  putFileSync(absPath: string, expected?: PutFileExpectation, options?: PutFileOptions): FileObjectRef | undefined {
+    if (typeof absPath !== 'string' || !path.isAbsolute(absPath)) {
+      throw new CheckpointError('INVALID_ARGUMENT', 'putFile takes an absolute path', { path: String(absPath) });
+    }
+    return this.objects.putSmallFileSync(absPath, expected, options);
+  }
+
   /** An object's original bytes. @throws CheckpointError `INTEGRITY` when missing or damaged. */
   readObject(object: string): Promise<Buffer> {
     return this.objects.readObject(object);

@@ -161,6 +161,39 @@ describe('objects', () => {
     await expect(store.putFile('relative.txt')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
   });
 
+  test('putFileSync trusts a fresh stat for the time before the read, and refuses any file that differs from it', async () => {
+    const file = path.join(box.project, 'b.txt');
+    await writeFile(file, 'twelve bytes', { mode: 0o600 });
+    const info = await stat(file);
+    const expected = { size: info.size, mtimeMs: info.mtimeMs };
+    // The first put loads the store; after it the synchronous path is open.
+    const viaPromise = await store.putFile(file, expected);
+    const ref = store.putFileSync(file, expected);
+    expect(ref).toEqual(viaPromise);
+    expect(ref?.mode).toBe(0o600);
+    const old = new Date(info.mtimeMs);
+    // Grew or shrank with the recorded mtime put back: the size seen after the read tells. The
+    // same size with other bytes shows in the mtime (not put back here).
+    await writeFile(file, 'twelve bytes and more');
+    await utimes(file, old, old);
+    expect(() => store.putFileSync(file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    await writeFile(file, 'short');
+    await utimes(file, old, old);
+    expect(() => store.putFileSync(file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    await writeFile(file, 'TWELVE BYTES');
+    expect(() => store.putFileSync(file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => store.putFileSync(box.project, { size: 4096, mtimeMs: 1 })).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    const { symlink } = await import('node:fs/promises');
+    await symlink(file, path.join(box.project, 'link-b'));
+    expect(() => store.putFileSync(path.join(box.project, 'link-b'), expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    // Over the pack limit: not taken here, left to putFile.
+    const big = path.join(box.project, 'big.bin');
+    await writeFile(big, Buffer.alloc(300 * 1024, 1));
+    const bigInfo = await stat(big);
+    expect(store.putFileSync(big, { size: bigInfo.size, mtimeMs: bigInfo.mtimeMs })).toBeUndefined();
+    expect(() => store.putFileSync('relative.txt')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+  });
+
   test('a dedupe hit on an old pack stores a fresh copy so a concurrent prune keeps it', async () => {
     const bytes = Buffer.from('reused content');
     const ref = await store.putBytes(bytes);
