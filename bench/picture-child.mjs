@@ -1,5 +1,5 @@
 // Child process of the memory benchmark: takes pictures of a big tree and reports its peak RSS.
-// Usage: node bench/picture-child.mjs <projectRoot> <storeDir> [idle]
+// Usage: node bench/picture-child.mjs <projectRoot> <storeDir> [idle|three]
 import * as nodePath from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -28,9 +28,21 @@ if (mode === 'idle') {
   start = performance.now();
   const end = await observer.callEnd('memory');
   const secondMs = performance.now() - start;
+  let thirdMs;
+  if (mode === 'three') {
+    // A third and fourth picture: the helper thread of repeat pictures starts after the second
+    // repeat scan and takes part in the fourth.
+    start = performance.now();
+    await observer.callBegin('memory-3');
+    thirdMs = performance.now() - start;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    start = performance.now();
+    await observer.callEnd('memory-3');
+    thirdMs += performance.now() - start;
+  }
   await observer.close();
   await store.close();
   process.stdout.write(
-    `${JSON.stringify({ firstMs, secondMs, afterFirstKb, maxRssKb: rss(), partial: begin.partial || end.partial, summary: begin.summary || end.summary, changes: end.changes.length })}\n`,
+    `${JSON.stringify({ firstMs, secondMs, thirdMs, afterFirstKb, maxRssKb: rss(), partial: begin.partial || end.partial, summary: begin.summary || end.summary, changes: end.changes.length })}\n`,
   );
 }

@@ -494,8 +494,13 @@ export function pictureDelta(records: ReadonlyMap<string, PictureRecord>, base: 
   const changed: PictureRecord[] = [];
   const removed: string[] = [];
   const inBase = base?.records;
-  for (const [p, record] of records) if (inBase === undefined || inBase.get(p) !== record || !baseable(record)) changed.push(record);
-  if (inBase !== undefined) for (const [p, record] of inBase) if (baseable(record) && !records.has(p)) removed.push(p);
+  // forEach, not for-of: no [key, value] pair allocated per record of a 100,000-file picture.
+  records.forEach((record, p) => {
+    if (inBase === undefined || inBase.get(p) !== record || !baseable(record)) changed.push(record);
+  });
+  inBase?.forEach((record, p) => {
+    if (baseable(record) && !records.has(p)) removed.push(p);
+  });
   return { base: base?.ref ?? null, records: changed, removed };
 }
 

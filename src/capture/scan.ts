@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Gap } from '../core/model.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
-import { KIND_FILE, KIND_FOLDER, KIND_SYMLINK, PARALLEL_MIN_PATHS, STAT_FIELDS, type ParallelLstat } from '../fs/parallel-lstat.js';
+import { KIND_FILE, KIND_FOLDER, KIND_SYMLINK, PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, STAT_FIELDS, type ParallelLstat } from '../fs/parallel-lstat.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 
 /** The stat index entry of one covered path. Compact on purpose: a picture holds one per file. */
@@ -491,10 +491,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     });
   }
   ignores.trimCaches();
-  // Only a repeat scan starts the helper: a first picture of a big tree copies every file and
-  // peaks in memory, and a thread booting beside it (about 10 MB) measured 10–25 MB higher peaks;
-  // a one-off pair of pictures (`turnback run`) never needs it.
-  if (options.parallel !== undefined && memoFolders !== undefined && list.length >= PARALLEL_MIN_PATHS) options.parallel.warm();
+  // Only repeat scans count toward starting the helper: a first picture of a big tree copies
+  // every file and peaks in memory, and a thread booting beside it (about 10 MB) measured 10–25 MB
+  // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
+  if (options.parallel !== undefined && memoFolders !== undefined && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
   const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {
@@ -522,7 +522,7 @@ interface SettledBatch {
 async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
   let count = 0;
   for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
-  if (count < PARALLEL_MIN_PATHS) return undefined;
+  if (count < PARALLEL_MIN_PATHS || count > PARALLEL_MAX_PATHS) return undefined;
   // The project paths themselves (strings the memo holds already), not absolute copies of them.
   const rels: string[] = [];
   const at = new Map<FolderMemo, number>();
