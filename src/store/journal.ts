@@ -1,8 +1,8 @@
 import { closeSync, constants as fsConstants, openSync, writeSync } from 'node:fs';
 import { CheckpointError, asCheckpointError } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
-import { isCheckpointId, type CheckpointId } from '../core/id.js';
-import type { CallRecord, CheckpointKind, Fingerprint, Gap, ManifestEntry, PathState } from '../core/model.js';
+import { isCheckpointId } from '../core/id.js';
+import type { CallRecord, CheckpointMeta, Fingerprint, Gap, ManifestEntry, PathState } from '../core/model.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { HOSTNAME, createExclusive, type StoreLayout } from './layout.js';
 import { isCheckpointKind, isRecordedPath, validateCallRecord, validateGap, validatePathState } from './manifests.js';
@@ -26,16 +26,7 @@ export type JournalRecord =
   | { op: 'meta'; label?: string; complete?: boolean };
 
 /** The metadata a journal's header carries: everything of the manifest known when it opens. */
-export interface JournalMeta {
-  id: CheckpointId;
-  kind: CheckpointKind;
-  sessionId?: string;
-  label?: string;
-  createdAt: string;
-  workspace: string;
-  restoreOf?: CheckpointId;
-  scopeId?: string;
-}
+export type JournalMeta = Pick<CheckpointMeta, 'id' | 'kind' | 'sessionId' | 'label' | 'createdAt' | 'workspace' | 'restoreOf' | 'scopeId'>;
 
 /** The first line of every journal. `pid`/`hostname` let prune tell a live writer from a crashed one. */
 export interface JournalHeader {

@@ -1,10 +1,8 @@
 import { spawn } from 'node:child_process';
 import { readdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { makeSandbox, openStore, type Sandbox } from './helpers.js';
+import { makeSandbox, openStore, type Sandbox, bundleStore } from './helpers.js';
 
 let box: Sandbox;
 let childScript: string;
@@ -12,15 +10,7 @@ let childScript: string;
 beforeAll(async () => {
   box = await makeSandbox();
   // The child runs the real store code: bundle the TypeScript source into the temp dir.
-  const bundle = path.join(box.dir, 'store.cjs');
-  await build({
-    entryPoints: [fileURLToPath(new URL('../../src/store/store.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    outfile: bundle,
-    logLevel: 'error',
-  });
+  const bundle = await bundleStore(box.dir);
   childScript = path.join(box.dir, 'writer.cjs');
   await writeFile(
     childScript,

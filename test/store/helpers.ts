@@ -1,4 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { afterEach, beforeEach } from 'vitest';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CheckpointStore } from '../../src/store/store.js';
@@ -22,6 +25,47 @@ export async function makeSandbox(): Promise<Sandbox> {
     storeRoot: path.join(dir, 'store'),
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * A fresh sandbox and an open store for every test of the calling file (opened in `beforeEach`,
+ * closed and removed in `afterEach`). Read `box` and `store` inside tests, not at module level.
+ */
+export function storePerTest(): { readonly box: Sandbox; readonly store: CheckpointStore } {
+  let box: Sandbox | undefined;
+  let store: CheckpointStore | undefined;
+  beforeEach(async () => {
+    box = await makeSandbox();
+    store = await openStore(box);
+  });
+  afterEach(async () => {
+    await store?.close();
+    await box?.cleanup();
+  });
+  return {
+    get box(): Sandbox {
+      if (box === undefined) throw new Error('storePerTest: no test is running');
+      return box;
+    },
+    get store(): CheckpointStore {
+      if (store === undefined) throw new Error('storePerTest: no test is running');
+      return store;
+    },
+  };
+}
+
+/** Bundles the store's TypeScript source into `dir` as CommonJS, for child processes that run the real store code. */
+export async function bundleStore(dir: string): Promise<string> {
+  const bundle = path.join(dir, 'store.cjs');
+  await build({
+    entryPoints: [fileURLToPath(new URL('../../src/store/store.ts', import.meta.url))],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    outfile: bundle,
+    logLevel: 'error',
+  });
+  return bundle;
 }
 
 export async function openStore(box: Sandbox, lockTimeoutMs?: number): Promise<CheckpointStore> {

@@ -1,25 +1,20 @@
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { loadHasher } from '../../src/core/hash.js';
 import type { PathState } from '../../src/core/model.js';
 import { fold, foldJournal, parseJournal, type JournalRecord } from '../../src/store/journal.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { makeSandbox, openStore, type Sandbox } from './helpers.js';
+import { type Sandbox, storePerTest } from './helpers.js';
 
+const fixture = storePerTest();
 let box: Sandbox;
 let store: CheckpointStore;
-
 beforeEach(async () => {
-  box = await makeSandbox();
-  store = await openStore(box);
+  ({ box, store } = fixture);
   await loadHasher();
-});
-afterEach(async () => {
-  await store.close();
-  await box.cleanup();
 });
 
 const absent: PathState = { type: 'absent' };

@@ -2,24 +2,19 @@ import { mkdir, readFile, readdir, stat, truncate, utimes, writeFile } from 'nod
 import xxhash from 'xxhash-wasm';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/objects.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { ageStore, makeSandbox, openStore, storedObject, type Sandbox } from './helpers.js';
+import { ageStore, openStore, storedObject, type Sandbox, storePerTest } from './helpers.js';
 
+const fixture = storePerTest();
 let box: Sandbox;
 let store: CheckpointStore;
-
 beforeEach(async () => {
-  box = await makeSandbox();
-  store = await openStore(box);
+  ({ box, store } = fixture);
   await loadHasher();
-});
-afterEach(async () => {
-  await store.close();
-  await box.cleanup();
 });
 
 function objectFile(key: string): string {

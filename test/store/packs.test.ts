@@ -1,16 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFile, readdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import fc from 'fast-check';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { baseObjectKey } from '../../src/store/objects.js';
 import { PACK_OBJECT_MAX_BYTES, PackWriter, encodeRecord, loadPackHasher } from '../../src/store/packs.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { ageStore, makeSandbox, openStore, storedObject, type Sandbox } from './helpers.js';
+import { ageStore, makeSandbox, openStore, storedObject, type Sandbox, bundleStore, storePerTest } from './helpers.js';
 
 let box: Sandbox;
 let store: CheckpointStore;
@@ -20,27 +18,15 @@ let bundleDir: Sandbox;
 beforeAll(async () => {
   // Child processes run the real store code: bundle the TypeScript source once.
   bundleDir = await makeSandbox();
-  bundle = path.join(bundleDir.dir, 'store.cjs');
-  await build({
-    entryPoints: [fileURLToPath(new URL('../../src/store/store.ts', import.meta.url))],
-    bundle: true,
-    platform: 'node',
-    format: 'cjs',
-    outfile: bundle,
-    logLevel: 'error',
-  });
+  bundle = await bundleStore(bundleDir.dir);
   await Promise.all([loadHasher(), loadPackHasher()]);
 });
 afterAll(async () => {
   await bundleDir.cleanup();
 });
-beforeEach(async () => {
-  box = await makeSandbox();
-  store = await openStore(box);
-});
-afterEach(async () => {
-  await store.close();
-  await box.cleanup();
+const fixture = storePerTest();
+beforeEach(() => {
+  ({ box, store } = fixture);
 });
 
 /** Deterministic, incompressible bytes. */

@@ -1,22 +1,17 @@
 import { spawn } from 'node:child_process';
 import { readdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { parseCheckpointId } from '../../src/core/id.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { ageStore, makeSandbox, openStore, storedObject, type Sandbox } from './helpers.js';
+import { ageStore, storedObject, type Sandbox, storePerTest } from './helpers.js';
 
+const fixture = storePerTest();
 let box: Sandbox;
 let store: CheckpointStore;
-
 beforeEach(async () => {
-  box = await makeSandbox();
-  store = await openStore(box);
-});
-afterEach(async () => {
-  await store.close();
-  await box.cleanup();
+  ({ box, store } = fixture);
 });
 
 /** Incompressible-ish unique bytes. */
