@@ -261,13 +261,19 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       settle(index, stat, undefined, error);
       continue;
     }
-    if (ref !== undefined) settle(index, stat, ref, undefined);
-    else {
-      // Not taken synchronously after all: give the reservation back for the concurrent pass.
-      reservedFiles -= 1;
-      reservedBytes -= stat.size;
-      later.push(index);
+    if (ref !== undefined) {
+      settle(index, stat, ref, undefined);
+      continue;
     }
+    // Not taken synchronously (a store not loaded yet, or a file that grew): through `putFile`
+    // now, which also loads the store for the files after it.
+    try {
+      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
+    } catch (error) {
+      settle(index, stat, undefined, error);
+      continue;
+    }
+    settle(index, stat, ref, undefined);
   }
 
   let next = 0;
