@@ -167,8 +167,9 @@ export interface ScanOptions {
   reuse?: (record: StatRecord) => boolean;
   /**
    * Two-thread `lstat` for repeat scans of big trees: the files and folders of every settled
-   * listing are statted in one batch before the walk. Started (warmed) by a scan that finds a big
-   * tree. Changes only the speed of a scan, never its result.
+   * listing are statted in one batch before the walk. Repeat scans of a tree of 2,048–50,000
+   * paths count toward starting its helper thread. Changes only the speed of a scan, never its
+   * result.
    */
   parallel?: ParallelLstat;
   /**
