@@ -164,6 +164,8 @@ interface OpenTurn {
   writer: CheckpointWriter;
   /** Per path: the capture in flight or done, so a repeat touch costs one map lookup. */
   touched: Map<string, Promise<void>>;
+  /** Paths whose `after` record is in the journal: a later one only supersedes it. */
+  afterWritten: Set<string>;
 }
 
 /**
@@ -319,7 +321,14 @@ export class CheckpointObserver implements WriteObserver {
       after: post.fingerprint,
       ...(post.mode !== undefined ? { afterMode: post.mode } : {}),
     };
-    await turn.writer.append(callId !== undefined ? { ...record, callId } : record);
+    // A repeat touch's record only supersedes the last one: written within milliseconds (or
+    // before any other record), not with a system call of its own.
+    const turnRecord = callId !== undefined ? { ...record, callId } : record;
+    if (turn.afterWritten.has(projectPath)) await turn.writer.appendSoon(turnRecord);
+    else {
+      await turn.writer.append(turnRecord);
+      turn.afterWritten.add(projectPath);
+    }
     if (writers.length > 1) await (writers[1] as CheckpointWriter).append(record);
     if (this.#unhashed.size >= MAX_UNHASHED) await this.#hashPending();
   }
@@ -1010,7 +1019,7 @@ export class CheckpointObserver implements WriteObserver {
     this.#turnOpening = (async () => {
       await loadHasher();
       const writer = await this.store.openCheckpoint({ kind: 'turn', sessionId: this.sessionId, ...(label !== undefined ? { label } : {}) });
-      const turn: OpenTurn = { writer, touched: new Map() };
+      const turn: OpenTurn = { writer, touched: new Map(), afterWritten: new Set() };
       this.#turn = turn;
       return turn;
     })();

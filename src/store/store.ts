@@ -55,6 +55,11 @@ export interface CheckpointWriter {
   append(record: JournalRecord): Promise<void>;
   /** Appends records in order with one write; all are checked before any is written. */
   appendMany(records: readonly JournalRecord[]): Promise<void>;
+  /**
+   * Appends a record that supersedes an earlier one of the same path (a repeat touch's `after`),
+   * written within milliseconds or before the next append, seal, close or process exit.
+   */
+  appendSoon(record: JournalRecord): Promise<void>;
   /** Writes the manifest atomically, then removes the journal. */
   seal(patch?: SealPatch): Promise<CheckpointManifest>;
   /** Closes the journal handle without sealing; the checkpoint stays open (`complete: false`). */
@@ -498,6 +503,15 @@ class OpenCheckpoint implements CheckpointWriter {
 
   append(record: JournalRecord): Promise<void> {
     return this.appendMany([record]);
+  }
+
+  appendSoon(record: JournalRecord): Promise<void> {
+    if (this.sealed) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is sealed`));
+    const problem = journalRecordProblem(record);
+    if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
+    const done = this.journal.appendSoon(record);
+    this.records.push(record);
+    return done;
   }
 
   appendMany(records: readonly JournalRecord[]): Promise<void> {

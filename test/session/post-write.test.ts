@@ -131,4 +131,51 @@ setInterval(() => {}, 1000); // wait to be killed: no seal, nothing hashed
     expect(await fs.readFile(path.join(project, 'b.txt'), 'utf8')).toBe('edited by a person');
     await observer.close();
   });
+
+  it('a repeat touch killed before its record is written leaves the previous record: restore refuses the path, the pre-image is kept', async () => {
+    const { project, storeDir, base } = await sandbox();
+    await writeTree(project, { 'a.txt': 'one', 'b.txt': 'bee' });
+    const script = path.join(base, 'child-repeat.mjs');
+    await fs.writeFile(
+      script,
+      `
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+const [project, storeDir] = process.argv.slice(2);
+const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+const observer = new CheckpointObserver({ store, sessionId: 'child' });
+const turn = await observer.beginTurn();
+for (const [rel, text] of [['a.txt', 'first write'], ['b.txt', 'child b'], ['a.txt', 'second, longer write']]) {
+  await observer.beforeWrite(rel);
+  await fs.writeFile(path.join(project, rel), text);
+  await observer.afterWrite(rel);
+}
+process.stdout.write(turn + '\\n', () => {
+  for (;;) {} // killed with the repeat touch's record still in memory (no timer can run)
+});
+`,
+    );
+    const child = spawn(process.execPath, [script, project, storeDir], { env: { ...process.env, TURNBACK_DIST: DIST }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const turn = await new Promise<string>((resolve, reject) => {
+      child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
+      child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+
+    const observer: CheckpointObserver = await openObserver(project, storeDir);
+    const report = await observer.restore(turn as never);
+    // a.txt's last record names the first write, which is no longer there: refused, reported.
+    expect(report.refused.map((e) => [e.path, e.reason])).toEqual([['a.txt', 'changed-outside']]);
+    expect(report.restored.map((e) => e.path)).toEqual(['b.txt']);
+    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('second, longer write');
+    // Its pre-image is intact in the checkpoint.
+    const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+    const before = (await store.manifest(turn as never)).entries.find((e) => e.path === 'a.txt')?.before;
+    expect(before?.type).toBe('file');
+    if (before?.type === 'file') expect((await store.readObject(before.object)).toString()).toBe('one');
+    await store.close();
+    await observer.close();
+  });
 });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
@@ -7,7 +8,7 @@ import { loadHasher } from '../../src/core/hash.js';
 import type { PathState } from '../../src/core/model.js';
 import { fold, foldJournal, parseJournal, type JournalRecord } from '../../src/store/journal.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { type Sandbox, storePerTest } from './helpers.js';
+import { bundleStore, openStore, type Sandbox, storePerTest } from './helpers.js';
 
 const fixture = storePerTest();
 let box: Sandbox;
@@ -108,6 +109,49 @@ describe('journal files', () => {
     manifest = await store.manifest(writer.id);
     expect(manifest.entries.map((e) => e.path)).toEqual(['b']);
     expect(manifest.gaps).toMatchObject([{ reason: 'journal-corrupt' }]);
+  });
+
+  test('a record appended "soon" reaches the journal within milliseconds, or before the next record, or at close, in call order', async () => {
+    const writer = await store.openCheckpoint({ kind: 'turn' });
+    const file = path.join(store.root, 'checkpoints', `${writer.id}.journal`);
+    const lines = async (): Promise<string[]> => (await readFile(file, 'utf8')).trim().split('\n').slice(1).map((l) => (JSON.parse(l.slice(0, l.lastIndexOf('\t'))) as { op: string; after?: string }).after ?? '');
+    await writer.append({ op: 'before', path: 'a', state: absent });
+    await writer.append({ op: 'after', path: 'a', after: 'file:0000000000000001' });
+    await writer.appendSoon({ op: 'after', path: 'a', after: 'file:0000000000000002' });
+    expect(await lines()).toEqual(['', 'file:0000000000000001']);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(await lines()).toEqual(['', 'file:0000000000000001', 'file:0000000000000002']);
+    // Before the next record: the journal keeps call order, so the last after still wins.
+    await writer.appendSoon({ op: 'after', path: 'a', after: 'file:0000000000000003' });
+    await writer.append({ op: 'after', path: 'a', after: 'file:0000000000000004' });
+    expect((await lines()).slice(-2)).toEqual(['file:0000000000000003', 'file:0000000000000004']);
+    await writer.appendSoon({ op: 'after', path: 'a', after: 'file:0000000000000005' });
+    await writer.close();
+    expect((await lines()).at(-1)).toBe('file:0000000000000005');
+    expect((await store.manifest(writer.id)).entries[0]?.after).toBe('file:0000000000000005');
+    await expect(writer.appendSoon({ op: 'after', path: '../x', after: 'absent' })).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+  });
+
+  test('a record appended "soon" is written when the process exits without closing the journal', async () => {
+    const bundle = await bundleStore(fixture.box.dir);
+    const child = path.join(fixture.box.dir, 'exit.cjs');
+    await writeFile(
+      child,
+      `const { CheckpointStore } = require(${JSON.stringify(bundle)});
+      (async () => {
+        const store = await CheckpointStore.open(process.argv[2], { projectRoot: process.argv[3] });
+        const writer = await store.openCheckpoint({ kind: 'turn' });
+        await writer.append({ op: 'before', path: 'a', state: { type: 'absent' } });
+        await writer.appendSoon({ op: 'after', path: 'a', after: 'file:00000000000000aa' });
+        console.log(writer.id);
+        process.exit(0);
+      })();`,
+    );
+    await store.close();
+    const out = execFileSync(process.execPath, [child, fixture.box.storeRoot, fixture.box.project], { encoding: 'utf8' }).trim();
+    const reopened = await openStore(fixture.box);
+    expect((await reopened.manifest(out)).entries[0]?.after).toBe('file:00000000000000aa');
+    await reopened.close();
   });
 
   test('malformed records are refused', async () => {
