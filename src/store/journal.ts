@@ -295,8 +295,8 @@ export class JournalWriter {
   readonly file: string;
   private fd: number | undefined;
   private failure: unknown;
-  /** Lines appended with {@link JournalWriter.appendSoon}, not written yet. */
-  private soon: string[] = [];
+  /** Records appended with {@link JournalWriter.appendSoon}, not written yet. */
+  private soon: JournalRecord[] = [];
   private soonTimer: NodeJS.Timeout | undefined;
 
   private constructor(file: string, fd: number) {
@@ -381,7 +381,8 @@ export class JournalWriter {
     if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
     if (this.fd === undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'journal is closed', { path: this.file }));
     if (this.failure !== undefined) return Promise.reject(asCheckpointError(this.failure, 'journal write failed earlier', this.file));
-    this.soon.push(encodeJournalLine(record));
+    // Encoded when written: a repeat touch costs a push here.
+    this.soon.push(record);
     if (this.soonTimer === undefined) {
       this.soonTimer = setTimeout(() => this.flushSoon(), SOON_MS);
       this.soonTimer.unref();
@@ -399,7 +400,7 @@ export class JournalWriter {
       writingSoon.delete(this);
     }
     if (this.soon.length === 0) return;
-    const lines = Buffer.from(this.soon.join(''), 'utf8');
+    const lines = Buffer.from(this.soon.map(encodeJournalLine).join(''), 'utf8');
     this.soon = [];
     const fd = this.fd;
     if (fd === undefined || this.failure !== undefined) return;

@@ -510,6 +510,7 @@ class OpenCheckpoint implements CheckpointWriter {
     const problem = journalRecordProblem(record);
     if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
     const done = this.journal.appendSoon(record);
+    // In call order with every other record, as the journal will hold them.
     this.records.push(record);
     return done;
   }
