@@ -136,10 +136,12 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
     const buffer = Buffer.allocUnsafe(Number(opened.size) + 1);
     let size = 0;
     for (;;) {
-      const read = fs.readSync(fd, buffer, size, buffer.length - size, size);
-      if (read === 0) break;
+      const wanted = buffer.length - size;
+      const read = fs.readSync(fd, buffer, size, wanted, size);
       size += read;
       if (size === buffer.length) return RETRY; // still growing: read the new state
+      // A regular file reads short only at its end: no second call to see zero bytes.
+      if (read < wanted) break;
     }
     const bytes = buffer.subarray(0, size);
     return new SmallFile(fileState(contentHash(bytes), size, opened), bytes);

@@ -19,6 +19,7 @@ import {
   packFile,
   parseIndex,
   readRecord,
+  closeReads,
   scanPack,
   writeIndex,
   type PackFile,
@@ -343,6 +344,7 @@ export class ObjectStore {
 
   /** Drops a removed pack from the index. */
   private forget(pack: PackFile): void {
+    closeReads(pack);
     pack.gone = true;
     this.packs.delete(pack.name);
     for (const loc of pack.records) this.unremember(loc);
@@ -718,6 +720,7 @@ export class ObjectStore {
   async close(): Promise<void> {
     if (this.loading) await this.loading.catch(() => undefined);
     this.sealPack();
+    for (const pack of this.packs.values()) closeReads(pack);
   }
 
   /** Links `temp` to `target` without overwriting; false when `target` exists. */

@@ -86,6 +86,8 @@ export interface PackFile {
   scannedTo: number;
   /** Last known mtime. */
   mtimeMs: number;
+  /** A descriptor kept open for reads by {@link readRecord}; closed by {@link closeReads}. */
+  readFd?: number;
   /** Offset of a damaged record that stopped the scan (records after it are unknown). */
   corruptAt?: number;
   /** What was wrong at `corruptAt`. */
@@ -299,16 +301,45 @@ export function scanPack(pack: PackFile, found: (loc: PackLoc) => void): boolean
   }
 }
 
+/** Read descriptors of packs dropped without {@link closeReads} are closed when collected. */
+const unclosedReads = new FinalizationRegistry<number>((fd) => {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
+});
+
+/** Closes the descriptor {@link readRecord} keeps for a pack, if any. Idempotent. */
+export function closeReads(pack: PackFile): void {
+  const fd = pack.readFd;
+  if (fd === undefined) return;
+  pack.readFd = undefined;
+  unclosedReads.unregister(pack);
+  try {
+    closeSync(fd);
+  } catch {
+    // nothing to do: the descriptor is gone either way
+  }
+}
+
 /** The stored object bytes of one record, re-checked against its checksum and key. */
 export function readRecord(loc: PackLoc): Buffer {
-  let fd: number;
-  try {
-    fd = openSync(loc.pack.path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') {
-      throw new CheckpointError('INTEGRITY', `object ${loc.key} is missing (its pack is gone)`, { path: loc.pack.path, expected: loc.key, found: 'missing', cause: error });
+  const pack = loc.pack;
+  let fd = pack.readFd;
+  if (fd === undefined) {
+    try {
+      fd = openSync(pack.path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') {
+        throw new CheckpointError('INTEGRITY', `object ${loc.key} is missing (its pack is gone)`, { path: pack.path, expected: loc.key, found: 'missing', cause: error });
+      }
+      throw error;
     }
-    throw error;
+    // Kept for the next read of this pack (a restore reads hundreds of records from one pack):
+    // records are written once and never change, so the descriptor always reads the same bytes.
+    pack.readFd = fd;
+    unclosedReads.register(pack, fd, pack);
   }
   const buffer = Buffer.allocUnsafe(loc.length);
   let got = 0;
@@ -318,8 +349,9 @@ export function readRecord(loc: PackLoc): Buffer {
       if (n === 0) break;
       got += n;
     }
-  } finally {
-    closeSync(fd);
+  } catch (error) {
+    closeReads(pack);
+    throw error;
   }
   const parsed = parseRecord(buffer, 0, got);
   if (parsed.kind !== 'ok' || parsed.length !== loc.length || parsed.key !== loc.key) {

@@ -7,7 +7,7 @@ import { readJournal } from './journal.js';
 import { STORE_FORMAT, STORE_VERSION } from './layout.js';
 import { readManifest } from './manifests.js';
 import { checkObjectBytes, parseObjectKey } from './objects.js';
-import { isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
+import { closeReads, isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
 import type { StoreContext } from './retention.js';
 
 /** What kind of damage `verify` found. */
@@ -169,15 +169,19 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
         if (index !== undefined) records = index.entries.map((e) => ({ key: e.key, pack, offset: e.offset, length: e.length }));
       }
     }
-    for (const loc of records) {
-      stats.objects += 1;
-      stats.bytes += loc.length;
-      present.add(loc.key);
-      try {
-        await checkObjectBytes(loc.key, readRecord(loc), pack.path);
-      } catch (error) {
-        problems.push({ kind: 'corrupt-object', path: pack.path, detail: `record at offset ${loc.offset}: ${describe(error)}` });
+    try {
+      for (const loc of records) {
+        stats.objects += 1;
+        stats.bytes += loc.length;
+        present.add(loc.key);
+        try {
+          await checkObjectBytes(loc.key, readRecord(loc), pack.path);
+        } catch (error) {
+          problems.push({ kind: 'corrupt-object', path: pack.path, detail: `record at offset ${loc.offset}: ${describe(error)}` });
+        }
       }
+    } finally {
+      closeReads(pack);
     }
   }
   for (const [key, ref] of references) {

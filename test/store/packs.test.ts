@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFile, readdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { appendFile, readdir, readFile, readlink, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
@@ -305,6 +305,23 @@ describe('packs', () => {
     expect((await packNames()).packs).toHaveLength(1);
     for (const [i, ref] of refs.entries()) expect(Buffer.compare(await store.readObject(ref.object), bytesFor(500 + i, 3000))).toBe(0);
     expect((await store.verify()).problems).toEqual([]);
+  });
+
+  test('reads keep one descriptor per pack, closed with the store and after verify', async () => {
+    const refs = [];
+    for (let i = 0; i < 40; i++) refs.push(await store.putBytes(bytesFor(1000 + i, 3000)));
+    await store.close();
+    const packOf = async (): Promise<string[]> => {
+      const links = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return links.filter((l) => l.startsWith(path.join(store.root, 'objects')) && l.endsWith('.pack'));
+    };
+    const reader = await openStore(box);
+    for (const ref of refs) expect((await reader.readObject(ref.object)).length).toBe(3000);
+    expect(await packOf()).toHaveLength(1);
+    expect((await reader.verify()).ok).toBe(true);
+    expect(await packOf()).toHaveLength(1);
+    await reader.close();
+    expect(await packOf()).toEqual([]);
   });
 
   test('abandoned journal writers and stores close their descriptors without a DEP0137 warning', async () => {
