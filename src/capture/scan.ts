@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import type { Gap } from '../core/model.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
-import { KIND_FILE, KIND_FOLDER, KIND_SYMLINK, PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, STAT_FIELDS, type ParallelLstat } from '../fs/parallel-lstat.js';
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_SYMLINK, PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, STAT_FIELDS, type ParallelLstat } from '../fs/parallel-lstat.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 
 /** The stat index entry of one covered path. Compact on purpose: a picture holds one per file. */
@@ -279,7 +279,11 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     // The folder's own stat: it decides whether a settled listing still holds, and is kept with a
     // new listing. A folder that cannot be statted is simply listed (and fails there if it must).
     const batchAt = known !== undefined ? batch?.at.get(known) : undefined;
-    const folderStat = batch !== undefined && batchAt !== undefined ? folderFromBatch(batch.stats, batchAt) : lstatFolder(folder.abs);
+    const folderSeen = batch !== undefined && batchAt !== undefined ? folderFromBatch(batch.stats, batchAt) : lstatFolder(folder.abs);
+    // Replaced by a link or a file since its parent was listed: never listed through (a link
+    // would lead out of the project). The parent's next listing records what is there now.
+    if (folderSeen === 'not-folder' && folder.rel !== '') continue;
+    const folderStat = folderSeen === 'not-folder' ? undefined : folderSeen;
     let outcome: FolderOutcome | 'stale' | 'timed-out' = 'stale';
     // The rules check of an attempt to reuse the listing: the frame is noted once per scan.
     let attempted: { same: boolean } | undefined;
@@ -536,9 +540,11 @@ async function prefetchSettled(root: string, folders: ReadonlyMap<string, Folder
   return { stats: await parallel.lstatAll(root, rels), at };
 }
 
-function folderFromBatch(stats: Float64Array, index: number): { mtimeMs: number; ino: number } | undefined {
+function folderFromBatch(stats: Float64Array, index: number): { mtimeMs: number; ino: number } | 'not-folder' | undefined {
   const at = index * STAT_FIELDS;
-  return stats[at] === KIND_FOLDER ? { mtimeMs: stats[at + 3] as number, ino: stats[at + 4] as number } : undefined;
+  const kind = stats[at];
+  if (kind === KIND_FOLDER) return { mtimeMs: stats[at + 3] as number, ino: stats[at + 4] as number };
+  return kind === KIND_FAILED ? undefined : 'not-folder';
 }
 
 /** {@link statEntry} from a batch: a file gone or failed is 'gone', and the caller lists its folder. */
@@ -550,14 +556,19 @@ function entryFromBatch(stats: Float64Array, index: number, root: string, earlie
   return recordOf(abs, '', earlier.path, kind === KIND_FILE ? 'file' : 'symlink', stats[at + 2] as number, stats[at + 1] as number, stats[at + 3] as number, stats[at + 4] as number, earlier, reuse);
 }
 
-/** A folder's mtime and inode; `undefined` when it cannot be statted (listing it then tells why). */
-function lstatFolder(absPath: string): { mtimeMs: number; ino: number } | undefined {
+/**
+ * A folder's mtime and inode; `'not-folder'` when nothing or something else (a link, a file) is
+ * there; `undefined` when it cannot be statted (listing it then tells why).
+ */
+function lstatFolder(absPath: string): { mtimeMs: number; ino: number } | 'not-folder' | undefined {
+  let stats: nodeFs.Stats | undefined;
   try {
-    const stats = nodeFs.lstatSync(absPath, { throwIfNoEntry: false });
-    return stats?.isDirectory() === true ? { mtimeMs: stats.mtimeMs, ino: stats.ino } : undefined;
+    stats = nodeFs.lstatSync(absPath, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }
+  if (stats === undefined) return 'not-folder';
+  return stats.isDirectory() ? { mtimeMs: stats.mtimeMs, ino: stats.ino } : 'not-folder';
 }
 
 function memoByName(records: readonly (StatRecord | undefined)[], prefixLength: number): Map<string, StatRecord> {

@@ -129,6 +129,27 @@ describe('settled folder listings', () => {
     expect(view(kind)).toEqual(view(await freshScan()));
   });
 
+  it('never lists through a folder replaced by a link, even when its parent keeps its listing', async () => {
+    const outside = await tempDir();
+    try {
+      await makeTree(outside, { 'secret.txt': 'outside the project' });
+      await makeTree(root, { 'src/sub/a.ts': 'a', 'src/b.ts': 'b' });
+      settleFolders();
+      const s = scanner();
+      await s.scan();
+      keepFolderTime('src', () => {
+        nodeFs.rmSync(path.join(root, 'src/sub'), { recursive: true });
+        nodeFs.symlinkSync(outside, path.join(root, 'src/sub'));
+      });
+      const after = await s.scan();
+      expect([...after.entries.keys()].some((p) => p.includes('secret'))).toBe(false);
+      expect(s.listed).not.toContain('src/sub');
+      expect(after.entries.has('src/b.ts')).toBe(true);
+    } finally {
+      await fs.rm(outside, { recursive: true, force: true });
+    }
+  });
+
   it('lists a folder again when its .gitignore rules change', async () => {
     await makeTree(root, { '.gitignore': '*.log\n', 'src/run.log': 'log', 'src/a.ts': 'a' });
     settleFolders();
