@@ -236,6 +236,17 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     }
   };
   const absOf = (stat: StatRecord): string => (path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/')));
+  /** Copies a file whose budget is reserved through the store's promise API. */
+  const putReserved = async (index: number, stat: StatRecord): Promise<void> => {
+    let ref: StoredRef;
+    try {
+      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
+    } catch (error) {
+      settle(index, stat, undefined, error);
+      return;
+    }
+    settle(index, stat, ref, undefined);
+  };
 
   // Small files first, on this thread: no promise per file, and the event loop gets a turn every
   // few milliseconds. What the store cannot take synchronously waits for the concurrent copies.
@@ -267,27 +278,13 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     }
     // Not taken synchronously (a store not loaded yet, or a file that grew): through `putFile`
     // now, which also loads the store for the files after it.
-    try {
-      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
-    } catch (error) {
-      settle(index, stat, undefined, error);
-      continue;
-    }
-    settle(index, stat, ref, undefined);
+    await putReserved(index, stat);
   }
 
   let next = 0;
   const copyOne = async (index: number): Promise<void> => {
     const stat = toCopy[index] as StatRecord;
-    if (!reserve(index, stat)) return;
-    let ref: StoredRef;
-    try {
-      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
-    } catch (error) {
-      settle(index, stat, undefined, error);
-      return;
-    }
-    settle(index, stat, ref, undefined);
+    if (reserve(index, stat)) await putReserved(index, stat);
   };
 
   const worker = async (): Promise<void> => {

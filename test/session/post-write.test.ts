@@ -24,6 +24,35 @@ async function afterRecords(storeDir: string, project: string, id: string): Prom
   }
 }
 
+/** Writes a child session script: its prologue opens the store and an observer and begins `turn`. */
+async function childSession(base: string, name: string, body: string): Promise<string> {
+  const script = path.join(base, name);
+  await fs.writeFile(script, `${CHILD_PROLOGUE}${body}`);
+  return script;
+}
+
+const CHILD_PROLOGUE = `
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+const [project, storeDir] = process.argv.slice(2);
+const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+const observer = new CheckpointObserver({ store, sessionId: 'child' });
+const turn = await observer.beginTurn();
+`;
+
+/** Runs a child session script that prints its turn id and waits; SIGKILLs it once it has. */
+async function turnOfKilledChild(script: string, project: string, storeDir: string): Promise<string> {
+  const child = spawn(process.execPath, [script, project, storeDir], { env: { ...process.env, TURNBACK_DIST: DIST }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const turn = await new Promise<string>((resolve, reject) => {
+    child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
+    child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
+  });
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+  return turn;
+}
+
 describe('post-write records', () => {
   it('seal replaces the stat identity with the content fingerprint of the version written', async () => {
     await loadHasher();
@@ -92,17 +121,7 @@ describe('post-write records', () => {
   it('a session killed before hashing leaves identities that still let another process restore', async () => {
     const { project, storeDir, base } = await sandbox();
     await writeTree(project, { 'a.txt': 'one', 'b.txt': 'bee' });
-    const script = path.join(base, 'child.mjs');
-    await fs.writeFile(
-      script,
-      `
-import * as fs from 'node:fs/promises';
-import * as path from 'node:path';
-const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
-const [project, storeDir] = process.argv.slice(2);
-const store = await CheckpointStore.open(storeDir, { projectRoot: project });
-const observer = new CheckpointObserver({ store, sessionId: 'child' });
-const turn = await observer.beginTurn();
+    const script = await childSession(base, 'child.mjs', `
 for (const rel of ['a.txt', 'b.txt']) {
   await observer.beforeWrite(rel);
   await fs.writeFile(path.join(project, rel), 'child wrote ' + rel);
@@ -110,15 +129,8 @@ for (const rel of ['a.txt', 'b.txt']) {
 }
 process.stdout.write(turn + '\\n');
 setInterval(() => {}, 1000); // wait to be killed: no seal, nothing hashed
-`,
-    );
-    const child = spawn(process.execPath, [script, project, storeDir], { env: { ...process.env, TURNBACK_DIST: DIST }, stdio: ['ignore', 'pipe', 'inherit'] });
-    const turn = await new Promise<string>((resolve, reject) => {
-      child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
-      child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
-    });
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
+`);
+    const turn = await turnOfKilledChild(script, project, storeDir);
     const recorded = await afterRecords(storeDir, project, turn);
     expect(recorded.every((after) => after !== undefined && isStatFingerprint(after))).toBe(true);
 
@@ -135,17 +147,7 @@ setInterval(() => {}, 1000); // wait to be killed: no seal, nothing hashed
   it('a repeat touch killed before its record is written leaves the previous record: restore refuses the path, the pre-image is kept', async () => {
     const { project, storeDir, base } = await sandbox();
     await writeTree(project, { 'a.txt': 'one', 'b.txt': 'bee' });
-    const script = path.join(base, 'child-repeat.mjs');
-    await fs.writeFile(
-      script,
-      `
-import * as fs from 'node:fs/promises';
-import * as path from 'node:path';
-const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
-const [project, storeDir] = process.argv.slice(2);
-const store = await CheckpointStore.open(storeDir, { projectRoot: project });
-const observer = new CheckpointObserver({ store, sessionId: 'child' });
-const turn = await observer.beginTurn();
+    const script = await childSession(base, 'child-repeat.mjs', `
 for (const [rel, text] of [['a.txt', 'first write'], ['b.txt', 'child b'], ['a.txt', 'second, longer write']]) {
   await observer.beforeWrite(rel);
   await fs.writeFile(path.join(project, rel), text);
@@ -154,15 +156,8 @@ for (const [rel, text] of [['a.txt', 'first write'], ['b.txt', 'child b'], ['a.t
 process.stdout.write(turn + '\\n', () => {
   for (;;) {} // killed with the repeat touch's record still in memory (no timer can run)
 });
-`,
-    );
-    const child = spawn(process.execPath, [script, project, storeDir], { env: { ...process.env, TURNBACK_DIST: DIST }, stdio: ['ignore', 'pipe', 'inherit'] });
-    const turn = await new Promise<string>((resolve, reject) => {
-      child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
-      child.once('exit', (code) => reject(new Error(`child exited early (${code})`)));
-    });
-    child.kill('SIGKILL');
-    await new Promise((resolve) => child.once('exit', resolve));
+`);
+    const turn = await turnOfKilledChild(script, project, storeDir);
 
     const observer: CheckpointObserver = await openObserver(project, storeDir);
     const report = await observer.restore(turn as never);
