@@ -127,6 +127,16 @@ export class ParallelLstat {
   /** Share of a batch given to the helper, tuned from the last batch's timings. */
   #helperShare = 0.5;
 
+  readonly #source: string;
+
+  /**
+   * @param options.helperSource The helper thread's program; for tests (a helper that fails). By
+   *   default the real one.
+   */
+  constructor(options: { helperSource?: string } = {}) {
+    this.#source = options.helperSource ?? HELPER_SOURCE;
+  }
+
   /** True once the helper thread is running and takes part in batches. */
   get parallel(): boolean {
     return this.#ready && !this.#closed;
@@ -149,7 +159,7 @@ export class ParallelLstat {
     try {
       // A small young generation: the thread holds one batch's strings at a time, and the default
       // sizing let a 100,000-path batch grow its heap by tens of megabytes.
-      worker = new Worker(HELPER_SOURCE, { eval: true, stdout: false, stderr: false, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+      worker = new Worker(this.#source, { eval: true, stdout: false, stderr: false, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     } catch {
       this.#closed = true; // no threads here: every batch stays on the calling thread
       return;

@@ -73,6 +73,36 @@ describe('ParallelLstat', () => {
     for (const i of [0, 1, paths.length - 2, paths.length - 1]) expect(out[i * STAT_FIELDS]).toBe(KIND_FAILED);
   });
 
+  it('a helper that dies in the middle of a batch leaves the batch complete (its part redone here), and is not used again', async () => {
+    const paths = mixedPaths();
+    const dying = new ParallelLstat({ helperSource: "require('node:worker_threads').parentPort.on('message', () => process.exit(3));" });
+    try {
+      await untilParallel(dying);
+      const expected = new Float64Array(paths.length * STAT_FIELDS);
+      lstatInto(dir, paths, 0, paths.length, expected);
+      expect(Array.from(await dying.lstatAll(dir, paths))).toEqual(Array.from(expected));
+      expect(dying.parallel).toBe(false);
+      expect(Array.from(await dying.lstatAll(dir, paths))).toEqual(Array.from(expected));
+    } finally {
+      await dying.close();
+    }
+  });
+
+  it('a helper that answers with the wrong shape is ignored for that batch', async () => {
+    const paths = mixedPaths();
+    const wrong = new ParallelLstat({
+      helperSource: "const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => { const out = new Float64Array(3); parentPort.postMessage(out, [out.buffer]); });",
+    });
+    try {
+      await untilParallel(wrong);
+      const expected = new Float64Array(paths.length * STAT_FIELDS);
+      lstatInto(dir, paths, 0, paths.length, expected);
+      expect(Array.from(await wrong.lstatAll(dir, paths))).toEqual(Array.from(expected));
+    } finally {
+      await wrong.close();
+    }
+  });
+
   it('runs every batch on the calling thread before warm and after close', async () => {
     const paths = mixedPaths();
     expect(helper.parallel).toBe(false);
