@@ -71,6 +71,29 @@ describe('observerForConfig', () => {
 });
 
 describe('CheckpointObserver capture and restore', () => {
+  it('a write costs the same whatever the turn holds: each capture appends to the journal, nothing is rewritten', async () => {
+    const { project, storeDir } = await sandbox();
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) files[`f${i}.txt`] = `file ${i}`;
+    await writeTree(project, files);
+    const observer = await openObserver(project, storeDir);
+    const turn = await observer.beginTurn();
+    const journal = path.join(storeDir, 'checkpoints', `${turn}.journal`);
+    const sizes: number[] = [];
+    for (let i = 0; i < 300; i++) {
+      const before = (await fs.stat(journal)).size;
+      await observer.beforeWrite(`f${i}.txt`);
+      await fs.writeFile(path.join(project, `f${i}.txt`), `changed ${i}`);
+      await observer.afterWrite(`f${i}.txt`);
+      const stats = await fs.stat(journal);
+      // Two lines appended, of a size that does not depend on how many came before.
+      sizes.push(stats.size - before);
+    }
+    expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThan(16);
+    await expect(fs.stat(path.join(storeDir, 'checkpoints', `${turn}.json`))).rejects.toThrow();
+    await observer.close();
+  });
+
   it('restores writes, edits, deletes and moves of one turn, byte for byte', async () => {
     const { project, storeDir } = await sandbox();
     await writeTree(project, { 'a.txt': 'alpha\n', 'src/b.ts': 'export const b = 1;\n', 'docs/c.md': '# c\n' });
