@@ -110,3 +110,19 @@ export const TEMP_PREFIX = '.turnback-';
 export function isTurnbackTempName(name: string): boolean {
   return name.startsWith(TEMP_PREFIX);
 }
+
+/** Closes a raw descriptor, ignoring one that is closed already. */
+export function closeQuietly(fd: number): void {
+  try {
+    nodeSyncFs.closeSync(fd);
+  } catch {
+    // already closed
+  }
+}
+
+/**
+ * Closes raw descriptors whose owner was dropped without closing them (an abandoned journal
+ * writer, a pack read by a store never closed). Owners unregister when they close explicitly, so a
+ * descriptor number reused afterwards is never touched.
+ */
+export const descriptorsOfDropped: FinalizationRegistry<number> = new FinalizationRegistry<number>(closeQuietly);

@@ -3,7 +3,7 @@ import { CheckpointError, asCheckpointError } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
 import { isCheckpointId } from '../core/id.js';
 import type { CallRecord, CheckpointMeta, Fingerprint, Gap, ManifestEntry, PathState } from '../core/model.js';
-import type { FileSystem } from '../fs/file-system.js';
+import { descriptorsOfDropped, type FileSystem } from '../fs/file-system.js';
 import { HOSTNAME, createExclusive, type StoreLayout } from './layout.js';
 import { isCheckpointKind, isRecordedPath, validateCallRecord, validateGap, validatePathState } from './manifests.js';
 
@@ -275,13 +275,7 @@ function watchExit(): void {
   });
 }
 
-const abandoned = new FinalizationRegistry<number>((fd) => {
-  try {
-    closeSync(fd);
-  } catch {
-    // already closed
-  }
-});
+const abandoned = descriptorsOfDropped;
 
 /**
  * Appends records to one open checkpoint's journal through a descriptor kept open, so an append

@@ -13,6 +13,7 @@ import {
 import * as path from 'node:path';
 import xxhash from 'xxhash-wasm';
 import { CheckpointError, errnoCode } from '../core/errors.js';
+import { closeQuietly, descriptorsOfDropped } from '../fs/file-system.js';
 import { FILE_MODE, GRACE_MS, HOSTNAME } from './layout.js';
 import { isObjectKey } from './objects.js';
 
@@ -302,13 +303,7 @@ export function scanPack(pack: PackFile, found: (loc: PackLoc) => void): boolean
 }
 
 /** Read descriptors of packs dropped without {@link closeReads} are closed when collected. */
-const unclosedReads = new FinalizationRegistry<number>((fd) => {
-  try {
-    closeSync(fd);
-  } catch {
-    // already closed
-  }
-});
+const unclosedReads = descriptorsOfDropped;
 
 /** Closes the descriptor {@link readRecord} keeps for a pack, if any. Idempotent. */
 export function closeReads(pack: PackFile): void {
@@ -316,11 +311,7 @@ export function closeReads(pack: PackFile): void {
   if (fd === undefined) return;
   pack.readFd = undefined;
   unclosedReads.unregister(pack);
-  try {
-    closeSync(fd);
-  } catch {
-    // nothing to do: the descriptor is gone either way
-  }
+  closeQuietly(fd);
 }
 
 /** The stored object bytes of one record, re-checked against its checksum and key. */
@@ -461,11 +452,7 @@ export function isOpenInThisProcess(name: string): boolean {
 /** Closes the descriptor of a pack writer collected without being sealed. */
 const abandoned = new FinalizationRegistry<{ fd: number; name: string }>(({ fd, name }) => {
   openPackNames.delete(name);
-  try {
-    closeSync(fd);
-  } catch {
-    // already closed
-  }
+  closeQuietly(fd);
 });
 
 /** The append-only pack this process writes. One writer per pack: no cross-process append races. */
