@@ -8,6 +8,8 @@ export default defineConfig([
     clean: true,
     sourcemap: true,
     target: 'node20',
+    // import.meta.url (the native addon's path) in the CJS build.
+    shims: true,
   },
   {
     entry: { 'cli/main': 'src/cli/main.ts' },

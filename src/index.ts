@@ -25,7 +25,7 @@ export type {
 export type { DiskState } from './fs/disk-state.js';
 export type { ModePolicy } from './restore/modes.js';
 export type { PlanAction, PlanEntry, PlanReason, RestorePlan } from './restore/plan.js';
-export { CheckpointStore, DEFAULT_RETAIN, type PruneReport, type VerifyReport } from './store/store.js';
+export { CheckpointStore, DEFAULT_RETAIN, type PruneReport, type StateWriteOptions, type VerifyReport } from './store/store.js';
 export {
   checkpointTableOf,
   defaultStoreDir,

@@ -3,8 +3,13 @@ import * as path from 'node:path';
 import type { Gap, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
+import type { StateWriteOptions } from '../store/store.js';
 import { isCredentialPath, type IgnoreStack, type ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
+
+// The stat cache only saves re-reading files: without an fsync a power loss may cost one slower
+// picture (a torn or missing document reads as no cache), never a wrong one.
+const NOT_DURABLE: StateWriteOptions = { durable: false };
 
 /**
  * The store calls a picture needs. `CheckpointStore` satisfies it structurally; tests pass a
@@ -23,8 +28,8 @@ export interface PictureStore {
   putFileSync?(absPath: string, expected?: { size?: number; mtimeMs?: number }): { object: string; hash: string; size: number; mode: number } | undefined;
   /** Reads a small JSON document saved with {@link PictureStore.writeState}; `undefined` when absent. */
   readState(name: string): Promise<unknown>;
-  /** Saves a small JSON document beside the store. */
-  writeState(name: string, value: unknown): Promise<void>;
+  /** Saves a small JSON document beside the store (atomically; fsynced unless `durable: false`). */
+  writeState(name: string, value: unknown, options?: StateWriteOptions): Promise<void>;
   /** Lists state document names starting with `prefix`. Optional: without it old bases are kept. */
   listState?(prefix: string): Promise<string[]>;
   /** Removes a state document. Optional: without it a removed document is overwritten with `null`. */
@@ -526,7 +531,7 @@ export async function writePictureBase(store: PictureStore, records: ReadonlyMap
   let chunk: CacheTuple[] = [];
   let chunks = 0;
   const flush = async (): Promise<void> => {
-    await store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 1, generation, index: chunks, records: chunk });
+    await store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 1, generation, index: chunks, records: chunk }, NOT_DURABLE);
     chunks += 1;
     chunk = [];
   };
@@ -613,7 +618,7 @@ export async function savePictureCache(
   delta: PersistedRecords = pictureDelta(picture.records, base),
 ): Promise<void> {
   // Only stored copies save a read later; symlinks and uncopied files are cheap to classify again.
-  await store.writeState(name, { format: CACHE_FORMAT, version: 2, base: delta.base, records: delta.records.filter(baseable), removed: delta.removed });
+  await store.writeState(name, { format: CACHE_FORMAT, version: 2, base: delta.base, records: delta.records.filter(baseable), removed: delta.removed }, NOT_DURABLE);
 }
 
 /**

@@ -3,7 +3,8 @@ import * as path from 'node:path';
 import type { Gap } from '../core/model.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
-import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_SYMLINK, PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, STAT_FIELDS, type ParallelLstat } from '../fs/parallel-lstat.js';
+import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, type ParallelLstat } from '../fs/parallel-lstat.js';
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_SYMLINK, STAT_FIELDS } from '../fs/stat-batch.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 
 /** The stat index entry of one covered path. Compact on purpose: a picture holds one per file. */

@@ -126,3 +126,9 @@ export function closeQuietly(fd: number): void {
  * descriptor number reused afterwards is never touched.
  */
 export const descriptorsOfDropped: FinalizationRegistry<number> = new FinalizationRegistry<number>(closeQuietly);
+
+/** Writes all of `bytes` at the descriptor's position (a `write` may take only part of them). */
+export function writeAllSync(fd: number, bytes: Uint8Array, write: SyncFileSystem['writeSync'] = nodeSyncFs.writeSync): void {
+  let done = 0;
+  while (done < bytes.length) done += write(fd, bytes, done, bytes.length - done);
+}

@@ -1,22 +1,7 @@
 import { lstatSync } from 'node:fs';
 import { sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
-
-/** Numbers kept per path in a stat batch: kind, permission bits, size, mtimeMs, inode. */
-export const STAT_FIELDS = 5;
-/** Kind codes of a stat batch: nothing there (`ENOENT`, `ENOTDIR`). */
-export const KIND_MISSING = 0;
-/** Kind code: a regular file. */
-export const KIND_FILE = 1;
-/** Kind code: a symbolic link. */
-export const KIND_SYMLINK = 2;
-/** Kind code: a folder. */
-export const KIND_FOLDER = 3;
-/** Kind code: anything else (FIFO, socket, device). */
-export const KIND_OTHER = 4;
-/** Kind code: lstat failed for another reason (`EACCES`, `ELOOP`, ...). */
-export const KIND_FAILED = 5;
-
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, nativeLstat, type NativeLstat } from './stat-batch.js';
 /**
  * Fewest paths a batch must hold before part of it goes to the helper thread: below this the
  * message round trip costs about what it saves.
@@ -42,14 +27,30 @@ export const WARM_AFTER_REPEAT_SCANS = 2;
 // CJS builds of the library need no separate file for it. It must classify exactly as
 // `lstatInto` below does.
 const HELPER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
+const { parentPort, workerData } = require('node:worker_threads');
 const { sep } = require('node:path');
 const { lstatSync, constants } = require('node:fs');
 const S_IFMT = constants.S_IFMT, S_IFREG = constants.S_IFREG, S_IFLNK = constants.S_IFLNK, S_IFDIR = constants.S_IFDIR;
+let native;
+if (workerData && workerData.addon) {
+  try {
+    const module = { exports: {} };
+    process.dlopen(module, workerData.addon);
+    native = module.exports;
+  } catch {
+    native = undefined; // the JavaScript loop below gives the same numbers
+  }
+}
 parentPort.on('message', ({ base, text, count }) => {
   const started = performance.now();
   // One number more at the end: how long this thread took, to balance the next split.
   const out = new Float64Array(count * ${STAT_FIELDS} + 1);
+  if (native !== undefined) {
+    native.lstatJoined(base, text, count, out);
+    out[out.length - 1] = performance.now() - started;
+    parentPort.postMessage(out, [out.buffer]);
+    return;
+  }
   // Paths are cut from the text one at a time (no array of them): each dies young.
   let from = 0;
   for (let i = 0; i < count; i++) {
@@ -79,9 +80,14 @@ parentPort.on('message', ({ base, text, count }) => {
 
 /**
  * `lstat` of `base/rels[i]` for `i` in `[from, to)` on the calling thread (`''` is `base` itself),
- * into `out` at the same positions. Never throws: a failure is a kind code.
+ * into `out` at the same positions. Never throws: a failure is a kind code. Uses the native
+ * accelerator when `native` is given, else a JavaScript loop with the same results.
  */
-export function lstatInto(base: string, rels: readonly string[], from: number, to: number, out: Float64Array): void {
+export function lstatInto(base: string, rels: readonly string[], from: number, to: number, out: Float64Array, native?: NativeLstat): void {
+  if (native !== undefined && to > from) {
+    native.lstatJoined(base, rels.slice(from, to).join('\0'), to - from, out.subarray(from * STAT_FIELDS, to * STAT_FIELDS));
+    return;
+  }
   for (let i = from; i < to; i++) {
     const at = i * STAT_FIELDS;
     const rel = rels[i] as string;
@@ -128,13 +134,22 @@ export class ParallelLstat {
   #helperShare = 0.5;
 
   readonly #source: string;
+  readonly #native: NativeLstat | undefined;
 
   /**
    * @param options.helperSource The helper thread's program; for tests (a helper that fails). By
    *   default the real one.
+   * @param options.native The native accelerator both threads use; `false` for the JavaScript
+   *   loop. By default the one this package built, if any.
    */
-  constructor(options: { helperSource?: string } = {}) {
+  constructor(options: { helperSource?: string; native?: NativeLstat | false } = {}) {
     this.#source = options.helperSource ?? HELPER_SOURCE;
+    this.#native = options.native === false ? undefined : (options.native ?? nativeLstat());
+  }
+
+  /** True when batches use the native accelerator. */
+  get native(): boolean {
+    return this.#native !== undefined;
   }
 
   /** True once the helper thread is running and takes part in batches. */
@@ -159,7 +174,13 @@ export class ParallelLstat {
     try {
       // A small young generation: the thread holds one batch's strings at a time, and the default
       // sizing let a 100,000-path batch grow its heap by tens of megabytes.
-      worker = new Worker(this.#source, { eval: true, stdout: false, stderr: false, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+      worker = new Worker(this.#source, {
+        eval: true,
+        workerData: { addon: this.#native?.file },
+        stdout: false,
+        stderr: false,
+        resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      });
     } catch {
       this.#closed = true; // no threads here: every batch stays on the calling thread
       return;
@@ -200,7 +221,7 @@ export class ParallelLstat {
     const out = new Float64Array(paths.length * STAT_FIELDS);
     const worker = this.#worker;
     if (!this.parallel || worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
-      lstatInto(base, paths, 0, paths.length, out);
+      lstatInto(base, paths, 0, paths.length, out, this.#native);
       return out;
     }
     const started = performance.now();
@@ -210,19 +231,19 @@ export class ParallelLstat {
     });
     worker.ref();
     worker.postMessage({ base, text: paths.slice(split).join('\0'), count: paths.length - split });
-    lstatInto(base, paths, 0, split, out);
+    lstatInto(base, paths, 0, split, out, this.#native);
     const mainMs = performance.now() - started;
     let tail: Float64Array;
     try {
       tail = await helped;
     } catch {
-      lstatInto(base, paths, split, paths.length, out);
+      lstatInto(base, paths, split, paths.length, out, this.#native);
       return out;
     }
     const resolvedMs = performance.now() - started;
     const helperPaths = paths.length - split;
     if (tail.length !== helperPaths * STAT_FIELDS + 1) {
-      lstatInto(base, paths, split, paths.length, out);
+      lstatInto(base, paths, split, paths.length, out, this.#native);
       return out;
     }
     out.set(tail.subarray(0, helperPaths * STAT_FIELDS), split * STAT_FIELDS);

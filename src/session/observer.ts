@@ -396,7 +396,9 @@ export class CheckpointObserver implements WriteObserver {
       this.#pictureBase,
       this.#deltaOf(picture.records),
     );
-    await this.store.writeState(baselineStateName(this.sessionId, callId), baseline);
+    // Not fsynced, like the captures it refers to: it survives a process crash; after a power loss
+    // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
+    await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt });
     return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary };
   }

@@ -8,12 +8,11 @@ import {
   openSync,
   readSync,
   unlinkSync,
-  writeSync,
 } from 'node:fs';
 import * as path from 'node:path';
 import xxhash from 'xxhash-wasm';
 import { CheckpointError, errnoCode } from '../core/errors.js';
-import { closeQuietly, descriptorsOfDropped } from '../fs/file-system.js';
+import { closeQuietly, descriptorsOfDropped, writeAllSync } from '../fs/file-system.js';
 import { FILE_MODE, GRACE_MS, HOSTNAME } from './layout.js';
 import { isObjectKey } from './objects.js';
 
@@ -419,7 +418,7 @@ export function parseIndex(text: string, pack: PackFile): { end: number; entries
 export function writeIndex(pack: PackFile, tempPath: string): boolean {
   const fd = openSync(tempPath, 'wx', FILE_MODE);
   try {
-    for (const chunk of formatIndex(pack)) writeSync(fd, chunk);
+    for (const chunk of formatIndex(pack)) writeAllSync(fd, chunk);
   } finally {
     closeSync(fd);
   }
@@ -480,7 +479,7 @@ export class PackWriter {
     try {
       const header: PackHeader = { pid: process.pid, hostname: HOSTNAME, createdAt: new Date().toISOString() };
       const bytes = encodeHeader(header);
-      writeAll(fd, bytes);
+      writeAllSync(fd, bytes);
       pack.header = header;
       pack.scannedTo = bytes.length;
       pack.mtimeMs = Date.now();
@@ -510,7 +509,7 @@ export class PackWriter {
     if (fd === undefined || !this.usable) throw new CheckpointError('IO', 'pack writer is closed');
     const offset = this.pack.scannedTo;
     try {
-      writeAll(fd, record);
+      writeAllSync(fd, record);
     } catch (error) {
       this.usable = false;
       try {
@@ -551,7 +550,3 @@ export class PackWriter {
   }
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let done = 0;
-  while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
-}

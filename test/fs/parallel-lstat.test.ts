@@ -3,18 +3,8 @@ import * as nodeFs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  KIND_FAILED,
-  KIND_FILE,
-  KIND_FOLDER,
-  KIND_MISSING,
-  KIND_OTHER,
-  KIND_SYMLINK,
-  PARALLEL_MIN_PATHS,
-  ParallelLstat,
-  STAT_FIELDS,
-  lstatInto,
-} from '../../src/fs/parallel-lstat.js';
+import { PARALLEL_MIN_PATHS, ParallelLstat, lstatInto } from '../../src/fs/parallel-lstat.js';
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS } from '../../src/fs/stat-batch.js';
 
 let dir: string;
 let helper: ParallelLstat;

@@ -27,7 +27,10 @@ function run(args: string[]): string {
 describe('the package', () => {
   it('declares the module layout the issue names', () => {
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
-    expect(pkg).toMatchObject({ name: 'turnback', type: 'module', sideEffects: false, files: ['dist'], engines: { node: '>=20.17' }, bin: { turnback: './dist/cli/main.js' } });
+    expect(pkg).toMatchObject({ name: 'turnback', type: 'module', sideEffects: false, files: ['dist', 'native', 'binding.gyp', 'scripts/build-native.mjs'], engines: { node: '>=20.17' }, bin: { turnback: './dist/cli/main.js' } });
+    // The optional native accelerator ships as source and is built at install, never failing it.
+    expect((pkg.scripts as Record<string, string>).install).toBe('node scripts/build-native.mjs');
+    for (const file of pkg.files as string[]) expect(existsSync(path.join(root, file))).toBe(true);
     const exports = pkg.exports as Record<string, { import: Record<string, string>; require: Record<string, string> } | string>;
     expect(exports['./package.json']).toBe('./package.json');
     const main = exports['.'] as { import: Record<string, string>; require: Record<string, string> };

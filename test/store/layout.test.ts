@@ -1,7 +1,8 @@
-import { mkdir, readFile, realpath, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, realpath, stat, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
+import { nodeFileSystem, type FileSystem, type SyncFileSystem } from '../../src/fs/file-system.js';
 import { CheckpointStore, DEFAULT_RETAIN } from '../../src/store/store.js';
 import { makeSandbox, openStore, type Sandbox } from './helpers.js';
 
@@ -99,6 +100,40 @@ describe('layout', () => {
     await expect(store.writeState('A/b', 1)).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
     await writeFile(path.join(store.root, 'state', 'bad.json'), '{');
     await expect(store.readState('bad')).rejects.toSatisfy((e) => isCheckpointError(e, 'CORRUPT_MANIFEST'));
+  });
+
+  test('durable: false replaces a document whole, owner-only, through tmp/, on the sync and the promise path', async () => {
+    const { sync: _sync, ...promiseOnly } = nodeFileSystem;
+    for (const fs of [nodeFileSystem, promiseOnly]) {
+      const store = await CheckpointStore.open(box.storeRoot, { projectRoot: box.project, fs });
+      await store.writeState('stat-cache', { round: 1 }, { durable: false });
+      await store.writeState('stat-cache', { round: 2, text: 'ü'.repeat(100_000) }, { durable: false });
+      expect(await store.readState('stat-cache')).toEqual({ round: 2, text: 'ü'.repeat(100_000) });
+      expect((await stat(path.join(store.root, 'state', 'stat-cache.json'))).mode & 0o777).toBe(0o600);
+      expect(await readdir(path.join(store.root, 'tmp'))).toEqual([]);
+      await store.close();
+    }
+  });
+
+  test('a quick state write that fails leaves the old document and no temp file', async () => {
+    let renames = 0;
+    const failing: FileSystem = {
+      ...nodeFileSystem,
+      sync: {
+        ...(nodeFileSystem.sync as SyncFileSystem),
+        renameSync: () => {
+          renames += 1;
+          throw Object.assign(new Error('EIO: injected'), { code: 'EIO' });
+        },
+      },
+    };
+    const store = await CheckpointStore.open(box.storeRoot, { projectRoot: box.project, fs: failing });
+    await store.writeState('stat-cache', { round: 1 });
+    await expect(store.writeState('stat-cache', { round: 2 }, { durable: false })).rejects.toSatisfy((e) => isCheckpointError(e, 'IO'));
+    expect(renames).toBe(1);
+    expect(await store.readState('stat-cache')).toEqual({ round: 1 });
+    expect(await readdir(path.join(store.root, 'tmp'))).toEqual([]);
+    await store.close();
   });
 });
 
