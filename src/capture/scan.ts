@@ -528,7 +528,7 @@ interface SettledBatch {
 async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
   let count = 0;
   for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
-  if (count < PARALLEL_MIN_PATHS || count > PARALLEL_MAX_PATHS) return undefined;
+  if (count < parallel.minBatchPaths || count > PARALLEL_MAX_PATHS) return undefined;
   // The project paths themselves (strings the memo holds already), not absolute copies of them.
   const rels: string[] = [];
   const at = new Map<FolderMemo, number>();

@@ -9,6 +9,12 @@ import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYM
 export const PARALLEL_MIN_PATHS = 2048;
 
 /**
+ * Fewest paths worth a batch on the calling thread when the native accelerator is there: each
+ * path then costs the `lstat` alone, so even a small project's repeat picture gains.
+ */
+export const NATIVE_MIN_BATCH_PATHS = 64;
+
+/**
  * Most paths a batch may hold for the helper to take part. A batch holds every path's stats at
  * once on both threads (about 200 bytes a path, plus about 10 MB for the thread itself): four
  * pictures of a 100,000-file tree peaked at 206–226 MB with the helper against 180–190 MB
@@ -150,6 +156,11 @@ export class ParallelLstat {
   /** True when batches use the native accelerator. */
   get native(): boolean {
     return this.#native !== undefined;
+  }
+
+  /** Fewest paths for which a batch beats one `lstat` at a time as a walk goes. */
+  get minBatchPaths(): number {
+    return this.#native !== undefined ? NATIVE_MIN_BATCH_PATHS : PARALLEL_MIN_PATHS;
   }
 
   /** True once the helper thread is running and takes part in batches. */

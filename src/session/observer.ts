@@ -198,6 +198,11 @@ export class CheckpointObserver implements WriteObserver {
   #pictureBase: PictureBase | undefined;
   /** The records the persisted stat cache describes, to skip saving an unchanged picture. */
   #savedRecords: ReadonlyMap<string, PictureRecord> | undefined;
+  /** The newest picture whose stat cache is not saved yet (see {@link CACHE_SAVE_DELAY_MS}). */
+  #unsavedPicture: Picture | undefined;
+  #cacheSaveTimer: NodeJS.Timeout | undefined;
+  /** Stat cache saves, one after another. */
+  #cacheSaving: Promise<void> = Promise.resolve();
   /** The last delta computed, reused while the picture map and the base are the same objects. */
   #lastDelta: { records: ReadonlyMap<string, PictureRecord>; base: PictureBase | undefined; delta: PersistedRecords } | undefined;
   readonly #ignores = new IgnoreStack();
@@ -364,6 +369,7 @@ export class CheckpointObserver implements WriteObserver {
     if (this.#closed) return;
     await this.#sealTurn();
     this.#closed = true;
+    await this.#saveCacheNow();
     await this.#parallelLstat.close();
   }
 
@@ -398,8 +404,14 @@ export class CheckpointObserver implements WriteObserver {
     );
     // Not fsynced, like the captures it refers to: it survives a process crash; after a power loss
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
-    await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
+    // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt });
+    try {
+      await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
+    } catch (error) {
+      this.#calls.delete(callId);
+      throw error;
+    }
     return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary };
   }
 
@@ -625,8 +637,44 @@ export class CheckpointObserver implements WriteObserver {
       ...(this.#readDir !== undefined ? { readDir: this.#readDir } : {}),
     });
     this.#pictureCache = this.#cacheOf(picture.records, picture.ignoreEpoch);
-    await this.#persistPictureCache(picture);
+    this.#unsavedPicture = picture;
+    // A new base is written before the picture is used, so the baseline built from it is a small
+    // delta; a cache head alone can wait.
+    if (picture.records !== this.#savedRecords && this.#baseRewriteDue(this.#deltaOf(picture.records))) await this.#saveCacheNow();
+    else this.#saveCacheSoon();
     return picture;
+  }
+
+  /**
+   * Saves the stat cache of the newest picture within {@link CACHE_SAVE_DELAY_MS} (or at turn end
+   * or close), not before returning it: a call pair takes two pictures back to back, and a new
+   * process only needs a recent cache, not the latest one (files changed since are re-read).
+   */
+  #saveCacheSoon(): void {
+    if (this.#cacheSaveTimer !== undefined) return;
+    this.#cacheSaveTimer = setTimeout(() => void this.#saveCacheNow(), CACHE_SAVE_DELAY_MS);
+    this.#cacheSaveTimer.unref();
+  }
+
+  /**
+   * Saves the newest unsaved stat cache now. Never rejects: the cache only saves re-reading files,
+   * so a save that fails is retried by the next one (at the latest on close) and otherwise costs a
+   * slower first picture in the next process, never a wrong one.
+   */
+  #saveCacheNow(): Promise<void> {
+    if (this.#cacheSaveTimer !== undefined) clearTimeout(this.#cacheSaveTimer);
+    this.#cacheSaveTimer = undefined;
+    this.#cacheSaving = this.#cacheSaving.then(async () => {
+      const picture = this.#unsavedPicture;
+      this.#unsavedPicture = undefined;
+      if (picture === undefined) return;
+      try {
+        await this.#persistPictureCache(picture);
+      } catch {
+        this.#unsavedPicture ??= picture;
+      }
+    });
+    return this.#cacheSaving;
   }
 
   /** A picture cache over `records` with this observer's in-memory helpers. */
@@ -656,9 +704,7 @@ export class CheckpointObserver implements WriteObserver {
     }
     const base = this.#pictureBase;
     const delta = this.#deltaOf(picture.records);
-    let drift = delta.removed.length;
-    for (const record of delta.records) if (record.type === 'file' && record.state.type === 'file') drift++;
-    if (drift > Math.max(BASE_REWRITE_MIN, (base?.ref.count ?? 0) / 8)) {
+    if (this.#baseRewriteDue(delta)) {
       this.#pictureBase = await writePictureBase(this.store, picture.records);
       await savePictureCache(this.store, STAT_CACHE, picture, this.#pictureBase, this.#deltaOf(picture.records));
       await this.#pruneBases();
@@ -666,6 +712,13 @@ export class CheckpointObserver implements WriteObserver {
       await savePictureCache(this.store, STAT_CACHE, picture, base, delta);
     }
     this.#savedRecords = picture.records;
+  }
+
+  /** True once `delta` (against the current base) has grown past an eighth of it, and 256 files. */
+  #baseRewriteDue(delta: PersistedRecords): boolean {
+    let drift = delta.removed.length;
+    for (const record of delta.records) if (record.type === 'file' && record.state.type === 'file') drift++;
+    return drift > Math.max(BASE_REWRITE_MIN, (this.#pictureBase?.ref.count ?? 0) / 8);
   }
 
   /** What `records` holds beyond the current base; one pass per picture map (begin and save share it). */
@@ -1041,6 +1094,7 @@ export class CheckpointObserver implements WriteObserver {
     // as soon as the same content is written back (a redo), and the guard would refuse it.
     await this.#hashPending();
     await turn.writer.seal();
+    await this.#saveCacheNow();
   }
 
   /**
@@ -1117,6 +1171,11 @@ const STAT_CACHE = 'stat-cache';
 const MAX_UNHASHED = 2048;
 /** A new picture base is written once this many files (or an eighth of the base) differ from it. */
 const BASE_REWRITE_MIN = 256;
+/**
+ * Longest a picture's stat cache waits to be saved. Saving it cost 2–4 ms a picture, a tenth of
+ * a call pair; batched, a busy session saves it at most five times a second.
+ */
+const CACHE_SAVE_DELAY_MS = 200;
 /** Bases younger than this are never removed: another process may be about to name one. */
 const BASE_GRACE_MS = 10 * 60 * 1000;
 const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);

@@ -261,13 +261,35 @@ setInterval(() => {}, 1000);
     const cacheAfter = await fs.stat(cacheFile);
     expect([cacheAfter.ino, cacheAfter.mtimeMs]).toEqual([cacheBefore.ino, cacheBefore.mtimeMs]);
     expect(await observer.store.listState('call-')).toEqual([]);
-    // A changed file rewrites only the small cache head: the base stays.
+    // A changed file rewrites only the small cache head, and not before the call returns (within
+    // 200 ms, or at turn end or close): the base stays.
     await fs.writeFile(path.join(project, 'lib/f1.js'), 'changed');
     await observer.callBegin('one');
     await observer.callEnd('one');
+    const unsaved = await fs.stat(cacheFile);
+    expect([unsaved.ino, unsaved.mtimeMs]).toEqual([cacheBefore.ino, cacheBefore.mtimeMs]);
+    await observer.close();
     const head = JSON.parse(await fs.readFile(cacheFile, 'utf8')) as { records: { path: string }[] };
     expect(head.records.map((r) => r.path)).toEqual(['lib/f1.js']);
     expect(await observer.store.listState('pic-')).toHaveLength(1);
+  });
+
+  it('saves the stat cache head of a changed picture within 200 ms, with no close', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`lib/f${i}.js`, `// ${i}\n`])));
+    const observer = await openObserver(project, storeDir);
+    await observer.callBegin('first');
+    await observer.callEnd('first');
+    const cacheFile = path.join(storeDir, 'state', 'stat-cache.json');
+    await fs.writeFile(path.join(project, 'lib/f1.js'), 'changed');
+    await observer.callBegin('one');
+    await observer.callEnd('one');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const saved = JSON.parse(await fs.readFile(cacheFile, 'utf8')) as { records: { path: string; size: number; mtimeMs: number; ino: number }[] };
+    const f1 = saved.records.find((r) => r.path === 'lib/f1.js');
+    const disk = await fs.lstat(path.join(project, 'lib/f1.js'));
+    expect([f1?.size, f1?.mtimeMs, f1?.ino]).toEqual([disk.size, disk.mtimeMs, disk.ino]);
+    await observer.close();
   });
 
   it('rejects an unknown call, a duplicate call and an unknown side-effect class', async () => {
