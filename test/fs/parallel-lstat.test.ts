@@ -53,6 +53,33 @@ describe('ParallelLstat', () => {
     expect(Array.from(both.subarray(last, last + STAT_FIELDS))).toEqual([KIND_FILE, 0o640, 5, stats.mtimeMs, stats.ino]);
   });
 
+  it('a batch of other paths after a batch (same length, or the same array changed) is statted afresh, not from the last one', async () => {
+    const paths = mixedPaths();
+    nodeFs.writeFileSync(path.join(dir, 'other'), 'other file');
+    for (const parallel of [false, true]) {
+      const h = new ParallelLstat();
+      try {
+        if (parallel) await untilParallel(h);
+        const expectedOf = (rels: string[]): number[] => {
+          const out = new Float64Array(rels.length * STAT_FIELDS);
+          lstatInto(dir, rels, 0, rels.length, out);
+          return Array.from(out);
+        };
+        expect(Array.from(await h.lstatAll(dir, paths))).toEqual(expectedOf(paths));
+        const changed = [...paths];
+        changed[1] = 'other';
+        changed[changed.length - 1] = 'other';
+        expect(Array.from(await h.lstatAll(dir, changed))).toEqual(expectedOf(changed));
+        const reused = changed;
+        reused[0] = 'missing';
+        expect(Array.from(await h.lstatAll(dir, reused))).toEqual(expectedOf(reused));
+        expect(Array.from(await h.lstatAll(dir, paths.slice(0, -1)))).toEqual(expectedOf(paths.slice(0, -1)));
+      } finally {
+        await h.close();
+      }
+    }
+  });
+
   it('reports a path that cannot be statted as failed, not missing, on both threads', async () => {
     nodeFs.symlinkSync('loop', path.join(dir, 'loop'));
     const bad = ['loop/x', 'n'.repeat(300)];
