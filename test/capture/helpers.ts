@@ -1,30 +1,15 @@
 import * as fs from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { CheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import type { PictureStore } from '../../src/capture/picture.js';
+import { tempFolder } from '../helpers/temp.js';
 
-/** A fixture entry: file content, a symlink, or an empty folder. */
-export type FixtureEntry = string | Buffer | { link: string } | { dir: true };
+export { writeTree as makeTree, type TreeEntry as FixtureEntry } from '../helpers/temp.js';
 
-/** Creates a fresh temp folder; remove it with `fs.rm(dir, { recursive: true, force: true })`. */
+/** A fresh temp folder, removed after the current test. */
 export async function tempDir(prefix = 'turnback-capture-'): Promise<string> {
-  return fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), prefix)));
-}
-
-/** Writes `spec` (project path -> entry) under `root`. */
-export async function makeTree(root: string, spec: Record<string, FixtureEntry>): Promise<void> {
-  for (const [rel, entry] of Object.entries(spec)) {
-    const abs = path.join(root, ...rel.split('/'));
-    if (typeof entry === 'object' && 'dir' in entry) {
-      await fs.mkdir(abs, { recursive: true });
-      continue;
-    }
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    if (typeof entry === 'object' && 'link' in entry && !Buffer.isBuffer(entry)) await fs.symlink(entry.link, abs);
-    else await fs.writeFile(abs, entry);
-  }
+  return tempFolder(prefix);
 }
 
 /** Sets every file's mtime back, so "same stat" comparisons are not racing the clock. */

@@ -1,17 +1,14 @@
-import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
-import * as os from 'node:os';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tempFolder } from '../helpers/temp.js';
 import { isCheckpointError } from '../../src/index.js';
 import { checkpointsTable, loadCliConfig, mergeTables, setEnabledInToml, userConfigPath, writeProjectEnabled } from '../../src/cli/config-file.js';
 import { loadContext, refusalOf } from '../../src/cli/context.js';
 
 let dir: string;
 beforeEach(async () => {
-  dir = await realpath(await mkdtemp(path.join(os.tmpdir(), 'turnback-cli-config-')));
-});
-afterEach(async () => {
-  await rm(dir, { recursive: true, force: true });
+  dir = await tempFolder('turnback-cli-config-');
 });
 
 describe('setEnabledInToml', () => {

@@ -1,10 +1,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
-import * as os from 'node:os';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tempFolder } from '../helpers/temp.js';
 import { CheckpointStore } from '../../src/index.js';
 
 // TURNBACK_CLI runs these tests against another bundle of src/cli/main.ts (a private build) without touching dist/.
@@ -43,7 +43,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
 }
 
 beforeEach(async () => {
-  root = await realpath(await mkdtemp(path.join(os.tmpdir(), 'turnback-e2e-')));
+  root = await tempFolder('turnback-e2e-');
   home = path.join(root, 'home');
   proj = path.join(root, 'proj');
   await mkdir(home);
@@ -57,10 +57,6 @@ beforeEach(async () => {
   git('add', '-A');
   git('commit', '-qm', 'init');
   await writeFile(path.join(proj, 'docs', 'notes', 'draft.md'), 'not committed\n');
-});
-
-afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
 });
 
 const EDIT = ['sh', '-c', "printf 'fn parse() {\\n    one();\\n    TWO();\\n}\\n' > src/parser.rs; rm -rf docs; echo new > tidy.sh"];

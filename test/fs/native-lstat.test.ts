@@ -1,20 +1,16 @@
 import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tempFolder } from '../helpers/temp.js';
 import { PARALLEL_MIN_PATHS, ParallelLstat, lstatInto } from '../../src/fs/parallel-lstat.js';
 import { KIND_FAILED, KIND_FILE, KIND_MISSING, NATIVE_ENV, STAT_FIELDS, agreesWithNode, loadNativeLstat, nativeLstat, nativeLstatFile, type NativeLstat } from '../../src/fs/stat-batch.js';
 
 let dir: string;
 
-beforeEach(() => {
-  dir = nodeFs.realpathSync(nodeFs.mkdtempSync(path.join(os.tmpdir(), 'turnback-native-')));
-});
-
-afterEach(() => {
-  nodeFs.rmSync(dir, { recursive: true, force: true });
+beforeEach(async () => {
+  dir = await tempFolder('turnback-native-');
 });
 
 /** The accelerator npm install built here; these tests are about it, so it must be there. */

@@ -1,21 +1,19 @@
 import { execFileSync, spawn } from 'node:child_process';
 import * as nodeFs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PARALLEL_MIN_PATHS, ParallelLstat, lstatInto } from '../../src/fs/parallel-lstat.js';
+import { tempFolder } from '../helpers/temp.js';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS } from '../../src/fs/stat-batch.js';
 
 let dir: string;
 let helper: ParallelLstat;
-beforeEach(() => {
-  dir = nodeFs.realpathSync(nodeFs.mkdtempSync(path.join(os.tmpdir(), 'turnback-lstat-')));
+beforeEach(async () => {
+  dir = await tempFolder('turnback-lstat-');
   helper = new ParallelLstat();
 });
 afterEach(async () => {
   await helper.close();
-  nodeFs.chmodSync(dir, 0o755);
-  nodeFs.rmSync(dir, { recursive: true, force: true });
 });
 
 async function untilParallel(h: ParallelLstat): Promise<void> {

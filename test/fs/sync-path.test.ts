@@ -2,12 +2,12 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { readDiskState, readPostWriteState, readVersionSync, SYNC_READ_MAX_BYTES, type DiskState } from '../../src/fs/disk-state.js';
 import { nodeFileSystem, type FileSystem } from '../../src/fs/file-system.js';
 import { resolveInsideRoot } from '../../src/fs/paths.js';
-import { makeRoot, removeRoot, writeTree } from '../restore/fixtures.js';
+import { makeRoot, writeTree } from '../restore/fixtures.js';
 
 // The real file system reads small files synchronously; without `sync` every call is a promise.
 // Both paths must see exactly the same states and refuse exactly the same paths.
@@ -19,10 +19,6 @@ let outside: string;
 beforeEach(async () => {
   root = await makeRoot();
   outside = await makeRoot();
-});
-afterEach(async () => {
-  await removeRoot(root);
-  await removeRoot(outside);
 });
 
 async function bothWays(rel: string): Promise<{ sync: DiskState | string; promise: DiskState | string }> {

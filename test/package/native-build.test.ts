@@ -1,22 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { tempFolder } from '../helpers/temp.js';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 let dir: string;
 
-beforeEach(() => {
-  dir = nodeFs.mkdtempSync(path.join(os.tmpdir(), 'turnback-native-build-'));
+beforeEach(async () => {
+  dir = await tempFolder('turnback-native-build-');
   nodeFs.mkdirSync(path.join(dir, 'scripts'));
   nodeFs.mkdirSync(path.join(dir, 'native'));
   nodeFs.copyFileSync(path.join(root, 'scripts/build-native.mjs'), path.join(dir, 'scripts/build-native.mjs'));
   nodeFs.copyFileSync(path.join(root, 'binding.gyp'), path.join(dir, 'binding.gyp'));
-});
-
-afterEach(() => {
-  nodeFs.rmSync(dir, { recursive: true, force: true });
 });
 
 function install(env: Record<string, string | undefined>): { status: number | null; stderr: string } {

@@ -1,40 +1,22 @@
 import * as fs from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import type { Fingerprint, PathState } from '../../src/core/model.js';
 import { diskFingerprint, readDiskState } from '../../src/fs/disk-state.js';
 import { nodeFileSystem, type FileSystem, type SyncFileSystem } from '../../src/fs/file-system.js';
 import type { PlanInput } from '../../src/restore/plan.js';
+import { removeFolder, tempFolder } from '../helpers/temp.js';
 
-/** A node of a declarative test tree. */
-export type Node = { file: string | Buffer; mode?: number } | { link: string } | { dir: true };
+export { writeTree, type TreeEntry as Node } from '../helpers/temp.js';
 
-/** A fresh, canonical temp folder. */
+/** A fresh, canonical temp folder (removed after the test, or earlier by {@link removeRoot}). */
 export async function makeRoot(): Promise<string> {
-  return fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'turnback-restore-')));
+  return tempFolder('turnback-restore-');
 }
 
+/** Removes a folder made by {@link makeRoot} now. */
 export async function removeRoot(root: string): Promise<void> {
-  await fs.rm(root, { recursive: true, force: true });
-}
-
-/** Writes nodes; parents are created. */
-export async function writeTree(root: string, tree: Record<string, Node>): Promise<void> {
-  for (const [rel, node] of Object.entries(tree)) {
-    const abs = path.join(root, rel);
-    if ('dir' in node) {
-      await fs.mkdir(abs, { recursive: true });
-      continue;
-    }
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    if ('link' in node) {
-      await fs.symlink(node.link, abs);
-    } else {
-      await fs.writeFile(abs, node.file);
-      await fs.chmod(abs, node.mode ?? 0o644);
-    }
-  }
+  await removeFolder(root);
 }
 
 /** What a path holds, for byte/mode/link comparison. */

@@ -1,36 +1,17 @@
 import * as fs from 'node:fs/promises';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterEach } from 'vitest';
 import { CheckpointStore } from '../../src/store/store.js';
 import { CheckpointObserver, type CheckpointObserverOptions } from '../../src/session/observer.js';
+import { tempFolder } from '../helpers/temp.js';
 
-const made: string[] = [];
+export { writeTree } from '../helpers/temp.js';
 
-afterEach(async () => {
-  while (made.length > 0) {
-    const dir = made.pop() as string;
-    await fs.chmod(dir, 0o700).catch(() => undefined);
-    await fs.rm(dir, { recursive: true, force: true });
-  }
-});
-
-/** A fresh temp folder holding `project/` (realpath'd) and a store path beside it. */
+/** A fresh temp folder (removed after the test) holding `project/` and a store path beside it. */
 export async function sandbox(): Promise<{ base: string; project: string; storeDir: string }> {
-  const base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'turnback-session-')));
-  made.push(base);
+  const base = await tempFolder('turnback-session-');
   const project = path.join(base, 'project');
   await fs.mkdir(project);
   return { base, project, storeDir: path.join(base, 'store') };
-}
-
-/** Writes files (relative path -> content) under `root`, creating folders. */
-export async function writeTree(root: string, files: Record<string, string | Buffer>): Promise<void> {
-  for (const [rel, content] of Object.entries(files)) {
-    const abs = path.join(root, rel);
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    await fs.writeFile(abs, content);
-  }
 }
 
 /** A full listing of a tree: type, mode, content (base64) or link target; `.git` excluded. */

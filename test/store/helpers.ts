@@ -1,10 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterEach, beforeEach } from 'vitest';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { CheckpointStore } from '../../src/store/store.js';
+import { removeFolder, tempFolder } from '../helpers/temp.js';
 
 /** A fresh temp folder with a project and a store root beside it. */
 export interface Sandbox {
@@ -15,16 +15,10 @@ export interface Sandbox {
 }
 
 export async function makeSandbox(): Promise<Sandbox> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'turnback-store-'));
+  const dir = await tempFolder('turnback-store-');
   const project = path.join(dir, 'project');
-  const { mkdir } = await import('node:fs/promises');
   await mkdir(project);
-  return {
-    dir,
-    project,
-    storeRoot: path.join(dir, 'store'),
-    cleanup: () => rm(dir, { recursive: true, force: true }),
-  };
+  return { dir, project, storeRoot: path.join(dir, 'store'), cleanup: () => removeFolder(dir) };
 }
 
 /**
