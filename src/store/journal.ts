@@ -12,18 +12,21 @@ import { isCheckpointKind, isRecordedPath, validateCallRecord, validateGap, vali
  * turns the records into manifest entries.
  */
 export type JournalRecord =
-  /** The state of `path` before a change (only the first per path counts). */
-  | { op: 'before'; path: string; state: PathState; callId?: string }
-  /** The fingerprint of `path` after a change (the last per path counts). */
-  | { op: 'after'; path: string; after: Fingerprint; afterMode?: number; callId?: string }
-  /** Attribution for `path` is unreliable. */
-  | { op: 'incomplete'; path: string; callId?: string }
+  /** The state of `path` before a change (only the first per path counts): the entry's `before`. */
+  | ({ op: 'before'; state: PathState } & EntryFields<'path' | 'callId'>)
+  /** The fingerprint of `path` after a change (the last per path counts): the entry's `after`. */
+  | ({ op: 'after'; after: Fingerprint } & EntryFields<'path' | 'afterMode' | 'callId'>)
+  /** Attribution for `path` is unreliable: the entry's `incomplete`. */
+  | ({ op: 'incomplete' } & EntryFields<'path' | 'callId'>)
   /** Something was not captured. */
   | { op: 'gap'; gap: Gap }
   /** A call started or ended; a later record with the same `callId` replaces the earlier one. */
   | { op: 'call'; call: CallRecord }
   /** A label or completeness change. */
   | { op: 'meta'; label?: string; complete?: boolean };
+
+/** Fields a journal record shares with the manifest entry it folds into. */
+type EntryFields<K extends keyof ManifestEntry> = Pick<ManifestEntry, K>;
 
 /** The metadata a journal's header carries: everything of the manifest known when it opens. */
 export type JournalMeta = Pick<CheckpointMeta, 'id' | 'kind' | 'sessionId' | 'label' | 'createdAt' | 'workspace' | 'restoreOf' | 'scopeId'>;
