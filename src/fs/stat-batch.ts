@@ -99,3 +99,23 @@ export function agreesWithNode(candidate: NativeLstat, probe: string): boolean {
   const expected = [KIND_FILE, stats.mode & 0o7777, stats.size, stats.mtimeMs, stats.ino, KIND_MISSING, 0, 0, 0, 0];
   return expected.every((value, i) => out[i] === value);
 }
+
+/** Whether pictures use the native accelerator, and if not, why (for `turnback status`). */
+export interface StatAccelerator {
+  /** True when the addon is loaded and passed its check. */
+  native: boolean;
+  /** The addon's path, when loaded. */
+  file?: string;
+  /** Why not, when not. */
+  why?: string;
+}
+
+/** Reports whether this process's pictures `lstat` through the native addon, and why not. */
+export function statAccelerator(): StatAccelerator {
+  if (process.env[NATIVE_ENV] === '0') return { native: false, why: `${NATIVE_ENV}=0` };
+  const native = nativeLstat();
+  if (native !== undefined) return { native: true, file: native.file };
+  const file = nativeLstatFile();
+  if (file === undefined || !existsSync(file)) return { native: false, why: 'the native addon is not built (npm rebuild turnback builds it; it needs a C compiler)' };
+  return { native: false, why: `the native addon at ${file} did not load or disagreed with lstat` };
+}

@@ -18,6 +18,7 @@ const CONTRACT = [
   'DEFAULT_RETAIN',
   'CheckpointError',
   'isCheckpointError',
+  'statAccelerator',
 ];
 
 function run(args: string[]): string {
@@ -35,6 +36,16 @@ describe('the package', () => {
     expect(exports['./package.json']).toBe('./package.json');
     const main = exports['.'] as { import: Record<string, string>; require: Record<string, string> };
     for (const file of [main.import.types, main.import.default, main.require.types, main.require.default]) expect(existsSync(path.join(root, file as string))).toBe(true);
+  });
+
+  it('finds the native addon from both builds (the CJS build through the import.meta shim)', () => {
+    const esm = JSON.parse(run(['--input-type=module', '-e', "const m = await import('turnback'); console.log(JSON.stringify(m.statAccelerator()))"])) as { native: boolean; file?: string };
+    const cjs = JSON.parse(run(['-e', "console.log(JSON.stringify(require('turnback').statAccelerator()))"])) as { native: boolean; file?: string };
+    const file = path.join(root, 'build', 'Release', 'turnback_lstat.node');
+    expect(esm).toEqual({ native: true, file });
+    expect(cjs).toEqual({ native: true, file });
+    const off = JSON.parse(execFileSync(process.execPath, ['-e', "console.log(JSON.stringify(require('turnback').statAccelerator()))"], { cwd: root, encoding: 'utf8', env: { ...process.env, TURNBACK_NATIVE: '0' } })) as { native: boolean; why?: string };
+    expect(off).toEqual({ native: false, why: 'TURNBACK_NATIVE=0' });
   });
 
   it('loads by name as ESM and as CommonJS, with the public contract in both', () => {
