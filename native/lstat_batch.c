@@ -13,6 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+// Where struct stat keeps the modification time with nanoseconds. Other systems (Windows) fail to
+// compile this file, and turnback runs its JavaScript path there.
+#ifdef __APPLE__
+#define MTIME_OF(st) ((st).st_mtimespec)
+#else
+#define MTIME_OF(st) ((st).st_mtim)
+#endif
+
 #define STAT_FIELDS 5
 #define KIND_MISSING 0
 #define KIND_FILE 1
@@ -37,7 +45,7 @@ static void stat_one(const char* path, double* at) {
   at[1] = (double)(st.st_mode & 07777);
   at[2] = (double)st.st_size;
   // The same arithmetic as Node's Stats#mtimeMs (sec * 1e3 + nsec / 1e6), so values compare equal.
-  at[3] = (double)st.st_mtim.tv_sec * 1000.0 + (double)st.st_mtim.tv_nsec / 1000000.0;
+  at[3] = (double)MTIME_OF(st).tv_sec * 1000.0 + (double)MTIME_OF(st).tv_nsec / 1000000.0;
   at[4] = (double)st.st_ino;
 }
 
