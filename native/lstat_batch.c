@@ -78,6 +78,15 @@ static napi_value lstat_joined(napi_env env, napi_callback_info info) {
   }
   if (length < (size_t)count * STAT_FIELDS) return throw_type_error(env, "out is too short for count paths");
   double* out = (double*)data;
+  // A NUL inside the base would cut every path short: fail them all, as lstatSync refuses them.
+  if (memchr(base, '\0', base_length) != NULL) {
+    for (uint32_t i = 0; i < count; i++) {
+      double* at = out + (size_t)i * STAT_FIELDS;
+      at[0] = KIND_FAILED;
+      at[1] = at[2] = at[3] = at[4] = 0;
+    }
+    return NULL;
+  }
 
   // The paths arrive as one UTF-8 copy; each is cut from it in place.
   char stack_text[65536];

@@ -124,6 +124,26 @@ describe('native accelerator', () => {
     );
   });
 
+  it('cuts any text into paths exactly as split would, past its end too (property)', () => {
+    const native = accelerator();
+    nodeFs.writeFileSync(path.join(dir, 'x'), 'x');
+    const rel = fc.oneof(fc.constant('x'), fc.constant(''), fc.string({ unit: 'binary', maxLength: 12 }).filter((s) => !s.includes('\0')));
+    fc.assert(
+      fc.property(fc.array(rel, { maxLength: 8 }), fc.nat(3), (rels, extra) => {
+        const joined = rels.join('\0');
+        const count = rels.length + extra;
+        const out = new Float64Array(count * STAT_FIELDS);
+        native.lstatJoined(dir, joined, count, out);
+        const parts = rels.length === 0 ? [''] : joined.split('\0');
+        const expected = new Float64Array(count * STAT_FIELDS);
+        lstatInto(dir, parts.slice(0, count), 0, Math.min(count, parts.length), expected);
+        for (let i = parts.length; i < count; i++) expected[i * STAT_FIELDS] = KIND_FAILED;
+        expect(Array.from(out)).toEqual(Array.from(expected));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('the helper thread uses it too, with the same results as the JavaScript loop', async () => {
     const rels = mixedTree();
     const paths: string[] = [];
@@ -148,6 +168,11 @@ describe('native accelerator', () => {
     expect(() => native.lstatJoined(42 as unknown as string, 'a', 1, out)).toThrow(TypeError);
     expect(() => (native.lstatJoined as unknown as (...args: unknown[]) => void)(dir, 'a')).toThrow(TypeError);
     nodeFs.writeFileSync(path.join(dir, 'a'), 'a');
+    // A NUL in the base fails every path, as lstatSync does, instead of statting a shorter path.
+    const cut = new Float64Array(STAT_FIELDS);
+    native.lstatJoined(`${dir}\0/elsewhere`, 'a', 1, cut);
+    expect(cut[0]).toBe(KIND_FAILED);
+    expect(nativeStats(native, `${dir}\0`, ['a', ''])).toEqual(jsStats(`${dir}\0`, ['a', '']));
     // Three paths asked for, one given: the missing two are failures, not reads of other memory.
     native.lstatJoined(dir, 'a', 3, out);
     expect([out[0], out[STAT_FIELDS], out[2 * STAT_FIELDS]]).toEqual([KIND_FILE, KIND_FAILED, KIND_FAILED]);
