@@ -2,6 +2,7 @@ import { lstatSync } from 'node:fs';
 import { sep } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, nativeLstat, type NativeLstat } from './stat-batch.js';
+
 /**
  * Fewest paths a batch must hold before part of it goes to the helper thread: below this the
  * message round trip costs about what it saves.
