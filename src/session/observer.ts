@@ -603,7 +603,7 @@ export class CheckpointObserver implements WriteObserver {
     if (typeof sessionId !== 'string' || sessionId.length === 0) throw new CheckpointError('INVALID_ARGUMENT', 'sessionId must be a non-empty string');
     if (sessionId === this.sessionId) {
       await this.#sealTurn();
-      for (const callId of this.#calls.keys()) await this.store.writeState(baselineStateName(sessionId, callId), null);
+      for (const callId of this.#calls.keys()) await this.store.deleteState(baselineStateName(sessionId, callId));
       this.#calls.clear();
     }
     for (const [key, open] of this.#openSnapshots) {
@@ -614,6 +614,8 @@ export class CheckpointObserver implements WriteObserver {
     }
     const metas = (await this.store.list()).filter((m) => m.sessionId === sessionId);
     for (const meta of metas) await this.store.deleteCheckpoint(meta.id);
+    // With no grace period, the objects this process's unsaved stat cache names must be on record.
+    await this.#saveCacheNow();
     await this.store.prune({ retain: Number.MAX_SAFE_INTEGER, graceMs: 0 });
     return { removedCheckpoints: metas.length };
   }

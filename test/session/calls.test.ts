@@ -3,6 +3,7 @@ import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { PathState } from '../../src/core/model.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { CheckpointObserver } from '../../src/session/observer.js';
 import { writeFile } from '../../src/tools/reference-tools.js';
@@ -290,6 +291,74 @@ setInterval(() => {}, 1000);
     const disk = await fs.lstat(path.join(project, 'lib/f1.js'));
     expect([f1?.size, f1?.mtimeMs, f1?.ino]).toEqual([disk.size, disk.mtimeMs, disk.ino]);
     await observer.close();
+  });
+
+  it('prune keeps the objects the stat cache and an open call baseline name, so a later call still has its pre-images', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'f.txt': 'original content that matters', 'g.txt': 'second original', 'h.txt': 'third original' });
+    const observer = await openObserver(project, storeDir);
+    const preImageKept = async (store: CheckpointStore, change: { before?: PathState } | undefined, content: string): Promise<void> => {
+      expect(change?.before).toMatchObject({ type: 'file', size: content.length });
+      if (change?.before?.type !== 'file') throw new Error('expected a file pre-image');
+      expect((await store.readObject(change.before.object)).toString()).toBe(content);
+    };
+    // Pictured (copied) but unchanged by the call: no checkpoint names these objects.
+    await observer.callBegin('one');
+    await observer.callEnd('one');
+    // Open across the prune: only its baseline names what it will need.
+    await observer.callBegin('open');
+    await observer.store.prune({ graceMs: 0 });
+    await fs.writeFile(path.join(project, 'g.txt'), 'changed');
+    await preImageKept(observer.store, (await observer.callEnd('open')).changes[0], 'second original');
+    // The next call reuses the cached records instead of copying the files again.
+    await observer.callBegin('two');
+    await fs.writeFile(path.join(project, 'f.txt'), 'clobbered');
+    await preImageKept(observer.store, (await observer.callEnd('two')).changes[0], 'original content that matters');
+    // The same through the persisted stat cache, in a new observer after another prune.
+    await observer.close();
+    await observer.store.prune({ graceMs: 0 });
+    const again = await openObserver(project, storeDir);
+    await again.callBegin('three');
+    await fs.writeFile(path.join(project, 'h.txt'), 'clobbered');
+    await preImageKept(again.store, (await again.callEnd('three')).changes[0], 'third original');
+    await again.close();
+  });
+
+  it('drop(sessionId) releases that session\'s checkpoints, snapshots, call baselines and the objects only it used, and nothing of another session', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'shared-a.txt': 'same bytes', 'shared-b.txt': 'same bytes', 'mine.txt': 'only the dropped session had these bytes' });
+    const gone = await openObserver(project, storeDir, { sessionId: 'gone' });
+    const kept = await openObserver(project, storeDir, { sessionId: 'kept' });
+    const ctxGone = { projectRoot: project, observer: gone };
+    await gone.beginTurn();
+    await writeFile(ctxGone, 'shared-a.txt', 'gone wrote this');
+    await writeFile(ctxGone, 'mine.txt', 'gone wrote this too');
+    await gone.snapshot({ sessionId: 'gone', scopeId: 'tool', paths: ['shared-a.txt'] });
+    await gone.callBegin('left-open');
+    const keptTurn = await kept.beginTurn();
+    await writeFile({ projectRoot: project, observer: kept }, 'shared-b.txt', 'kept wrote this');
+    await kept.close();
+    const mineObject = (await gone.turnChanges((await gone.store.list()).find((m) => m.sessionId === 'gone' && m.kind === 'turn')!.id)).changes.find((c) => c.path === 'mine.txt')?.before;
+    if (mineObject?.type !== 'file') throw new Error('expected a file pre-image');
+    // The bytes of mine.txt are also in the stat cache of the left-open call's picture; the
+    // file changes once more so nothing but the dropped session names them.
+    await fs.writeFile(path.join(project, 'mine.txt'), 'after the call');
+    await gone.callEnd('left-open');
+    await gone.callBegin('left-open-2');
+
+    const result = await gone.drop('gone');
+    expect(result.removedCheckpoints).toBeGreaterThanOrEqual(2);
+    expect((await gone.store.list()).filter((m) => m.sessionId === 'gone')).toEqual([]);
+    expect(await gone.listSnapshots('gone')).toEqual([]);
+    expect(await gone.store.listState('call-')).toEqual([]);
+    await gone.close();
+    expect(await gone.store.hasObject(mineObject.object)).toBe(false);
+    // The other session's turn still restores, its pre-image shared with the dropped one.
+    const again = await openObserver(project, storeDir, { sessionId: 'kept' });
+    const report = await again.restore(keptTurn);
+    expect(report.failed).toEqual([]);
+    expect(await fs.readFile(path.join(project, 'shared-b.txt'), 'utf8')).toBe('same bytes');
+    await again.close();
   });
 
   it('rejects an unknown call, a duplicate call and an unknown side-effect class', async () => {
