@@ -1,8 +1,7 @@
 import { lstat, readFile, readlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
-import type { CheckpointId, CheckpointMeta, PathState, PlanEntry } from '../index.js';
-import { statAccelerator } from '../index.js';
+import { statAccelerator, type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry } from '../index.js';
 import { noCopyText } from '../report/reasons.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';

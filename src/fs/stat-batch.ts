@@ -23,7 +23,7 @@ export const KIND_FAILED = 5;
 /**
  * The optional native accelerator (`native/lstat_batch.c`, built by `npm install` when a C
  * compiler is there): many `lstat` calls for one call from JavaScript, writing the same numbers
- * per path as {@link lstatInto}'s JavaScript loop. Without it every result is the same, only
+ * per path as the JavaScript loop of `lstatInto` (parallel-lstat.ts). Without it every result is the same, only
  * slower.
  */
 export interface NativeLstat {

@@ -29,13 +29,13 @@ export interface OpenStoreOptions {
   lockTimeoutMs?: number;
 }
 
-/** Options of {@link CheckpointStore.openCheckpoint}. */
 /** How {@link CheckpointStore.writeState} writes a document. */
 export interface StateWriteOptions {
   /** fsync the document before the rename (default `true`). */
   durable?: boolean;
 }
 
+/** Options of {@link CheckpointStore.openCheckpoint}. */
 export interface OpenCheckpointOptions {
   kind: CheckpointKind;
   sessionId?: string;
