@@ -8,8 +8,16 @@ export default defineConfig([
     clean: true,
     sourcemap: true,
     target: 'node20',
-    // import.meta.url (the native addon's path) in the CJS build.
+    // import.meta.url (where the stat helper thread's program is) in the CJS build.
     shims: true,
+  },
+  {
+    // The stat helper thread's program: a file of its own, loaded by new Worker(url).
+    entry: { 'lstat-worker': 'src/fs/lstat-worker.ts' },
+    format: ['esm'],
+    dts: false,
+    sourcemap: true,
+    target: 'node20',
   },
   {
     entry: { 'cli/main': 'src/cli/main.ts' },

@@ -23,7 +23,6 @@ export type {
   UncopiedReason,
 } from './core/model.js';
 export type { DiskState } from './fs/disk-state.js';
-export { statAccelerator, type StatAccelerator } from './fs/stat-batch.js';
 export type { ModePolicy } from './restore/modes.js';
 export type { PlanAction, PlanEntry, PlanReason, RestorePlan } from './restore/plan.js';
 export { CheckpointStore, DEFAULT_RETAIN, type PruneReport, type StateWriteOptions, type VerifyReport } from './store/store.js';

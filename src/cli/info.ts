@@ -1,7 +1,7 @@
 import { lstat, readFile, readlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
-import { statAccelerator, type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry } from '../index.js';
+import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry } from '../index.js';
 import { noCopyText } from '../report/reasons.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
@@ -173,7 +173,6 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   const why = context.refusal ?? (!context.config.enabled ? `enabled = false in ${context.config.enabledBy ?? 'the config'}` : undefined);
   const on = why === undefined;
   const exists = await storeExists(context);
-  const accelerator = statAccelerator();
   let size: number | undefined;
   let last: Picture | undefined;
   let interrupted: InterruptedReport[] = [];
@@ -191,12 +190,10 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     config: { user: context.config.user.found ? context.config.user.file : null, project: context.config.project.found ? context.config.project.file : null },
     last: last !== undefined ? metaJson(last) : null,
     interrupted,
-    accelerator,
   });
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
   io.out(`project: ${context.projectRoot}`);
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)})` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
-  io.out(`stat accelerator: ${accelerator.native ? 'native' : `JavaScript (${accelerator.why ?? 'native addon not loaded'})`}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
   for (const report of interrupted) {
     io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib }, io.style));

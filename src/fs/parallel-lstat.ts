@@ -1,19 +1,12 @@
-import { lstatSync } from 'node:fs';
-import { sep } from 'node:path';
+import { existsSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, nativeLstat, type NativeLstat } from './stat-batch.js';
+import { STAT_FIELDS, lstatInto } from './stat-batch.js';
 
 /**
  * Fewest paths a batch must hold before part of it goes to the helper thread: below this the
  * message round trip costs about what it saves.
  */
 export const PARALLEL_MIN_PATHS = 2048;
-
-/**
- * Fewest paths worth a batch on the calling thread when the native accelerator is there: each
- * path then costs the `lstat` alone, so even a small project's repeat picture gains.
- */
-export const NATIVE_MIN_BATCH_PATHS = 64;
 
 /**
  * Most paths a batch may hold for the helper to take part. A batch holds every path's stats at
@@ -29,93 +22,6 @@ export const PARALLEL_MAX_PATHS = 50_000;
  * from it; a one-off pair of pictures (`turnback run`) would only pay its start.
  */
 export const WARM_AFTER_REPEAT_SCANS = 2;
-
-// The helper thread's whole program. It runs as a CommonJS script (`eval: true`), so the ESM and
-// CJS builds of the library need no separate file for it. It must classify exactly as
-// `lstatInto` below does.
-const HELPER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { sep } = require('node:path');
-const { lstatSync, constants } = require('node:fs');
-const S_IFMT = constants.S_IFMT, S_IFREG = constants.S_IFREG, S_IFLNK = constants.S_IFLNK, S_IFDIR = constants.S_IFDIR;
-let native;
-if (workerData && workerData.addon) {
-  try {
-    const module = { exports: {} };
-    process.dlopen(module, workerData.addon);
-    native = module.exports;
-  } catch {
-    native = undefined; // the JavaScript loop below gives the same numbers
-  }
-}
-parentPort.on('message', ({ base, text, count }) => {
-  const started = performance.now();
-  // One number more at the end: how long this thread took, to balance the next split.
-  const out = new Float64Array(count * ${STAT_FIELDS} + 1);
-  if (native !== undefined) {
-    native.lstatJoined(base, text, count, out);
-    out[out.length - 1] = performance.now() - started;
-    parentPort.postMessage(out, [out.buffer]);
-    return;
-  }
-  // Paths are cut from the text one at a time (no array of them): each dies young.
-  let from = 0;
-  for (let i = 0; i < count; i++) {
-    const end = text.indexOf('\\0', from);
-    const rel = end === -1 ? text.slice(from) : text.slice(from, end);
-    from = end + 1;
-    const at = i * ${STAT_FIELDS};
-    let stats;
-    try {
-      stats = lstatSync(rel === '' ? base : base + sep + rel, { throwIfNoEntry: false });
-    } catch (error) {
-      out[at] = error && error.code === 'ENOTDIR' ? ${KIND_MISSING} : ${KIND_FAILED};
-      continue;
-    }
-    if (stats === undefined) { out[at] = ${KIND_MISSING}; continue; }
-    const type = stats.mode & S_IFMT;
-    out[at] = type === S_IFREG ? ${KIND_FILE} : type === S_IFLNK ? ${KIND_SYMLINK} : type === S_IFDIR ? ${KIND_FOLDER} : ${KIND_OTHER};
-    out[at + 1] = stats.mode & 0o7777;
-    out[at + 2] = stats.size;
-    out[at + 3] = stats.mtimeMs;
-    out[at + 4] = stats.ino;
-  }
-  out[out.length - 1] = performance.now() - started;
-  parentPort.postMessage(out, [out.buffer]);
-});
-`;
-
-/**
- * `lstat` of `base/rels[i]` for `i` in `[from, to)` on the calling thread (`''` is `base` itself),
- * into `out` at the same positions. Never throws: a failure is a kind code. Uses the native
- * accelerator when `native` is given, else a JavaScript loop with the same results.
- */
-export function lstatInto(base: string, rels: readonly string[], from: number, to: number, out: Float64Array, native?: NativeLstat): void {
-  if (native !== undefined && to > from) {
-    native.lstatJoined(base, rels.slice(from, to).join('\0'), to - from, out.subarray(from * STAT_FIELDS, to * STAT_FIELDS));
-    return;
-  }
-  for (let i = from; i < to; i++) {
-    const at = i * STAT_FIELDS;
-    const rel = rels[i] as string;
-    let stats;
-    try {
-      stats = lstatSync(rel === '' ? base : `${base}${sep}${rel}`, { throwIfNoEntry: false });
-    } catch (error) {
-      out[at] = (error as NodeJS.ErrnoException | null)?.code === 'ENOTDIR' ? KIND_MISSING : KIND_FAILED;
-      continue;
-    }
-    if (stats === undefined) {
-      out[at] = KIND_MISSING;
-      continue;
-    }
-    out[at] = stats.isFile() ? KIND_FILE : stats.isSymbolicLink() ? KIND_SYMLINK : stats.isDirectory() ? KIND_FOLDER : KIND_OTHER;
-    out[at + 1] = stats.mode & 0o7777;
-    out[at + 2] = stats.size;
-    out[at + 3] = stats.mtimeMs;
-    out[at + 4] = stats.ino;
-  }
-}
 
 /** A batch's paths joined by `\0`; `offsets[i]` is where path `i` starts in `text`. */
 interface JoinedPaths {
@@ -155,28 +61,20 @@ export class ParallelLstat {
   /** Share of a batch given to the helper, tuned from the last batch's timings. */
   #helperShare = 0.5;
 
-  readonly #source: string;
-  readonly #native: NativeLstat | undefined;
+  readonly #helperUrl: URL | undefined;
+  #settled: Promise<boolean> | undefined;
 
   /**
-   * @param options.helperSource The helper thread's program; for tests (a helper that fails). By
-   *   default the real one.
-   * @param options.native The native accelerator both threads use; `false` for the JavaScript
-   *   loop. By default the one this package built, if any.
+   * @param options.helperUrl The helper thread's program; for tests (a helper that fails). By
+   *   default the built `lstat-worker.js` of this package (see {@link defaultHelperUrl}).
    */
-  constructor(options: { helperSource?: string; native?: NativeLstat | false } = {}) {
-    this.#source = options.helperSource ?? HELPER_SOURCE;
-    this.#native = options.native === false ? undefined : (options.native ?? nativeLstat());
-  }
-
-  /** True when batches use the native accelerator. */
-  get native(): boolean {
-    return this.#native !== undefined;
+  constructor(options: { helperUrl?: URL } = {}) {
+    this.#helperUrl = options.helperUrl ?? defaultHelperUrl();
   }
 
   /** Fewest paths for which a batch beats one `lstat` at a time as a walk goes. */
   get minBatchPaths(): number {
-    return this.#native !== undefined ? NATIVE_MIN_BATCH_PATHS : PARALLEL_MIN_PATHS;
+    return PARALLEL_MIN_PATHS;
   }
 
   /** True once the helper thread is running and takes part in batches. */
@@ -197,13 +95,15 @@ export class ParallelLstat {
   /** Starts the helper thread if it is not running; returns at once. */
   warm(): void {
     if (this.#worker !== undefined || this.#closed) return;
+    if (this.#helperUrl === undefined) {
+      this.#closed = true; // no built helper (running from sources): every batch stays here
+      return;
+    }
     let worker: Worker;
     try {
       // A small young generation: the thread holds one batch's strings at a time, and the default
       // sizing let a 100,000-path batch grow its heap by tens of megabytes.
-      worker = new Worker(this.#source, {
-        eval: true,
-        workerData: { addon: this.#native?.file },
+      worker = new Worker(this.#helperUrl, {
         stdout: false,
         stderr: false,
         resourceLimits: { maxYoungGenerationSizeMb: 4 },
@@ -214,7 +114,12 @@ export class ParallelLstat {
     }
     this.#worker = worker;
     worker.unref();
+    let settle: (parallel: boolean) => void = () => undefined;
+    this.#settled = new Promise<boolean>((resolve) => {
+      settle = resolve;
+    });
     worker.once('online', () => {
+      settle(true);
       this.#ready = true;
       // Node refs the worker's port again as it comes online: unreferenced before that, an idle
       // helper that never got a batch would hold the process open.
@@ -227,6 +132,7 @@ export class ParallelLstat {
       pending?.resolve(out);
     });
     const fail = (error: Error): void => {
+      settle(false);
       this.#ready = false;
       this.#closed = true;
       this.#worker = undefined;
@@ -239,6 +145,14 @@ export class ParallelLstat {
   }
 
   /**
+   * Settles once a helper started by {@link warm} is online (`true`) or has failed (`false`);
+   * `false` at once when none was started. For callers that want the second thread before a batch.
+   */
+  ready(): Promise<boolean> {
+    return this.#settled ?? Promise.resolve(false);
+  }
+
+  /**
    * `lstat` of `base/rels[i]` for every `i` (`''` is `base` itself) into a new array of {@link STAT_FIELDS} numbers per path (see the `KIND_*` codes).
    * Paths go to the helper relative, so no absolute path is built for its part. Never rejects: a
    * part the helper cannot finish is done on this thread.
@@ -247,10 +161,8 @@ export class ParallelLstat {
     const paths = rels;
     const out = new Float64Array(paths.length * STAT_FIELDS);
     const worker = this.#worker;
-    const native = this.#native;
     if (!this.parallel || worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
-      if (native !== undefined && paths.length > 0) native.lstatJoined(base, this.#joinedFor(paths).text, paths.length, out);
-      else lstatInto(base, paths, 0, paths.length, out);
+      lstatInto(base, paths, 0, paths.length, out);
       return out;
     }
     const started = performance.now();
@@ -261,21 +173,19 @@ export class ParallelLstat {
     const joined = this.#joinedFor(paths);
     worker.ref();
     worker.postMessage({ base, text: joined.text.slice(joined.offsets[split]), count: paths.length - split });
-    // The native call reads only the first `split` paths of the whole text.
-    if (native !== undefined) native.lstatJoined(base, joined.text, split, out);
-    else lstatInto(base, paths, 0, split, out);
+    lstatInto(base, paths, 0, split, out);
     const mainMs = performance.now() - started;
     let tail: Float64Array;
     try {
       tail = await helped;
     } catch {
-      lstatInto(base, paths, split, paths.length, out, this.#native);
+      lstatInto(base, paths, split, paths.length, out);
       return out;
     }
     const resolvedMs = performance.now() - started;
     const helperPaths = paths.length - split;
     if (tail.length !== helperPaths * STAT_FIELDS + 1) {
-      lstatInto(base, paths, split, paths.length, out, this.#native);
+      lstatInto(base, paths, split, paths.length, out);
       return out;
     }
     out.set(tail.subarray(0, helperPaths * STAT_FIELDS), split * STAT_FIELDS);
@@ -325,4 +235,17 @@ export class ParallelLstat {
     this.#worker = undefined;
     if (worker !== undefined) await worker.terminate();
   }
+}
+
+/**
+ * The built helper program: `lstat-worker.js` beside the built library (`dist/`, also from
+ * `dist/cli/`), or, when running from sources (the tests), the one in `dist/` of this checkout.
+ * `undefined` when there is none: pictures then stat on the calling thread only, with the same results.
+ */
+export function defaultHelperUrl(): URL | undefined {
+  for (const candidate of ['./lstat-worker.js', '../lstat-worker.js', '../../dist/lstat-worker.js']) {
+    const url = new URL(candidate, import.meta.url);
+    if (existsSync(url)) return url;
+  }
+  return undefined;
 }

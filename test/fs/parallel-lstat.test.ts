@@ -1,10 +1,11 @@
 import { execFileSync, spawn } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { PARALLEL_MIN_PATHS, ParallelLstat, lstatInto } from '../../src/fs/parallel-lstat.js';
+import { PARALLEL_MIN_PATHS, ParallelLstat } from '../../src/fs/parallel-lstat.js';
 import { tempFolder } from '../helpers/temp.js';
-import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS } from '../../src/fs/stat-batch.js';
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatInto } from '../../src/fs/stat-batch.js';
 
 let dir: string;
 let helper: ParallelLstat;
@@ -18,8 +19,15 @@ afterEach(async () => {
 
 async function untilParallel(h: ParallelLstat): Promise<void> {
   h.warm();
-  for (let i = 0; i < 500 && !h.parallel; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(await h.ready()).toBe(true);
   expect(h.parallel).toBe(true);
+}
+
+/** A helper program of the test's own, written as a real module file. */
+function helperFile(name: string, source: string): URL {
+  const file = path.join(dir, name);
+  nodeFs.writeFileSync(file, `import { parentPort } from 'node:worker_threads';\n${source}\n`);
+  return pathToFileURL(file);
 }
 
 /** Every kind of entry (relative to `dir`), repeated past the batch threshold so the helper thread takes part. */
@@ -90,7 +98,7 @@ describe('ParallelLstat', () => {
 
   it('a helper that dies in the middle of a batch leaves the batch complete (its part redone here), and is not used again', async () => {
     const paths = mixedPaths();
-    const dying = new ParallelLstat({ helperSource: "require('node:worker_threads').parentPort.on('message', () => process.exit(3));" });
+    const dying = new ParallelLstat({ helperUrl: helperFile('dying.mjs', "parentPort.on('message', () => process.exit(3));") });
     try {
       await untilParallel(dying);
       const expected = new Float64Array(paths.length * STAT_FIELDS);
@@ -106,7 +114,7 @@ describe('ParallelLstat', () => {
   it('a helper that answers with the wrong shape is ignored for that batch', async () => {
     const paths = mixedPaths();
     const wrong = new ParallelLstat({
-      helperSource: "const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => { const out = new Float64Array(3); parentPort.postMessage(out, [out.buffer]); });",
+      helperUrl: helperFile('wrong.mjs', "parentPort.on('message', () => { const out = new Float64Array(3); parentPort.postMessage(out, [out.buffer]); });"),
     });
     try {
       await untilParallel(wrong);
