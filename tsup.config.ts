@@ -2,12 +2,15 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts' },
+    entry: { index: 'src/index.ts', admin: 'src/admin.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     clean: true,
     sourcemap: true,
     target: 'node20',
+    // One shared chunk for both entries in both formats: a store view opened through
+    // turnback/admin must be the same class world as the observer of turnback.
+    splitting: true,
     // import.meta.url (where the stat helper thread's program is) in the CJS build.
     shims: true,
   },

@@ -1,14 +1,15 @@
 /**
  * turnback — file checkpoints for AI agent runtimes.
  *
- * The public API: the observer seam ({@link WriteObserver}, {@link CheckpointObserver},
- * {@link observerForConfig}, and {@link openCheckpoints} with its {@link UnavailableCheckpoints}
- * stand-in), the store ({@link CheckpointStore}), reference write tools, and the
- * one error class. Everything else is internal.
+ * What a framework author and a tool author use: the factories ({@link observerForConfig},
+ * {@link openCheckpoints}), the {@link CheckpointObserver} with its option and report types, the
+ * {@link UnavailableCheckpoints} stand-in, checkpoint ids, the one error class, and the reference
+ * write tools with {@link guardedWrite}. The read-and-maintain side (listing, verify, prune, the
+ * store itself) is the second entry, `turnback/admin`.
  *
  * @packageDocumentation
  */
-export { CheckpointError, isCheckpointError, type CheckpointErrorCode } from './core/errors.js';
+export { CheckpointError, isCheckpointError, type CheckpointErrorCode, type CheckpointErrorDetails } from './core/errors.js';
 export { isCheckpointId, parseCheckpointId, checkpointIdTime, type CheckpointId } from './core/id.js';
 export type {
   CallRecord,
@@ -17,48 +18,30 @@ export type {
   CheckpointMeta,
   Fingerprint,
   Gap,
+  GapReason,
   ManifestEntry,
   PathState,
   SideEffect,
   UncopiedReason,
 } from './core/model.js';
+export type { Change } from './capture/diff.js';
+export type { CoverageOptions } from './capture/coverage.js';
 export type { DiskState } from './fs/disk-state.js';
+export type { RestoreFailureCode } from './restore/apply.js';
 export type { ModePolicy } from './restore/modes.js';
 export type { PlanAction, PlanEntry, PlanReason, RestorePlan } from './restore/plan.js';
-export { CheckpointStore, DEFAULT_RETAIN, type PruneReport, type StateWriteOptions, type VerifyReport } from './store/store.js';
-export {
-  checkpointTableOf,
-  defaultStoreDir,
-  projectKey,
-  resolveCheckpointConfig,
-  type CheckpointConfig,
-  type ResolvedCheckpointConfig,
-} from './session/config.js';
-export {
-  CheckpointObserver,
-  type CallAttribution,
-  type CallBeginOptions,
-  type CallBeginResult,
-  type CheckpointObserverOptions,
-  type RestoreFailure,
-  type RestoreOptions,
-  type RestoreReport,
-  type SnapshotInfo,
-  type SnapshotScope,
-  type TurnChanges,
-} from './session/observer.js';
-export {
-  changesSinceInterrupted,
-  dismissInterrupted,
-  interruptedRuns,
-  type ChangesSinceInterrupted,
-  type InterruptedCall,
-} from './session/interrupted.js';
-export type { Change } from './capture/diff.js';
-export { workspaceRefusal, type CoverageOptions, type WorkspaceRefusal } from './capture/coverage.js';
+export type { StoreView } from './store/view.js';
+export type { PruneOptions, PruneReason, PruneReport } from './store/retention.js';
+export type { VerifyReport } from './store/verify.js';
+export type { CheckpointConfig } from './session/config.js';
+export { CheckpointObserver } from './session/observer.js';
+export type { CheckpointObserverOptions } from './session/options.js';
+export type { CallAttribution, CallBeginOptions, CallBeginResult, CallEndOptions } from './session/calls.js';
+export type { RestoreFailure, RestoreOptions, RestoreReport } from './session/restorer.js';
+export type { SnapshotInfo, SnapshotScope } from './session/snapshots.js';
+export type { TurnChanges } from './session/turns.js';
+export type { Discard, IrreversibleCall } from './session/timeline.js';
 export { observerForConfig, openCheckpoints, type CheckpointConfigInput, type ObserverForConfigOptions } from './session/open.js';
 export { isUnavailable, UnavailableCheckpoints, type Unavailable, type UnavailableReason } from './session/unavailable.js';
-export type { Discard, IrreversibleCall } from './session/timeline.js';
-export { discardedCheckpoints } from './session/discards.js';
 export type { WriteObserver, WriteOp } from './session/write-observer.js';
 export { deletePath, editFile, guardedWrite, movePath, writeFile, type ToolContext } from './tools/reference-tools.js';

@@ -3,6 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import ignore from 'ignore';
 import type { Ignore } from 'ignore';
+import { DEFAULTS } from '../core/defaults.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 
 /** The numeric limits of one picture. Every limit stops the picture early and marks it partial. */
@@ -23,12 +24,12 @@ export interface CoverageLimits {
 
 /** The default limits (the `[checkpoints]` defaults). */
 export const DEFAULT_LIMITS: Readonly<CoverageLimits> = Object.freeze({
-  maxFileMib: 100,
-  maxPictureFiles: 10_000,
-  maxPictureMib: 500,
-  maxPictureSeconds: 10,
-  maxWalkEntries: 100_000,
-  maxDepth: 64,
+  maxFileMib: DEFAULTS.maxFileMib,
+  maxPictureFiles: DEFAULTS.maxPictureFiles,
+  maxPictureMib: DEFAULTS.maxPictureMib,
+  maxPictureSeconds: DEFAULTS.maxPictureSeconds,
+  maxWalkEntries: DEFAULTS.maxWalkEntries,
+  maxDepth: DEFAULTS.maxDepth,
 });
 
 /** What a picture covers and how far it may go. Every field is optional. */

@@ -3,7 +3,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import writeFileAtomic from 'write-file-atomic';
-import { CheckpointError, resolveCheckpointConfig, type CheckpointConfig, type ResolvedCheckpointConfig } from '../index.js';
+import { resolveCheckpointConfig, type ResolvedCheckpointConfig } from '../admin.js';
+import { CheckpointError, type CheckpointConfig } from '../index.js';
 
 /** The project config file name, at the project root. */
 export const PROJECT_CONFIG = 'turnback.toml';

@@ -2,7 +2,8 @@ import { realpathSync, statSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { CheckpointError, CheckpointObserver, CheckpointStore, defaultStoreDir } from '../index.js';
+import { defaultStoreDir, openObserver, openStore as openStoreView } from '../admin.js';
+import { CheckpointError, type CheckpointObserver, type StoreView } from '../index.js';
 import { loadCliConfig, type CliConfig } from './config-file.js';
 import { gitToplevel } from './git.js';
 
@@ -91,8 +92,8 @@ export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv
 }
 
 /** Opens the store (creating it when missing). */
-export function openStore(context: CliContext): Promise<CheckpointStore> {
-  return CheckpointStore.open(context.storeDir, { projectRoot: context.projectRoot });
+export function openStore(context: CliContext): Promise<StoreView> {
+  return openStoreView(context.storeDir, { projectRoot: context.projectRoot });
 }
 
 /** True when the store folder exists, so read-only commands can avoid creating one. */
@@ -104,21 +105,8 @@ export async function storeExists(context: CliContext): Promise<boolean> {
   }
 }
 
-/** An observer over `store` with the config's coverage limits, under a per-process session id. */
-export function observerFor(context: CliContext, store: CheckpointStore): CheckpointObserver {
-  const r = context.config.resolved;
-  return new CheckpointObserver({
-    store,
-    // One session per process: two concurrent runs must never share a call baseline.
-    sessionId: `cli-${process.pid}-${Date.now().toString(36)}`,
-    maxFileBytes: Math.floor(r.maxFileMib * 1024 * 1024),
-    coverage: {
-      maxFileMib: r.maxFileMib,
-      maxPictureFiles: r.maxPictureFiles,
-      maxPictureMib: r.maxPictureMib,
-      maxPictureSeconds: r.maxPictureSeconds,
-      maxWalkEntries: r.maxWalkEntries,
-      skip: [...r.skip],
-    },
-  });
+/** An observer over `store` with the config's limits, under `sessionId` (default: one per process). */
+export function observerFor(context: CliContext, store: StoreView, sessionId?: string): CheckpointObserver {
+  // One session per process: two concurrent runs must never share a call baseline.
+  return openObserver(store, { config: context.config.resolved, sessionId: sessionId ?? `cli-${process.pid}-${Date.now().toString(36)}` });
 }

@@ -1,16 +1,8 @@
-import {
-  CheckpointObserver,
-  changesSinceInterrupted,
-  dismissInterrupted,
-  interruptedRuns,
-  isCheckpointError,
-  type CheckpointStore,
-  type Gap,
-  type InterruptedCall,
-} from '../index.js';
+import { changesSinceInterrupted, dismissInterrupted, interruptedRuns, type InterruptedCall } from '../admin.js';
+import { isCheckpointError, type Gap, type StoreView } from '../index.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import type { ReportChange } from '../report/turn-end-list.js';
-import type { CliContext } from './context.js';
+import { observerFor, type CliContext } from './context.js';
 import type { Io } from './io.js';
 import { Progress } from './progress.js';
 
@@ -27,17 +19,12 @@ export interface InterruptedReport {
   recorded: boolean;
 }
 
-function coverageOf(context: CliContext): { maxFileMib: number; maxPictureFiles: number; maxPictureMib: number; maxPictureSeconds: number; maxWalkEntries: number; skip: string[] } {
-  const r = context.config.resolved;
-  return { maxFileMib: r.maxFileMib, maxPictureFiles: r.maxPictureFiles, maxPictureMib: r.maxPictureMib, maxPictureSeconds: r.maxPictureSeconds, maxWalkEntries: r.maxWalkEntries, skip: [...r.skip] };
-}
-
 /**
  * Finds runs whose turnback process died while their command ran. With `record`, each one's
  * changes are attributed now (a `call` checkpoint labelled with its command, which `undo` lists),
  * and it is not reported again; without, it is only described (what `status` does).
  */
-export async function handleInterrupted(context: CliContext, store: CheckpointStore, record: boolean): Promise<InterruptedReport[]> {
+export async function handleInterrupted(context: CliContext, store: StoreView, record: boolean): Promise<InterruptedReport[]> {
   const reports: InterruptedReport[] = [];
   for (const run of await interruptedRuns(store)) {
     const progress = new Progress(`turnback: checking what an interrupted run changed (${run.command ?? run.callId})…`, 'checked');
@@ -50,12 +37,12 @@ export async function handleInterrupted(context: CliContext, store: CheckpointSt
   return reports;
 }
 
-async function handleOne(context: CliContext, store: CheckpointStore, run: InterruptedCall, record: boolean): Promise<InterruptedReport> {
+async function handleOne(context: CliContext, store: StoreView, run: InterruptedCall, record: boolean): Promise<InterruptedReport> {
   const base = { command: run.command, startedAt: run.startedAt, pid: run.pid, checkpointId: run.checkpointId };
   if (record) {
     try {
       // Ending the call under its own session id reads its persisted picture back and records the changes.
-      const adopter = new CheckpointObserver({ store, sessionId: run.sessionId, coverage: coverageOf(context), maxFileBytes: Math.floor(context.config.resolved.maxFileMib * 1024 * 1024) });
+      const adopter = observerFor(context, store, run.sessionId);
       const attribution = await adopter.callEnd(run.callId, { sideEffect: 'filesystem' });
       await adopter.close();
       return { ...base, changes: attribution.changes, gaps: attribution.gaps, partial: attribution.partial, recorded: true };
@@ -65,7 +52,7 @@ async function handleOne(context: CliContext, store: CheckpointStore, run: Inter
       if (isCheckpointError(error, 'STORE_BUSY')) record = false;
     }
   }
-  const since = await changesSinceInterrupted(store, run, coverageOf(context));
+  const since = await changesSinceInterrupted(store, run, { config: context.config.resolved });
   if (record) await dismissInterrupted(store, run);
   return { ...base, changes: since.changes, gaps: since.gaps, partial: since.partial, recorded: false };
 }

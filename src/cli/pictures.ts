@@ -1,4 +1,5 @@
-import { CheckpointError, discardedCheckpoints, type CheckpointId, type CheckpointMeta, type CheckpointStore } from '../index.js';
+import { discardedCheckpoints, isPidAlive } from '../admin.js';
+import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 
 /** Checkpoint kinds the user can undo to: runs, restores' saves, and calls attributed after a restart. */
 const UNDOABLE = new Set<CheckpointMeta['kind']>(['turn', 'pre-restore', 'call']);
@@ -51,21 +52,12 @@ function cliPid(sessionId: string | undefined): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function stateOf(meta: CheckpointMeta): PictureState {
   if (meta.kind === 'call') return 'interrupted';
   if (meta.complete) return 'complete';
   const pid = cliPid(meta.sessionId);
   if (pid === undefined) return 'open';
-  return alive(pid) ? 'running' : 'cut-short';
+  return isPidAlive(pid) ? 'running' : 'cut-short';
 }
 
 /**
@@ -73,7 +65,7 @@ function stateOf(meta: CheckpointMeta): PictureState {
  * listed: it recorded nothing, and the run's changes are the `interrupted` row (once a command
  * has recorded it) or the interrupted-run notice (until then). Its id still works with `show`.
  */
-export async function undoablePictures(store: CheckpointStore): Promise<Picture[]> {
+export async function undoablePictures(store: StoreView): Promise<Picture[]> {
   const metas = (await store.list()).filter((m) => UNDOABLE.has(m.kind)).sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   const undone = await discardedCheckpoints(store, metas.map((m) => m.id));
   const pictures: Picture[] = [];
@@ -114,7 +106,7 @@ export function stateText(state: PictureState): string {
  * @throws CheckpointError `UNKNOWN_CHECKPOINT` when none matches (cleared or never taken),
  *   `INVALID_ID` when the text is neither form or a short id is ambiguous.
  */
-export async function resolveId(store: CheckpointStore, text: string): Promise<CheckpointMeta> {
+export async function resolveId(store: StoreView, text: string): Promise<CheckpointMeta> {
   const metas = await store.list();
   const exact = metas.find((m) => m.id === text);
   if (exact !== undefined) return exact;
@@ -134,7 +126,7 @@ export function clearedMessage(id: string): string {
 }
 
 /** The undo target for one path: the newest undoable checkpoint with an entry for it. */
-export async function latestCheckpointFor(store: CheckpointStore, projectPath: string): Promise<Picture | undefined> {
+export async function latestCheckpointFor(store: StoreView, projectPath: string): Promise<Picture | undefined> {
   for (const meta of await undoablePictures(store)) {
     if (meta.state === 'undone') continue;
     const manifest = await store.manifest(meta.id as CheckpointId);

@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import type { CheckpointId, CheckpointMeta, CheckpointObserver, CheckpointStore, RestorePlan, RestoreReport } from '../index.js';
+import type { CheckpointId, CheckpointMeta, CheckpointObserver, StoreView, RestorePlan, RestoreReport } from '../index.js';
 import { buildUndoPreview, renderReceipt, renderUndoPreview, type UndoPreview } from '../report/preview.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
@@ -44,7 +44,7 @@ function pictureLine(meta: Picture): string {
   return `${displayLabel(meta)} · ${displayTime(meta.shownAt)}   (${files}${state === '' ? '' : `; ${state}`})`;
 }
 
-async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: CheckpointStore; observer: CheckpointObserver }> {
+async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: StoreView; observer: CheckpointObserver }> {
   const context = await loadContext(options);
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');

@@ -14,6 +14,9 @@
  * - `INVALID_ARGUMENT`: any other caller input that fails validation.
  * - `UNAVAILABLE`: the workspace cannot take checkpoints (home folder, `/`, not a folder).
  * - `CONFLICT`: a restore precondition no longer holds (a file changed after the plan).
+ * - `UNKNOWN_CALL`: `callEnd` of a call id that no `callBegin` recorded (or whose baseline is gone).
+ * - `CLOSED`: a method of an observer after its `close()`.
+ * - `INTERNAL`: a state the code believed impossible (a bug in turnback, never the caller's input).
  * - `IO`: an unexpected operating-system failure; `cause` carries the original.
  */
 export type CheckpointErrorCode =
@@ -30,6 +33,9 @@ export type CheckpointErrorCode =
   | 'INVALID_ARGUMENT'
   | 'UNAVAILABLE'
   | 'CONFLICT'
+  | 'UNKNOWN_CALL'
+  | 'CLOSED'
+  | 'INTERNAL'
   | 'IO';
 
 /** Evidence attached to a {@link CheckpointError}. All fields are optional. */
@@ -88,7 +94,7 @@ export function asCheckpointError(error: unknown, message: string, path?: string
 
 /** Exhaustiveness helper for `switch` statements over unions. */
 export function assertNever(value: never): never {
-  throw new CheckpointError('INVALID_ARGUMENT', `unexpected value: ${JSON.stringify(value)}`);
+  throw new CheckpointError('INTERNAL', `unexpected value: ${JSON.stringify(value)}`);
 }
 
 /** The errno code of a Node.js system error, if any. */

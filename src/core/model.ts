@@ -26,6 +26,9 @@ export type UncopiedReason =
   | 'store-busy'
   | 'store-full';
 
+/** Every {@link UncopiedReason}, for validating records read back from disk. */
+export const UNCOPIED_REASONS: ReadonlySet<string> = new Set<UncopiedReason>(['too-large', 'credential', 'picture-budget', 'changed-during-capture', 'unreadable', 'store-busy', 'store-full']);
+
 /**
  * A content fingerprint used by the restore guard: what a path held, independent of where its
  * bytes are stored. `file:<hash>`, `symlink:<target>`, `absent`, or `other:<kind>`.
@@ -92,12 +95,32 @@ export interface ManifestEntry {
   incomplete?: boolean;
 }
 
+/**
+ * Why something was not captured: a file without a copy ({@link UncopiedReason}), a folder a
+ * picture did not check (`unreadable`, `unreadable-name`, `gitignore-unusable`, `too-deep`,
+ * `walk-entries`, `time-limit`), a journal problem (`journal-corrupt`, `journal-write-failed`), a
+ * write recorded without its pre-image (`no-pre-image`), an interrupted call whose picture is gone
+ * (`no-baseline`), or a restore whose discard could not be recorded (`discard-not-recorded`).
+ */
+export type GapReason =
+  | UncopiedReason
+  | 'unreadable-name'
+  | 'gitignore-unusable'
+  | 'too-deep'
+  | 'walk-entries'
+  | 'time-limit'
+  | 'journal-corrupt'
+  | 'journal-write-failed'
+  | 'no-pre-image'
+  | 'no-baseline'
+  | 'discard-not-recorded';
+
 /** A gap: something that was not captured, with the reason. Gaps are reported, never silent. */
 export interface Gap {
   /** The path or folder concerned, when there is one. */
   path?: string;
   /** Machine-readable reason. */
-  reason: string;
+  reason: GapReason;
   /** Human-readable detail. */
   detail: string;
 }

@@ -1,5 +1,6 @@
 import type { Gap } from '../index.js';
-import { DEFAULT_MAX_FILE_MIB, noCopyText, uncopiedReasonOf } from './reasons.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 import type { ReportChange } from './turn-end-list.js';
 
@@ -32,7 +33,7 @@ export interface InterruptedInput {
  */
 export function renderInterruptedNotice(input: InterruptedInput, style: LineStyle = plainStyle): string[] {
   const undo = input.undoCommand ?? 'turnback undo';
-  const maxFileMib = input.maxFileMib ?? DEFAULT_MAX_FILE_MIB;
+  const maxFileMib = input.maxFileMib ?? DEFAULTS.maxFileMib;
   const maxRows = input.maxRows ?? 10;
   const what = input.command !== undefined ? `\`${input.command}\`` : 'a command';
   const lines = [style.warn(`turnback was killed while a command ran: ${what} (started ${input.startedAt}). It may have partly run; its output was not recorded.`)];

@@ -1,5 +1,6 @@
 import type { PlanEntry, RestoreReport } from '../index.js';
-import { DEFAULT_MAX_FILE_MIB, planReasonText } from './reasons.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { planReasonText } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
 /** The verb a preview shows for a plan entry; `undefined` rows are not shown (already as they were). */
@@ -50,7 +51,7 @@ export function previewVerb(entry: Pick<PlanEntry, 'action' | 'reason'>): Previe
 }
 
 /** Builds the preview of a restore plan. Pure. */
-export function buildUndoPreview(label: string, entries: readonly PlanEntry[], maxFileMib: number = DEFAULT_MAX_FILE_MIB, title?: string): UndoPreview {
+export function buildUndoPreview(label: string, entries: readonly PlanEntry[], maxFileMib: number = DEFAULTS.maxFileMib, title?: string): UndoPreview {
   const counts: Record<PreviewVerb, number> = { 'write back': 0, recreate: 0, delete: 0, kept: 0, leave: 0, skip: 0 };
   const rows: PreviewRow[] = [];
   let unchanged = 0;
@@ -134,7 +135,7 @@ export function renderReceipt(
   options: { maxFileMib?: number; undoCommand?: string; maxRows?: number } = {},
 ): string[] {
   const maxRows = options.maxRows ?? 10;
-  const maxFileMib = options.maxFileMib ?? DEFAULT_MAX_FILE_MIB;
+  const maxFileMib = options.maxFileMib ?? DEFAULTS.maxFileMib;
   const n = report.restored.length;
   const lines = [style.bold(`restored ${n} ${n === 1 ? 'file' : 'files'} to ${label}`)];
   const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${path}${note.length > 0 ? `   ${note}` : ''}`;

@@ -1,13 +1,12 @@
+import { DEFAULTS } from '../core/defaults.js';
 import type { PathState, UncopiedReason } from '../index.js';
 
-/** Default largest copied file, MiB, used to word `too-large` when the caller does not say. */
-export const DEFAULT_MAX_FILE_MIB = 100;
 
 /**
  * The words shown for a file with no stored copy, e.g. `no copy (over 100 MiB)`. One table so
  * the turn-end list, the preview and the receipt always say the same thing.
  */
-export function noCopyText(reason: UncopiedReason | string, maxFileMib: number = DEFAULT_MAX_FILE_MIB): string {
+export function noCopyText(reason: UncopiedReason | string, maxFileMib: number = DEFAULTS.maxFileMib): string {
   switch (reason) {
     case 'too-large':
       return `no copy (over ${maxFileMib} MiB)`;
@@ -37,7 +36,7 @@ export function uncopiedReasonOf(state: PathState | undefined): UncopiedReason |
  * The words for a plan reason (see `PlanReason` in restore/plan.ts), as shown after a path in a
  * preview or a receipt. Unknown reasons are shown verbatim rather than hidden.
  */
-export function planReasonText(reason: string | undefined, maxFileMib: number = DEFAULT_MAX_FILE_MIB): string {
+export function planReasonText(reason: string | undefined, maxFileMib: number = DEFAULTS.maxFileMib): string {
   if (reason === undefined) return '';
   if (reason.startsWith('no-copy:')) return noCopyText(reason.slice('no-copy:'.length), maxFileMib);
   if (reason.startsWith('cannot-save-first:')) {

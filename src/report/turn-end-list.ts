@@ -1,6 +1,7 @@
 import ignore from 'ignore';
 import type { Gap, PathState } from '../index.js';
-import { DEFAULT_MAX_FILE_MIB, noCopyText, uncopiedReasonOf } from './reasons.js';
+import { DEFAULTS } from '../core/defaults.js';
+import { noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
 /** One changed path, as the observer reports it (`Change` in the session layer). */
@@ -145,7 +146,7 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
   const undoCommand = input.undoCommand ?? 'turnback undo';
   const maxRows = input.maxRows ?? 10;
   const threshold = input.massDeleteThreshold ?? 20;
-  const maxFileMib = input.maxFileMib ?? DEFAULT_MAX_FILE_MIB;
+  const maxFileMib = input.maxFileMib ?? DEFAULTS.maxFileMib;
   const changes = [...input.changes].sort((a, b) => KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || compare(a.path, b.path));
   const counts = { changed: 0, created: 0, deleted: 0 };
   for (const change of changes) counts[change.kind] += 1;
@@ -242,7 +243,7 @@ function notesFor(input: TurnEndInput, maxFileMib: number): string[] {
       pushOnce(notes, seen, `no checkpoint: ${gap.detail}`);
     } else if (UNCOPIED_REASONS.has(gap.reason) && gap.path !== undefined) {
       uncopied.set(gap.reason, (uncopied.get(gap.reason) ?? 0) + 1);
-    } else if (gap.reason === 'no-checkpoint' || gap.reason === 'store-full' || gap.reason === 'disabled') {
+    } else if (gap.reason === 'store-full') {
       pushOnce(notes, seen, `no checkpoint: ${gap.detail}`);
     } else {
       const shown = gap.path === undefined || gap.detail.includes(gap.path) ? gap.detail : `${gap.path}: ${gap.detail}`;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import * as path from 'node:path';
-import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
+import { CheckpointError, errnoCode, isCheckpointError, type CheckpointErrorCode } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
 import type { Fingerprint, PathState } from '../core/model.js';
 import type { DiskState } from '../fs/disk-state.js';
@@ -58,12 +58,15 @@ export interface ApplyOptions {
   durable?: boolean;
 }
 
+/** Why a writing entry did not complete: a {@link CheckpointErrorCode}, an errno code (`EACCES`, …), or `ABORT_ERR`. */
+export type RestoreFailureCode = CheckpointErrorCode | 'ABORT_ERR' | `E${string}`;
+
 /** A writing entry that did not complete. */
 export interface ApplyFailure {
   path: string;
   error: string;
-  /** A `CheckpointError` code, an errno code, or `ABORT_ERR`. */
-  code?: string;
+  /** Absent when the failure carried no code. */
+  code?: RestoreFailureCode;
 }
 
 /** The receipt of an apply. */
@@ -386,7 +389,8 @@ async function readVerified(
 
 function describeFailure(projectPath: string, error: unknown): ApplyFailure {
   const message = error instanceof Error ? error.message : String(error);
-  const code = isCheckpointError(error) ? error.code : isAbort(error) ? 'ABORT_ERR' : errnoCode(error);
+  const errno = errnoCode(error);
+  const code: RestoreFailureCode | undefined = isCheckpointError(error) ? error.code : isAbort(error) ? 'ABORT_ERR' : errno?.startsWith('E') === true ? (errno as `E${string}`) : undefined;
   return code === undefined ? { path: projectPath, error: message } : { path: projectPath, error: message, code };
 }
 

@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { CheckpointError } from '../core/errors.js';
-import { DEFAULT_RETAIN } from '../store/store.js';
+import { DEFAULTS } from '../core/defaults.js';
 
 /**
  * The `[capabilities.checkpoint]` table (and the CLI's `[checkpoints]` table): keys as they are
@@ -56,16 +56,17 @@ export interface ResolvedCheckpointConfig {
 }
 
 
+/** TOML key → resolved field, and whether it must be an integer. Defaults come from {@link DEFAULTS}. */
 const NUMERIC_KEYS = {
-  retain: ['retain', DEFAULT_RETAIN, true],
-  max_file_mib: ['maxFileMib', 100, false],
-  max_store_gib: ['maxStoreGib', 5, false],
-  keep_days: ['keepDays', 14, false],
-  max_picture_files: ['maxPictureFiles', 10_000, true],
-  max_picture_mib: ['maxPictureMib', 500, false],
-  max_picture_seconds: ['maxPictureSeconds', 10, false],
-  max_walk_entries: ['maxWalkEntries', 100_000, true],
-  snapshot_cap_mib: ['snapshotCapMib', 1024, false],
+  retain: ['retain', true],
+  max_file_mib: ['maxFileMib', false],
+  max_store_gib: ['maxStoreGib', false],
+  keep_days: ['keepDays', false],
+  max_picture_files: ['maxPictureFiles', true],
+  max_picture_mib: ['maxPictureMib', false],
+  max_picture_seconds: ['maxPictureSeconds', false],
+  max_walk_entries: ['maxWalkEntries', true],
+  snapshot_cap_mib: ['snapshotCapMib', false],
 } as const;
 
 type NumericKey = keyof typeof NUMERIC_KEYS;
@@ -95,20 +96,20 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
   const resolved: ResolvedCheckpointConfig = {
     enabled: input.enabled === true,
     dir: input.dir as string | undefined,
-    retain: DEFAULT_RETAIN,
+    retain: DEFAULTS.retain,
     skip: stringList(input.skip, 'skip'),
-    maxFileMib: 100,
-    maxStoreGib: 5,
-    keepDays: 14,
-    maxPictureFiles: 10_000,
-    maxPictureMib: 500,
-    maxPictureSeconds: 10,
-    maxWalkEntries: 100_000,
-    snapshotCapMib: 1024,
+    maxFileMib: DEFAULTS.maxFileMib,
+    maxStoreGib: DEFAULTS.maxStoreGib,
+    keepDays: DEFAULTS.keepDays,
+    maxPictureFiles: DEFAULTS.maxPictureFiles,
+    maxPictureMib: DEFAULTS.maxPictureMib,
+    maxPictureSeconds: DEFAULTS.maxPictureSeconds,
+    maxWalkEntries: DEFAULTS.maxWalkEntries,
+    snapshotCapMib: DEFAULTS.snapshotCapMib,
     protected: stringList(input.protected, 'protected'),
   };
   for (const key of Object.keys(NUMERIC_KEYS) as NumericKey[]) {
-    const [field, , integer] = NUMERIC_KEYS[key];
+    const [field, integer] = NUMERIC_KEYS[key];
     const value = input[key];
     if (value === undefined) continue;
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {

@@ -1,6 +1,7 @@
 import { isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointStore } from '../store/store.js';
+import { storeBehind, type StoreView } from '../store/view.js';
 import { DISCARDS_STATE, discardHolding, parseDiscards, type Discard } from './timeline.js';
 
 /**
@@ -21,8 +22,8 @@ export async function readDiscards(store: CheckpointStore): Promise<Discard[]> {
  * pre-restore checkpoint whose restore — a redo — brings it back. Lists use it to mark or hide
  * those checkpoints instead of offering a choice that cannot be taken.
  */
-export async function discardedCheckpoints(store: CheckpointStore, ids: readonly CheckpointId[]): Promise<Map<CheckpointId, CheckpointId>> {
-  const discards = await readDiscards(store);
+export async function discardedCheckpoints(view: StoreView, ids: readonly CheckpointId[]): Promise<Map<CheckpointId, CheckpointId>> {
+  const discards = await readDiscards(storeBehind(view));
   const held = new Map<CheckpointId, CheckpointId>();
   for (const id of ids) {
     const holding = discardHolding(id, discards);

@@ -1,12 +1,15 @@
 import { diffPictures, type Change } from '../capture/diff.js';
-import { resolveCoverage, type CoverageOptions } from '../capture/coverage.js';
+import { resolveCoverage } from '../capture/coverage.js';
+import type { ResolvedCheckpointConfig } from './config.js';
+import { observerOptionsFromConfig } from './options.js';
 import { takePicture } from '../capture/picture.js';
-import { errnoCode } from '../core/errors.js';
+import { isPidAlive } from '../core/pid.js';
 import { loadHasher } from '../core/hash.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Gap } from '../core/model.js';
-import type { CheckpointStore } from '../store/store.js';
-import { loadBaselinePicture, parseBaseline, type CallBaseline } from './baseline.js';
+import { storeBehind, type StoreView } from '../store/view.js';
+import { pictureStoreOf } from '../capture/stable-read.js';
+import { loadBaselinePicture, parseBaseline, type CallBaseline } from '../capture/baseline.js';
 
 /** A call whose process died between callBegin and callEnd. */
 export interface InterruptedCall {
@@ -28,25 +31,17 @@ export interface ChangesSinceInterrupted {
   summary: string;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errnoCode(error) === 'EPERM';
-  }
-}
-
 /**
  * Lists calls that began but never ended because their process died (terminal closed, SIGKILL,
  * reboot). Their baselines stay in the store until {@link dismissInterrupted} or a later callEnd.
  */
-export async function interruptedRuns(store: CheckpointStore): Promise<InterruptedCall[]> {
+export async function interruptedRuns(view: StoreView): Promise<InterruptedCall[]> {
+  const store = storeBehind(view);
   const names = await store.listState('call-');
   const result: InterruptedCall[] = [];
   for (const name of names) {
     const baseline = parseBaseline(await store.readState(name));
-    if (baseline === undefined || processAlive(baseline.pid)) continue;
+    if (baseline === undefined || isPidAlive(baseline.pid)) continue;
     result.push(toInterrupted(baseline, name));
   }
   return result.sort((a, b) => (a.startedAt < b.startedAt ? -1 : 1));
@@ -69,15 +64,17 @@ function toInterrupted(baseline: CallBaseline, stateName: string): InterruptedCa
  * Takes a new picture, which copies changed files into the store.
  */
 export async function changesSinceInterrupted(
-  store: CheckpointStore,
+  view: StoreView,
   call: InterruptedCall,
-  coverage: CoverageOptions = {},
+  options: { config?: ResolvedCheckpointConfig } = {},
 ): Promise<ChangesSinceInterrupted> {
+  const coverage = options.config === undefined ? {} : (observerOptionsFromConfig(options.config).coverage ?? {});
+  const store = storeBehind(view);
   const baseline = parseBaseline(await store.readState(call.stateName));
   const before = baseline === undefined ? undefined : await loadBaselinePicture(store, baseline);
   if (baseline === undefined || before === undefined) return { changes: [], gaps: [{ reason: 'no-baseline', detail: 'the interrupted call left no readable picture' }], partial: true, summary: 'no checkpoint: the picture before the command is gone' };
   await loadHasher();
-  const now = await takePicture({ store, projectRoot: store.projectRoot, coverage: resolveCoverage(coverage), cache: before, exclude: [store.root] });
+  const now = await takePicture({ store: pictureStoreOf(store), projectRoot: store.projectRoot, coverage: resolveCoverage(coverage), cache: before, exclude: [store.root] });
   return {
     changes: diffPictures(before, now),
     gaps: [...baseline.gaps, ...now.gaps],
@@ -87,6 +84,6 @@ export async function changesSinceInterrupted(
 }
 
 /** Forgets an interrupted call once a person has seen it (its checkpoint stays restorable). */
-export async function dismissInterrupted(store: CheckpointStore, call: InterruptedCall): Promise<void> {
-  await store.writeState(call.stateName, null);
+export async function dismissInterrupted(view: StoreView, call: InterruptedCall): Promise<void> {
+  await storeBehind(view).writeState(call.stateName, null);
 }

@@ -4,6 +4,7 @@ import { workspaceRefusal } from '../capture/coverage.js';
 import { CheckpointStore } from '../store/store.js';
 import { checkpointTableOf, defaultStoreDir, resolveCheckpointConfig, type CheckpointConfig, type ResolvedCheckpointConfig } from './config.js';
 import { CheckpointObserver } from './observer.js';
+import { observerOptionsFromConfig } from './options.js';
 import { UnavailableCheckpoints, type UnavailableReason } from './unavailable.js';
 
 /** Options of {@link observerForConfig} and {@link openCheckpoints}. */
@@ -52,17 +53,8 @@ async function open(resolved: ResolvedCheckpointConfig, options: ObserverForConf
     return {
       observer: new CheckpointObserver({
         store,
-        maxFileBytes: Math.floor(resolved.maxFileMib * 1024 * 1024),
         // The config's picture limits and skip list apply to library sessions as they do to the CLI.
-        coverage: {
-          maxFileMib: resolved.maxFileMib,
-          maxPictureFiles: resolved.maxPictureFiles,
-          maxPictureMib: resolved.maxPictureMib,
-          maxPictureSeconds: resolved.maxPictureSeconds,
-          maxWalkEntries: resolved.maxWalkEntries,
-          skip: [...resolved.skip],
-        },
-        snapshotCapBytes: Math.floor(resolved.snapshotCapMib * 1024 * 1024),
+        ...observerOptionsFromConfig(resolved),
         ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
       }),
     };

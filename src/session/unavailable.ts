@@ -1,4 +1,5 @@
-import type { CheckpointObserver, SnapshotScope } from './observer.js';
+import type { CheckpointObserver } from './observer.js';
+import type { SnapshotScope } from './snapshots.js';
 import type { WriteObserver } from './write-observer.js';
 
 /**

@@ -117,21 +117,6 @@ export function tempNamePid(name: string): number | undefined {
 export const HOSTNAME: string = hostname();
 
 /**
- * True when `pid` names a live process on this host. `EPERM` means it exists but belongs to
- * someone else, which still counts as alive.
- */
-export function isPidAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errnoCode(error) === 'EPERM';
-  }
-}
-
-/**
  * Canonicalises a path that may not exist yet: realpath of the nearest existing ancestor plus
  * the missing tail. Lets `open` refuse a root inside `.git` before creating anything.
  */

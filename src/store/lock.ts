@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import type { FileSystem } from '../fs/file-system.js';
-import { HOSTNAME, createExclusive, isPidAlive, type StoreLayout } from './layout.js';
+import { isPidAlive } from '../core/pid.js';
+import { HOSTNAME, createExclusive, type StoreLayout } from './layout.js';
 
 /** A lock older than this is stale even when its process seems alive (pid reuse, hung writer). */
 export const LOCK_STALE_MS: number = 10 * 60 * 1000;

@@ -4,7 +4,7 @@ import { isCheckpointId, type CheckpointId } from '../core/id.js';
 import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
-import { isObjectKey } from './objects.js';
+import { isObjectKey } from './object-codec.js';
 
 const KINDS: ReadonlySet<string> = new Set(['turn', 'call', 'picture', 'snapshot', 'savepoint', 'pre-restore']);
 const UNCOPIED_REASONS: ReadonlySet<string> = new Set([

@@ -14,7 +14,7 @@ import xxhash from 'xxhash-wasm';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { closeQuietly, descriptorsOfDropped, writeAllSync } from '../fs/file-system.js';
 import { FILE_MODE, GRACE_MS, HOSTNAME } from './layout.js';
-import { isObjectKey } from './objects.js';
+import { isObjectKey } from './object-codec.js';
 
 /**
  * Objects whose original size is at most this go into packs; larger ones stay loose files. The

@@ -4,9 +4,11 @@ import { checkpointIdTime, type CheckpointId } from '../core/id.js';
 import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
-import { GRACE_MS, HOSTNAME, isPidAlive, tempNamePid, type StoreLayout } from './layout.js';
+import { isPidAlive } from '../core/pid.js';
+import { GRACE_MS, HOSTNAME, tempNamePid, type StoreLayout } from './layout.js';
 import { manifestObjects, parseManifest } from './manifests.js';
-import { OBJECT_KEY_SCAN, type ObjectStore } from './objects.js';
+import { OBJECT_KEY_SCAN } from './object-codec.js';
+import type { ObjectStore } from './objects.js';
 import { PACK_FRESH_MS, isOpenInThisProcess, readPackHeader } from './packs.js';
 import { loadHasher } from '../core/hash.js';
 

@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
+import { DEFAULTS } from '../core/defaults.js';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { newCheckpointId, parseCheckpointId, type CheckpointId } from '../core/id.js';
 import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
@@ -9,7 +10,7 @@ import { JournalWriter, foldJournal, journalRecordProblem, readJournal, type Jou
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, manifestProblem, metaOf, readManifest, writeManifest } from './manifests.js';
-import { ObjectStore, type FileObjectRef, type ObjectFileInfo, type ObjectRef, type PutFileExpectation, type PutFileOptions } from './objects.js';
+import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
 
@@ -17,7 +18,7 @@ import { verifyStore, type VerifyReport } from './verify.js';
  * Default number of checkpoints retained per project before the oldest are pruned.
  * @default 100
  */
-export const DEFAULT_RETAIN = 100;
+export const DEFAULT_RETAIN: number = DEFAULTS.retain;
 
 /** Options of {@link CheckpointStore.open}. */
 export interface OpenStoreOptions {
@@ -72,7 +73,7 @@ export interface CheckpointWriter {
   close(): Promise<void>;
 }
 
-export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, FileObjectRef, PutFileExpectation, PutFileOptions, ObjectFileInfo, JournalRecord };
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, PutFileOptions, ObjectFileInfo, JournalRecord };
 
 const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
 /** Manifest entries kept in memory across reads (a few hundred bytes each). */
@@ -270,29 +271,30 @@ export class CheckpointStore {
   }
 
   /**
-   * Stores the current bytes of a regular file. `options.compress: false` stores a small file
-   * raw (for latency-critical captures; a later repack compresses it).
-   * @throws CheckpointError `CONFLICT` when it is not a regular file, differs from `expected`, or changed while read.
+   * {@link putBytes} for bytes whose xxh64 the caller computed as it read them (a capture);
+   * internal: a wrong hash stores an object every read then reports as `INTEGRITY`.
    */
-  putFile(absPath: string, expected?: PutFileExpectation, options?: PutFileOptions): Promise<FileObjectRef> {
-    if (typeof absPath !== 'string' || !path.isAbsolute(absPath)) {
-      return Promise.reject(new CheckpointError('INVALID_ARGUMENT', 'putFile takes an absolute path', { path: String(absPath) }));
-    }
-    return this.objects.putFile(absPath, expected, options);
+  putHashed(bytes: Uint8Array, hash: string, options: PutFileOptions = {}): Promise<ObjectRef> {
+    return this.objects.putHashed(bytes, hash, options);
   }
 
   /**
-   * {@link CheckpointStore.putFile} on the calling thread for a small file (at most 256 KiB):
-   * the reference, or `undefined` when the file must go through `putFile` (larger, or the store
-   * not loaded by an earlier call yet). A picture copies thousands of small files this way
-   * without a promise per file.
-   * @throws CheckpointError as `putFile`.
+   * {@link putHashed} on the calling thread for a small object (at most 256 KiB): `undefined`
+   * when it is larger or the object index is not loaded yet ({@link loadObjects}). A picture
+   * stores thousands of small files this way without a promise per file.
    */
-  putFileSync(absPath: string, expected?: PutFileExpectation, options?: PutFileOptions): FileObjectRef | undefined {
-    if (typeof absPath !== 'string' || !path.isAbsolute(absPath)) {
-      throw new CheckpointError('INVALID_ARGUMENT', 'putFile takes an absolute path', { path: String(absPath) });
-    }
-    return this.objects.putSmallFileSync(absPath, expected, options);
+  putHashedSync(bytes: Uint8Array, hash: string, options: PutFileOptions = {}): ObjectRef | undefined {
+    return this.objects.putHashedSync(bytes, hash, options);
+  }
+
+  /** Loads the object index (once); the synchronous puts work from then on. */
+  loadObjects(): Promise<void> {
+    return this.objects.load();
+  }
+
+  /** True once the object index is loaded. */
+  get objectsLoaded(): boolean {
+    return this.objects.isLoaded;
   }
 
   /** An object's original bytes. @throws CheckpointError `INTEGRITY` when missing or damaged. */

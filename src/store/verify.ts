@@ -6,7 +6,7 @@ import { scanCatalog } from './catalog.js';
 import { readJournal } from './journal.js';
 import { STORE_FORMAT, STORE_VERSION } from './layout.js';
 import { readManifest } from './manifests.js';
-import { checkObjectBytes, parseObjectKey } from './objects.js';
+import { checkObjectBytes, parseObjectKey } from './object-codec.js';
 import { closeReads, isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
 import type { StoreContext } from './retention.js';
 

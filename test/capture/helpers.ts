@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { CheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import type { PictureStore } from '../../src/capture/picture.js';
+import type { StateDocuments } from '../../src/capture/picture-persist.js';
 import { tempFolder } from '../helpers/temp.js';
 
 export { writeTree as makeTree, type TreeEntry as FixtureEntry } from '../helpers/temp.js';
@@ -19,7 +20,7 @@ export async function backdate(root: string, rel: string, seconds = 3600): Promi
 }
 
 /** An in-memory store implementing exactly {@link PictureStore}, counting reads. */
-export class FakeStore implements PictureStore {
+export class FakeStore implements PictureStore, StateDocuments {
   readonly objects = new Map<string, Buffer>();
   readonly state = new Map<string, string>();
   putFileCalls: string[] = [];

@@ -2,7 +2,9 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveCoverage } from '../../src/capture/coverage.js';
-import { loadPictureCache, savePictureCache, takePicture, type PictureStore } from '../../src/capture/picture.js';
+import { takePicture, type PictureStore } from '../../src/capture/picture.js';
+import { loadPictureCache, savePictureCache } from '../../src/capture/picture-persist.js';
+import { pictureStoreOf, storeFile } from '../../src/capture/stable-read.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { backdate, makeTree, tempDir } from './helpers.js';
 
@@ -22,7 +24,7 @@ describe('takePicture with the real CheckpointStore', () => {
     const store = await CheckpointStore.open(storeRoot, { projectRoot: root });
     try {
       const coverage = resolveCoverage();
-      const first = await takePicture({ store, projectRoot: root, coverage, exclude: [storeRoot] });
+      const first = await takePicture({ store: pictureStoreOf(store), projectRoot: root, coverage, exclude: [storeRoot] });
       expect([...first.records.keys()].sort()).toEqual(['.env', 'a.txt', 'src/b.ts']);
       expect(first.copied).toBe(2);
       const a = first.records.get('a.txt')?.state;
@@ -34,12 +36,10 @@ describe('takePicture with the real CheckpointStore', () => {
       const counting: PictureStore = {
         putFile: (p, e) => {
           reads += 1;
-          return store.putFile(p, e);
+          return storeFile(store, p, e);
         },
-        readState: (n) => store.readState(n),
-        writeState: (n, v) => store.writeState(n, v),
       };
-      const cache = await loadPictureCache(counting, 'picture-cache');
+      const cache = await loadPictureCache(store, 'picture-cache');
       const second = await takePicture({ store: counting, projectRoot: root, coverage, cache, exclude: [storeRoot] });
       expect(reads).toBe(0);
       expect(second.records.get('a.txt')?.state).toEqual(a);

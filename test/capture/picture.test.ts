@@ -3,17 +3,8 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as nodeFs from 'node:fs';
 import { IgnoreStack, resolveCoverage, type CoverageOptions } from '../../src/capture/coverage.js';
-import {
-  loadPictureCache,
-  prunePictureBases,
-  readPictureBase,
-  savePictureCache,
-  takePicture,
-  writePictureBase,
-  type Picture,
-  type PictureCache,
-  type PictureRecord,
-} from '../../src/capture/picture.js';
+import { takePicture, type Picture, type PictureCache, type PictureRecord } from '../../src/capture/picture.js';
+import { loadPictureCache, prunePictureBases, readPictureBase, savePictureCache, writePictureBase } from '../../src/capture/picture-persist.js';
 import { ScanMemo } from '../../src/capture/scan.js';
 import { CheckpointError } from '../../src/core/errors.js';
 import { backdate, FakeStore, makeTree, tempDir } from './helpers.js';

@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempFolder } from '../helpers/temp.js';
-import { CheckpointStore } from '../../src/index.js';
+import { CheckpointStore } from '../../src/store/store.js';
 
 // TURNBACK_CLI runs these tests against another bundle of src/cli/main.ts (a private build) without touching dist/.
 const CLI = process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');

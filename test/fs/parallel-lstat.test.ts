@@ -148,14 +148,14 @@ describe('ParallelLstat', () => {
     const script = path.join(dir, 'child.mjs');
     nodeFs.writeFileSync(
       script,
-      `const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+      `const { openStore, openObserver } = await import(process.env.TURNBACK_DIST);
       const [project, storeDir] = process.argv.slice(2);
-      const store = await CheckpointStore.open(storeDir, { projectRoot: project });
-      const observer = new CheckpointObserver({ store, sessionId: 's' });
+      const store = await openStore(storeDir, { projectRoot: project });
+      const observer = openObserver(store, { sessionId: 's' });
       for (const id of ['one', 'two', 'three']) { await observer.callBegin(id); await observer.callEnd(id); }
       console.log('pictured');`,
     );
-    const dist = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../dist/index.js');
+    const dist = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../dist/admin.js');
     const child = spawn(process.execPath, [script, path.join(dir, 'project'), path.join(dir, 'store')], {
       env: { ...process.env, TURNBACK_DIST: dist },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -128,7 +128,7 @@ describe('turn-end list', () => {
       changes: [],
       partial: true,
       gaps: [
-        { reason: 'picture-files', detail: '48,000 new files in out/, 10,000 copied' },
+        { reason: 'picture-budget', detail: '48,000 new files in out/, 10,000 copied' },
         { reason: 'store-busy', detail: 'the checkpoint store is busy (another session is using it)' },
         { path: 'vendor/', reason: 'gitignore-unusable', detail: 'its .gitignore is over 1 MiB' },
         { path: 'a.pem', reason: 'credential', detail: 'credential file' },

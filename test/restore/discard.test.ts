@@ -7,6 +7,7 @@ import type { CheckpointManifest, ManifestEntry } from '../../src/core/model.js'
 import type { CheckpointObserver } from '../../src/session/observer.js';
 import { DISCARDS_STATE, discardHolding, parseDiscards, recordDiscard, withoutDiscarded, type Discard } from '../../src/session/timeline.js';
 import { openObserver, sandbox, writeTree } from '../session/helpers.js';
+import { storeBehind } from '../../src/store/view.js';
 
 const id = (n: number): CheckpointId => `${String(1_700_000_000_000 + n).padStart(13, '0')}-0000-0000000${n % 10}` as CheckpointId;
 
@@ -244,7 +245,7 @@ describe('discarding later boundaries after a restore', () => {
     // Partial: B keeps its attribution for new.txt, so a later rewind can still delete it.
     expect((await observer.plan(b)).entries).toMatchObject([{ path: 'new.txt', action: 'delete' }]);
 
-    await observer.store.writeState(DISCARDS_STATE, { version: 1, discards: 'garbage' });
+    await storeBehind(observer.store).writeState(DISCARDS_STATE, { version: 1, discards: 'garbage' });
     expect((await observer.plan(a)).entries.map((e) => e.path)).toEqual(['new.txt', 'x.txt']);
     await observer.close();
   });

@@ -48,7 +48,7 @@ describe('the pre-restore save (between guard and swap)', () => {
   it('leaves alone what it cannot save first: a credential file, a file over the copy limit', async () => {
     const { project, storeDir } = await sandbox();
     await writeTree(project, { '.env': 'TOKEN=old', 'big.txt': 'small before', 'ok.txt': 'o1' });
-    const observer = await openObserver(project, storeDir, { maxFileBytes: 1000 });
+    const observer = await openObserver(project, storeDir, { coverage: { maxFileMib: 1000 / (1024 * 1024) } });
     const turn = await observer.beginTurn();
     await write(observer, project, '.env', 'TOKEN=new');
     await write(observer, project, 'big.txt', 'x'.repeat(5000));

@@ -9,6 +9,7 @@ import { CheckpointObserver } from '../../src/session/observer.js';
 import { writeFile } from '../../src/tools/reference-tools.js';
 import { changesSinceInterrupted, interruptedRuns } from '../../src/session/interrupted.js';
 import { listing, openObserver, sandbox, writeTree } from './helpers.js';
+import { storeBehind, type StoreView } from '../../src/store/view.js';
 
 function sh(cwd: string, script: string): void {
   execFileSync('sh', ['-c', script], { cwd, stdio: 'pipe' });
@@ -185,7 +186,7 @@ describe('shell calls: attribution and restore to the boundary', () => {
     const { build } = await import('esbuild');
     const bundle = path.join(base, 'turnback.mjs');
     await build({
-      entryPoints: [path.resolve('src/index.ts')],
+      entryPoints: [path.resolve('src/admin.ts')],
       bundle: true,
       platform: 'node',
       format: 'esm',
@@ -199,9 +200,9 @@ describe('shell calls: attribution and restore to the boundary', () => {
     const script = path.join(base, 'child.mjs');
     await fs.writeFile(
       script,
-      `const { CheckpointStore, CheckpointObserver } = await import(${JSON.stringify(bundle)});
-const store = await CheckpointStore.open(process.argv[3], { projectRoot: process.argv[2] });
-const observer = new CheckpointObserver({ store, sessionId: 'dying' });
+      `const { openStore, openObserver } = await import(${JSON.stringify(bundle)});
+const store = await openStore(process.argv[3], { projectRoot: process.argv[2] });
+const observer = openObserver(store, { sessionId: 'dying' });
 await observer.beginTurn();
 await observer.callBegin('c1', { command: 'make things' });
 process.stdout.write('ready\\n');
@@ -250,7 +251,7 @@ setInterval(() => {}, 1000);
     const cacheFile = path.join(storeDir, 'state', 'stat-cache.json');
     const cacheBefore = await fs.stat(cacheFile);
     await observer.callBegin('noop');
-    const [name] = await observer.store.listState('call-');
+    const [name] = await storeBehind(observer.store).listState('call-');
     const text = await fs.readFile(path.join(storeDir, 'state', `${name}.json`), 'utf8');
     const doc = JSON.parse(text) as { records: unknown[]; removed: unknown[]; base: { count: number } };
     expect(doc.records).toEqual([]);
@@ -261,7 +262,7 @@ setInterval(() => {}, 1000);
     expect(end.changes).toEqual([]);
     const cacheAfter = await fs.stat(cacheFile);
     expect([cacheAfter.ino, cacheAfter.mtimeMs]).toEqual([cacheBefore.ino, cacheBefore.mtimeMs]);
-    expect(await observer.store.listState('call-')).toEqual([]);
+    expect(await storeBehind(observer.store).listState('call-')).toEqual([]);
     // A changed file rewrites only the small cache head, and not before the call returns (within
     // 200 ms, or at turn end or close): the base stays.
     await fs.writeFile(path.join(project, 'lib/f1.js'), 'changed');
@@ -272,7 +273,7 @@ setInterval(() => {}, 1000);
     await observer.close();
     const head = JSON.parse(await fs.readFile(cacheFile, 'utf8')) as { records: { path: string }[] };
     expect(head.records.map((r) => r.path)).toEqual(['lib/f1.js']);
-    expect(await observer.store.listState('pic-')).toHaveLength(1);
+    expect(await storeBehind(observer.store).listState('pic-')).toHaveLength(1);
   });
 
   it('saves the stat cache head of a changed picture within 200 ms, with no close', async () => {
@@ -297,7 +298,7 @@ setInterval(() => {}, 1000);
     const { project, storeDir } = await sandbox();
     await writeTree(project, { 'f.txt': 'original content that matters', 'g.txt': 'second original', 'h.txt': 'third original' });
     const observer = await openObserver(project, storeDir);
-    const preImageKept = async (store: CheckpointStore, change: { before?: PathState } | undefined, content: string): Promise<void> => {
+    const preImageKept = async (store: StoreView, change: { before?: PathState } | undefined, content: string): Promise<void> => {
       expect(change?.before).toMatchObject({ type: 'file', size: content.length });
       if (change?.before?.type !== 'file') throw new Error('expected a file pre-image');
       expect((await store.readObject(change.before.object)).toString()).toBe(content);
@@ -350,7 +351,7 @@ setInterval(() => {}, 1000);
     expect(result.removedCheckpoints).toBeGreaterThanOrEqual(2);
     expect((await gone.store.list()).filter((m) => m.sessionId === 'gone')).toEqual([]);
     expect(await gone.listSnapshots('gone')).toEqual([]);
-    expect(await gone.store.listState('call-')).toEqual([]);
+    expect(await storeBehind(gone.store).listState('call-')).toEqual([]);
     await gone.close();
     expect(await gone.store.hasObject(mineObject.object)).toBe(false);
     // The other session's turn still restores, its pre-image shared with the dropped one.
@@ -365,7 +366,7 @@ setInterval(() => {}, 1000);
     const { project, storeDir } = await gitProject();
     const observer = await openObserver(project, storeDir);
     await observer.beginTurn();
-    await expect(observer.callEnd('never-began')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(observer.callEnd('never-began')).rejects.toMatchObject({ code: 'UNKNOWN_CALL' });
     await observer.callBegin('dup');
     await expect(observer.callBegin('dup')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(observer.callEnd('dup', { sideEffect: 'teleport' as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

@@ -7,16 +7,16 @@ import { CheckpointStore } from '../../src/store/store.js';
 import { CheckpointObserver } from '../../src/session/observer.js';
 import { sandbox, writeTree } from './helpers.js';
 
-const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/index.js');
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/admin.js');
 
 // The child captures (writes through the observer) and restores in a loop until it is killed.
 const CHILD = `
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+const { openStore, openObserver } = await import(process.env.TURNBACK_DIST);
 const [project, storeDir] = process.argv.slice(2);
-const store = await CheckpointStore.open(storeDir, { projectRoot: project });
-const observer = new CheckpointObserver({ store, sessionId: 'child' });
+const store = await openStore(storeDir, { projectRoot: project });
+const observer = openObserver(store, { sessionId: 'child' });
 process.stdout.write('ready\\n');
 for (let round = 0; ; round++) {
   const turn = await observer.beginTurn({ label: 'round ' + round });

@@ -1,7 +1,8 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { CheckpointStore } from '../../src/store/store.js';
-import { CheckpointObserver, type CheckpointObserverOptions } from '../../src/session/observer.js';
+import { CheckpointObserver } from '../../src/session/observer.js';
+import type { CheckpointObserverOptions } from '../../src/session/options.js';
 import { tempFolder } from '../helpers/temp.js';
 
 export { writeTree } from '../helpers/temp.js';

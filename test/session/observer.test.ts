@@ -6,6 +6,7 @@ import type { CheckpointId } from '../../src/core/id.js';
 import { observerForConfig } from '../../src/session/open.js';
 import { deletePath, editFile, movePath, writeFile } from '../../src/tools/reference-tools.js';
 import { listing, openObserver, sandbox, writeTree } from './helpers.js';
+import { storeBehind } from '../../src/store/view.js';
 
 async function expectCode(promise: Promise<unknown>, code: CheckpointError['code']): Promise<void> {
   const error = await promise.then(
@@ -305,7 +306,7 @@ describe('bad input gets a typed error and changes nothing', () => {
     if (entry?.before.type !== 'file') throw new Error('expected a file pre-image');
     const objectKey = entry.before.object;
     // The stored copy is a loose file or a record inside a pack: flip one of its bytes.
-    const stored = (await observer.store.listObjects()).filter((info) => info.key === objectKey);
+    const stored = (await storeBehind(observer.store).listObjects()).filter((info) => info.key === objectKey);
     expect(stored).toHaveLength(1);
     const where = stored[0] as { path: string; offset?: number; diskSize: number };
     const bytes = await fs.readFile(where.path);

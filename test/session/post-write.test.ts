@@ -12,7 +12,7 @@ import { openObserver, sandbox, writeTree } from './helpers.js';
 // afterWrite records a file's stat identity (one lstat) and hashes it later, while that identity
 // still holds. These tests pin down what the restore guard sees in each case.
 
-const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/index.js');
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/admin.js');
 
 async function afterRecords(storeDir: string, project: string, id: string): Promise<(string | undefined)[]> {
   const store = await CheckpointStore.open(storeDir, { projectRoot: project });
@@ -34,10 +34,10 @@ async function childSession(base: string, name: string, body: string): Promise<s
 const CHILD_PROLOGUE = `
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-const { CheckpointStore, CheckpointObserver } = await import(process.env.TURNBACK_DIST);
+const { openStore, openObserver } = await import(process.env.TURNBACK_DIST);
 const [project, storeDir] = process.argv.slice(2);
-const store = await CheckpointStore.open(storeDir, { projectRoot: project });
-const observer = new CheckpointObserver({ store, sessionId: 'child' });
+const store = await openStore(storeDir, { projectRoot: project });
+const observer = openObserver(store, { sessionId: 'child' });
 const turn = await observer.beginTurn();
 `;
 

@@ -5,9 +5,10 @@ import fc from 'fast-check';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
-import { baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/objects.js';
+import { baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/object-codec.js';
 import type { CheckpointStore } from '../../src/store/store.js';
 import { ageStore, openStore, storedObject, type Sandbox, storePerTest } from './helpers.js';
+import { storeFile, storeFileSync } from '../../src/capture/stable-read.js';
 
 const fixture = storePerTest();
 let box: Sandbox;
@@ -142,18 +143,18 @@ describe('objects', () => {
     const file = path.join(box.project, 'a.txt');
     await writeFile(file, 'file body\n', { mode: 0o640 });
     const info = await stat(file);
-    const ref = await store.putFile(file, { size: info.size, mtimeMs: info.mtimeMs });
+    const ref = await storeFile(store, file, { size: info.size, mtimeMs: info.mtimeMs });
     expect(ref.mode).toBe(info.mode & 0o7777);
     expect((await store.readObject(ref.object)).toString()).toBe('file body\n');
     expect(await store.hasObject(ref.object)).toBe(true);
-    await expect(store.putFile(file, { size: 3 })).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
-    await expect(store.putFile(file, { hash: '0000000000000000' })).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(storeFile(store, file, { size: 3 })).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(storeFile(store, file, { hash: '0000000000000000' })).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
     const { symlink } = await import('node:fs/promises');
     await symlink(file, path.join(box.project, 'link'));
-    await expect(store.putFile(path.join(box.project, 'link'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
-    await expect(store.putFile(path.join(box.project, 'missing'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
-    await expect(store.putFile(box.project)).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
-    await expect(store.putFile('relative.txt')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
+    await expect(storeFile(store, path.join(box.project, 'link'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(storeFile(store, path.join(box.project, 'missing'))).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(storeFile(store, box.project)).rejects.toSatisfy((e) => isCheckpointError(e, 'CONFLICT'));
+    await expect(storeFile(store, 'relative.txt')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ARGUMENT'));
   });
 
   test('putFileSync trusts a fresh stat for the time before the read, and refuses any file that differs from it', async () => {
@@ -162,8 +163,8 @@ describe('objects', () => {
     const info = await stat(file);
     const expected = { size: info.size, mtimeMs: info.mtimeMs };
     // The first put loads the store; after it the synchronous path is open.
-    const viaPromise = await store.putFile(file, expected);
-    const ref = store.putFileSync(file, expected);
+    const viaPromise = await storeFile(store, file, expected);
+    const ref = storeFileSync(store, file, expected);
     expect(ref).toEqual(viaPromise);
     expect(ref?.mode).toBe(0o600);
     const old = new Date(info.mtimeMs);
@@ -171,22 +172,22 @@ describe('objects', () => {
     // same size with other bytes shows in the mtime (not put back here).
     await writeFile(file, 'twelve bytes and more');
     await utimes(file, old, old);
-    expect(() => store.putFileSync(file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => storeFileSync(store, file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
     await writeFile(file, 'short');
     await utimes(file, old, old);
-    expect(() => store.putFileSync(file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => storeFileSync(store, file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
     await writeFile(file, 'TWELVE BYTES');
-    expect(() => store.putFileSync(file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
-    expect(() => store.putFileSync(box.project, { size: 4096, mtimeMs: 1 })).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => storeFileSync(store, file, expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => storeFileSync(store, box.project, { size: 4096, mtimeMs: 1 })).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
     const { symlink } = await import('node:fs/promises');
     await symlink(file, path.join(box.project, 'link-b'));
-    expect(() => store.putFileSync(path.join(box.project, 'link-b'), expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
+    expect(() => storeFileSync(store, path.join(box.project, 'link-b'), expected)).toThrow(expect.objectContaining({ code: 'CONFLICT' }));
     // Over the pack limit: not taken here, left to putFile.
     const big = path.join(box.project, 'big.bin');
     await writeFile(big, Buffer.alloc(300 * 1024, 1));
     const bigInfo = await stat(big);
-    expect(store.putFileSync(big, { size: bigInfo.size, mtimeMs: bigInfo.mtimeMs })).toBeUndefined();
-    expect(() => store.putFileSync('relative.txt')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(storeFileSync(store, big, { size: bigInfo.size, mtimeMs: bigInfo.mtimeMs })).toBeUndefined();
+    expect(() => storeFileSync(store, 'relative.txt')).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
   test('a dedupe hit on an old pack stores a fresh copy so a concurrent prune keeps it', async () => {

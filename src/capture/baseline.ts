@@ -1,17 +1,16 @@
 import { createHash } from 'node:crypto';
+import type { Picture, PictureRecord } from './picture.js';
 import {
   applyDelta,
   parsePersistedRecords,
   pictureDelta,
   readPictureBase,
-  type Picture,
   type PictureBase,
   type PictureBaseRef,
-  type PictureRecord,
   type PersistedRecords,
-  type PictureStore,
-} from '../capture/picture.js';
-import type { UncheckedPath } from '../capture/scan.js';
+  type StateDocuments,
+} from './picture-persist.js';
+import type { UncheckedPath } from './scan.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Gap } from '../core/model.js';
 
@@ -102,7 +101,7 @@ export function baselineGeneration(baseline: CallBaseline): string | undefined {
  * `undefined` when the base it names cannot be read whole.
  */
 export async function loadBaselinePicture(
-  store: PictureStore,
+  store: StateDocuments,
   baseline: CallBaseline,
   known?: PictureBase,
 ): Promise<Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps'> | undefined> {

@@ -1,8 +1,9 @@
-import { isCredentialPath } from '../capture/coverage.js';
+import { isCredentialPath } from './coverage.js';
 import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
 import type { Gap, PathState } from '../core/model.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { resolveInsideRoot } from '../fs/paths.js';
+import { storeFile } from './stable-read.js';
 import type { CheckpointStore } from '../store/store.js';
 
 /** What capturing one path needs. */
@@ -12,11 +13,6 @@ export interface PathCaptureContext {
   projectRoot: string;
   /** Files larger than this are recorded, not copied. */
   maxFileBytes: number;
-  /**
-   * How long to wait for a busy store before recording a gap. Captures take no store lock
-   * (prune's grace rules protect what they write); kept for the callers' configuration.
-   */
-  lockTimeoutMs: number;
 }
 
 /** The recorded state of a path, plus the gap to report when its bytes could not be kept. */
@@ -59,7 +55,7 @@ export async function capturePath(context: PathCaptureContext, projectPath: stri
       // No store lock: objects land in this process's own pack, which prune never touches, and
       // dedupe hits only reference packs young enough that prune leaves them alone (see retention.ts).
       // Raw (uncompressed) on this latency-critical path; prune's repack compresses it later.
-      const ref = await context.store.putFile(absolute, undefined, { compress: false });
+      const ref = await storeFile(context.store, absolute, undefined, { compress: false }, context.fs);
       return { state: { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 } };
     } catch (error) {
       if (isCheckpointError(error, 'STORE_BUSY')) {

@@ -1,0 +1,29 @@
+/**
+ * turnback/admin — the read-and-maintain side that the `turnback` command and operators use:
+ * open a project's store as a {@link StoreView} (list, manifests, objects, verify, prune, sizes),
+ * build an observer over it, find interrupted runs, and resolve the `[checkpoints]` config. Nothing
+ * here writes a checkpoint or an object except through the observer and its restore engine.
+ *
+ * @packageDocumentation
+ */
+export { DEFAULTS } from './core/defaults.js';
+export { isPidAlive } from './core/pid.js';
+export { workspaceRefusal, type WorkspaceRefusal } from './capture/coverage.js';
+export { openStore, openObserver, type OpenStoreOptions, type OpenObserverOptions } from './session/admin-open.js';
+export {
+  checkpointTableOf,
+  defaultStoreDir,
+  projectKey,
+  resolveCheckpointConfig,
+  type CheckpointConfig,
+  type ResolvedCheckpointConfig,
+} from './session/config.js';
+export {
+  changesSinceInterrupted,
+  dismissInterrupted,
+  interruptedRuns,
+  type ChangesSinceInterrupted,
+  type InterruptedCall,
+} from './session/interrupted.js';
+export { discardedCheckpoints } from './session/discards.js';
+export type { StoreView } from './store/view.js';

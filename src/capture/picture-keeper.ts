@@ -1,0 +1,220 @@
+import { loadHasher } from '../core/hash.js';
+import type { FileSystem } from '../fs/file-system.js';
+import { ParallelLstat } from '../fs/parallel-lstat.js';
+import { baselineGeneration, parseBaseline } from './baseline.js';
+import { IgnoreStack, type ResolvedCoverage } from './coverage.js';
+import { takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
+import { loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, writePictureBase, type PersistedRecords, type PictureBase, type StateDocuments } from './picture-persist.js';
+import { ScanMemo } from './scan.js';
+import { pictureStoreOf, type ObjectSink } from './stable-read.js';
+
+/** What a {@link PictureKeeper} needs from the store. `CheckpointStore` satisfies it. */
+export interface PictureKeeperStore extends StateDocuments, ObjectSink {
+  /** The store folder: never pictured, even when it sits inside the project. */
+  readonly root: string;
+  listState(prefix: string): Promise<string[]>;
+}
+
+/** Construction options of {@link PictureKeeper}. */
+export interface PictureKeeperOptions {
+  store: PictureKeeperStore;
+  /** The canonical project root. */
+  projectRoot: string;
+  coverage: ResolvedCoverage;
+  fs: FileSystem;
+  /** Lists one folder during pictures; for tests only (see {@link TakePictureOptions.readDir}). */
+  readDir?: TakePictureOptions['readDir'];
+  /** The picture-base generations that open calls of this process still name (never pruned). */
+  liveGenerations: () => Iterable<string>;
+}
+
+/** The stat cache state document. */
+const STAT_CACHE = 'stat-cache';
+/** A new picture base is written once this many files (or an eighth of the base) differ from it. */
+const BASE_REWRITE_MIN = 256;
+/**
+ * Longest a picture's stat cache waits to be saved. Saving it cost 2–4 ms a picture, a tenth of
+ * a call pair; batched, a busy session saves it at most five times a second.
+ */
+export const CACHE_SAVE_DELAY_MS = 200;
+/** Bases younger than this are never removed: another process may be about to name one. */
+const BASE_GRACE_MS = 10 * 60 * 1000;
+
+/**
+ * The pictures of one observer and what they keep between them: the stat cache (loaded from the
+ * store on the first picture, saved soon after each), the picture base the cache and call
+ * baselines are persisted against, and the in-memory helpers that make a repeat picture cheap
+ * (the ignore stack, the scan memo, the two-thread stat batches).
+ */
+export class PictureKeeper {
+  readonly #options: PictureKeeperOptions;
+  readonly #pictureStore: ReturnType<typeof pictureStoreOf>;
+  #cache: PictureCache | undefined;
+  /** The picture base the stat cache and call baselines are persisted against. */
+  #base: PictureBase | undefined;
+  /** The records the persisted stat cache describes, to skip saving an unchanged picture. */
+  #savedRecords: ReadonlyMap<string, PictureRecord> | undefined;
+  /** The newest picture whose stat cache is not saved yet (see {@link CACHE_SAVE_DELAY_MS}). */
+  #unsaved: Picture | undefined;
+  #saveTimer: NodeJS.Timeout | undefined;
+  /** Stat cache saves, one after another. */
+  #saving: Promise<void> = Promise.resolve();
+  /** The last delta computed, reused while the picture map and the base are the same objects. */
+  #lastDelta: { records: ReadonlyMap<string, PictureRecord>; base: PictureBase | undefined; delta: PersistedRecords } | undefined;
+  readonly #ignores = new IgnoreStack();
+  readonly #memo = new ScanMemo();
+  /** The helper thread of big repeat pictures; stopped by {@link PictureKeeper.close}. */
+  readonly #parallel = new ParallelLstat();
+
+  constructor(options: PictureKeeperOptions) {
+    this.#options = options;
+    this.#pictureStore = pictureStoreOf(options.store, options.fs);
+  }
+
+  /** The base pictures are currently persisted against (a call baseline names it). */
+  get base(): PictureBase | undefined {
+    return this.#base;
+  }
+
+  /**
+   * Takes a whole-tree picture, reusing `cache` (default: the newest picture, or the stat cache a
+   * new process loads from the store) for every file whose stat is unchanged.
+   */
+  async take(options: Pick<TakePictureOptions, 'signal' | 'onProgress'>, cache?: PictureCache): Promise<Picture> {
+    await loadHasher();
+    if (this.#cache === undefined) {
+      const loaded = await loadPictureCache(this.#options.store, STAT_CACHE);
+      this.#cache = this.cacheOf(loaded.records, undefined);
+      this.#base = loaded.base;
+      this.#savedRecords = loaded.records;
+    }
+    const { store, projectRoot, coverage, readDir } = this.#options;
+    const picture = await takePicture({
+      store: this.#pictureStore,
+      projectRoot,
+      coverage,
+      cache: cache ?? this.#cache,
+      exclude: [store.root],
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+      ...(readDir !== undefined ? { readDir } : {}),
+    });
+    this.#cache = this.cacheOf(picture.records, picture.ignoreEpoch);
+    this.#unsaved = picture;
+    // A new base is written before the picture is used, so the baseline built from it is a small
+    // delta; a cache head alone can wait.
+    if (picture.records !== this.#savedRecords && this.#baseRewriteDue(this.deltaOf(picture.records))) await this.saveNow();
+    else this.#saveSoon();
+    return picture;
+  }
+
+  /** A picture cache over `records` with this keeper's in-memory helpers. */
+  cacheOf(records: ReadonlyMap<string, PictureRecord>, ignoreEpoch: number | undefined): PictureCache {
+    return { records, ignores: this.#ignores, memo: this.#memo, parallel: this.#parallel, ...(ignoreEpoch !== undefined ? { ignoreEpoch } : {}) };
+  }
+
+  /** What `records` holds beyond the current base; one pass per picture map (a call's begin and the save share it). */
+  deltaOf(records: ReadonlyMap<string, PictureRecord>): PersistedRecords {
+    const last = this.#lastDelta;
+    if (last !== undefined && last.records === records && last.base === this.#base) return last.delta;
+    const delta = pictureDelta(records, this.#base);
+    this.#lastDelta = { records, base: this.#base, delta };
+    return delta;
+  }
+
+  /**
+   * Saves the newest unsaved stat cache now. Never rejects: the cache only saves re-reading files,
+   * so a save that fails is retried by the next one (at the latest on close) and otherwise costs a
+   * slower first picture in the next process, never a wrong one.
+   */
+  saveNow(): Promise<void> {
+    if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
+    this.#saveTimer = undefined;
+    this.#saving = this.#saving.then(async () => {
+      const picture = this.#unsaved;
+      this.#unsaved = undefined;
+      if (picture === undefined) return;
+      try {
+        await this.#persist(picture);
+      } catch {
+        this.#unsaved ??= picture;
+      }
+    });
+    return this.#saving;
+  }
+
+  /** Saves what is unsaved and stops the helper thread. */
+  async close(): Promise<void> {
+    await this.saveNow();
+    await this.#parallel.close();
+  }
+
+  /**
+   * Saves the stat cache of the newest picture within {@link CACHE_SAVE_DELAY_MS} (or at turn end
+   * or close), not before returning it: a call pair takes two pictures back to back, and a new
+   * process only needs a recent cache, not the latest one (files changed since are re-read).
+   */
+  #saveSoon(): void {
+    if (this.#saveTimer !== undefined) return;
+    this.#saveTimer = setTimeout(() => void this.saveNow(), CACHE_SAVE_DELAY_MS);
+    this.#saveTimer.unref();
+  }
+
+  /**
+   * Persists the stat cache after a picture, costing what changed rather than what exists: an
+   * unchanged picture writes nothing; a few changed files rewrite only the small cache head (a
+   * reference to the current base plus the records that differ from it); once the difference
+   * grows past an eighth of the base (at least 256 files), a new base is written in chunks and
+   * bases nothing refers to any more are removed.
+   */
+  async #persist(picture: Picture): Promise<void> {
+    const saved = this.#savedRecords;
+    if (saved === picture.records) return;
+    if (saved !== undefined && saved.size === picture.records.size) {
+      let same = true;
+      for (const [path, record] of picture.records) {
+        if (saved.get(path) !== record) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return;
+    }
+    const { store } = this.#options;
+    const delta = this.deltaOf(picture.records);
+    if (this.#baseRewriteDue(delta)) {
+      this.#base = await writePictureBase(store, picture.records);
+      await savePictureCache(store, STAT_CACHE, picture, this.#base, this.deltaOf(picture.records));
+      await this.#pruneBases();
+    } else {
+      await savePictureCache(store, STAT_CACHE, picture, this.#base, delta);
+    }
+    this.#savedRecords = picture.records;
+  }
+
+  /** True once `delta` (against the current base) has grown past an eighth of it, and 256 files. */
+  #baseRewriteDue(delta: PersistedRecords): boolean {
+    let drift = delta.removed.length;
+    for (const record of delta.records) if (record.type === 'file' && record.state.type === 'file') drift++;
+    return drift > Math.max(BASE_REWRITE_MIN, (this.#base?.ref.count ?? 0) / 8);
+  }
+
+  /** Removes picture bases that neither the cache nor any call baseline (here or on disk) names. */
+  async #pruneBases(): Promise<void> {
+    const { store, liveGenerations } = this.#options;
+    const keep = new Set<string>(liveGenerations());
+    if (this.#base !== undefined) keep.add(this.#base.ref.generation);
+    try {
+      const head = (await store.readState(STAT_CACHE).catch(() => undefined)) as { base?: { generation?: unknown } } | null | undefined;
+      if (typeof head?.base?.generation === 'string') keep.add(head.base.generation);
+      for (const name of await store.listState('call-')) {
+        const baseline = parseBaseline(await store.readState(name).catch(() => undefined));
+        const generation = baseline === undefined ? undefined : baselineGeneration(baseline);
+        if (generation !== undefined) keep.add(generation);
+      }
+    } catch {
+      return; // Unsure what is referenced: keep everything.
+    }
+    await prunePictureBases(store, keep, BASE_GRACE_MS);
+  }
+}

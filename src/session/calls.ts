@@ -1,0 +1,211 @@
+import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from '../capture/baseline.js';
+import { diffPictures, type Change } from '../capture/diff.js';
+import type { Picture } from '../capture/picture.js';
+import type { PictureKeeper } from '../capture/picture-keeper.js';
+import { CheckpointError } from '../core/errors.js';
+import type { CheckpointId } from '../core/id.js';
+import { fingerprintOf, type Gap, type PathState, type SideEffect } from '../core/model.js';
+import type { CheckpointStore } from '../store/store.js';
+import type { OpenTurn, TurnJournal } from './turns.js';
+
+/** What {@link CheckpointObserver.callEnd} attributes to a call. */
+export interface CallAttribution {
+  callId: string;
+  /** Every changed, created or deleted path, with its pre-call state and post-call state. */
+  changes: Change[];
+  /** Paths whose attribution is unreliable (folder unreadable, file vanished mid-scan); restores refuse them. */
+  incomplete: string[];
+  /** What the pictures around the call did not capture. */
+  gaps: Gap[];
+  /** True when either picture stopped early or left folders unchecked. */
+  partial: boolean;
+  /** One human sentence about the gaps, empty when complete. */
+  summary: string;
+}
+
+/** Options of {@link CheckpointObserver.callBegin}. */
+export interface CallBeginOptions {
+  /** What runs (recorded so an interrupted call can be named later). */
+  command?: string;
+  /** Aborts the picture. */
+  signal?: AbortSignal;
+  /** Progress of a long picture. */
+  onProgress?: (progress: { walked: number; copied: number; toCopy: number }) => void;
+}
+
+/** Options of {@link CheckpointObserver.callEnd}. */
+export interface CallEndOptions {
+  /** What else the call did, beyond files: `network` and `desktop_control` are listed as irreversible. @default 'filesystem' */
+  sideEffect?: SideEffect;
+  /** Aborts the picture. */
+  signal?: AbortSignal;
+}
+
+/** What {@link CheckpointObserver.callBegin} took. */
+export interface CallBeginResult {
+  checkpointId: CheckpointId;
+  partial: boolean;
+  gaps: Gap[];
+  summary: string;
+}
+
+type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>;
+
+const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);
+
+/**
+ * Shell-call attribution: a whole-tree picture before a call (persisted as its baseline) and
+ * after it, and the difference recorded on the turn's timeline as the call's changes.
+ */
+export class CallAttributor {
+  readonly #calls = new Map<string, { baseline: CallBaseline; picture: CallPicture; startedAt: string }>();
+
+  constructor(
+    private readonly store: CheckpointStore,
+    private readonly sessionId: string,
+    private readonly pictures: PictureKeeper,
+    private readonly turns: TurnJournal,
+  ) {}
+
+  /** The picture-base generations the open calls' baselines name (a base prune keeps them). */
+  *liveGenerations(): Iterable<string> {
+    for (const call of this.#calls.values()) {
+      const generation = baselineGeneration(call.baseline);
+      if (generation !== undefined) yield generation;
+    }
+  }
+
+  /**
+   * Pictures the tree before call `callId` and persists the picture as its baseline. `openTurn`
+   * runs once the call id is known to be valid: it yields the turn the call belongs to, with the
+   * post-write records settled (a half-recorded write must not read as a shell change).
+   */
+  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn>): Promise<CallBeginResult> {
+    assertCallId(callId);
+    if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
+    // Checked before anything is written: a bad call id opens no turn.
+    const turn = await openTurn();
+    const picture = await this.pictures.take(options);
+    // Persisted relative to the current picture base: only what differs from it is written.
+    const baseline = toBaseline(
+      picture,
+      {
+        sessionId: this.sessionId,
+        callId,
+        checkpointId: turn.writer.id,
+        pid: process.pid,
+        ...(options.command !== undefined ? { command: options.command } : {}),
+      },
+      this.pictures.base,
+      this.pictures.deltaOf(picture.records),
+    );
+    // Not fsynced, like the captures it refers to: it survives a process crash; after a power loss
+    // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
+    // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
+    this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt });
+    try {
+      await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
+    } catch (error) {
+      this.#calls.delete(callId);
+      throw error;
+    }
+    return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary };
+  }
+
+  /**
+   * Pictures the tree after the call and records every changed path with its pre-call state and
+   * post-call fingerprint: on the turn it began in, or, after a restart (the baseline read back
+   * from the store), in a `call` checkpoint of its own.
+   */
+  async end(callId: string, options: CallEndOptions): Promise<CallAttribution> {
+    assertCallId(callId);
+    const sideEffect = options.sideEffect ?? 'filesystem';
+    if (!SIDE_EFFECTS.has(sideEffect)) throw new CheckpointError('INVALID_ARGUMENT', `unknown side-effect class: ${String(sideEffect)}`);
+    const stateName = baselineStateName(this.sessionId, callId);
+    let call = this.#calls.get(callId);
+    if (call === undefined) {
+      const baseline = parseBaseline(await this.store.readState(stateName));
+      if (baseline === undefined) throw new CheckpointError('UNKNOWN_CALL', `no callBegin recorded for call ${callId}`);
+      const view = await loadBaselinePicture(this.store, baseline, this.pictures.base);
+      if (view === undefined) throw new CheckpointError('UNKNOWN_CALL', `the picture taken before call ${callId} can no longer be read`);
+      call = { baseline, picture: { ...view, summary: '' }, startedAt: baseline.startedAt };
+    }
+    const after = await this.pictures.take(
+      { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
+      // The baseline's own records: unchanged files come back as the same objects, so the diff
+      // below compares identities.
+      this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch),
+    );
+    // The very same map means every record is the baseline's own: nothing to compare.
+    const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
+    const incomplete = incompletePaths(call.picture, after);
+    // The call's records go to the turn it began in, or, after a restart, to a checkpoint of its own.
+    const open = this.turns.current;
+    const turn = open !== undefined && open.writer.id === call.baseline.checkpointId ? open : undefined;
+    const writer = turn?.writer ?? (await this.store.openCheckpoint({ kind: 'call', sessionId: this.sessionId, label: call.baseline.command ?? callId }));
+    for (const change of changes) {
+      const before: PathState = change.before ?? { type: 'absent' };
+      const afterPrint = change.after === undefined ? 'absent' : fingerprintOf(change.after);
+      await writer.append({ op: 'before', path: change.path, state: before, callId });
+      if (afterPrint !== undefined) {
+        await writer.append({ op: 'after', path: change.path, after: afterPrint, ...(change.after?.type === 'file' ? { afterMode: change.after.mode } : {}), callId });
+      }
+      turn?.touched.set(change.path, Promise.resolve());
+    }
+    const changedPaths = new Set(changes.map((c) => c.path));
+    for (const path of incomplete) {
+      // The pre-call state puts the path on the timeline, so a restore lists it and refuses it
+      // (incomplete attribution) instead of silently leaving it out of the plan.
+      const before = call.picture.records.get(path)?.state;
+      if (before !== undefined && !changedPaths.has(path)) {
+        await writer.append({ op: 'before', path, state: before, callId });
+        turn?.touched.set(path, Promise.resolve());
+      }
+      await writer.append({ op: 'incomplete', path, callId });
+    }
+    const gaps = [...after.gaps];
+    for (const gap of gaps) await writer.append({ op: 'gap', gap });
+    await writer.append({
+      op: 'call',
+      call: { callId, sideEffect, startedAt: call.startedAt, endedAt: new Date().toISOString(), ...(incomplete.length > 0 ? { incompletePaths: incomplete } : {}) },
+    });
+    if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });
+    else if (after.partial || call.picture.partial) await writer.append({ op: 'meta', complete: false });
+    this.#calls.delete(callId);
+    await this.store.deleteState(stateName);
+    return {
+      callId,
+      changes,
+      incomplete,
+      gaps,
+      partial: after.partial || call.picture.partial,
+      summary: after.summary || call.picture.summary,
+    };
+  }
+
+  /** Forgets this session's open calls and removes their baselines (a drop). */
+  async dropAll(): Promise<void> {
+    for (const callId of this.#calls.keys()) await this.store.deleteState(baselineStateName(this.sessionId, callId));
+    this.#calls.clear();
+  }
+}
+
+function assertCallId(callId: unknown): asserts callId is string {
+  if (typeof callId !== 'string' || callId.length === 0 || callId.length > 512) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'callId must be a non-empty string of at most 512 characters');
+  }
+}
+
+/** Paths whose attribution a call cannot vouch for: under a folder either picture could not read. */
+function incompletePaths(before: Pick<Picture, 'records' | 'unchecked'>, after: Pick<Picture, 'records' | 'unchecked' | 'gaps'>): string[] {
+  const unreadable = [...before.unchecked, ...after.unchecked].filter((u) => u.reason === 'unreadable' || u.reason === 'unreadable-name');
+  const result = new Set<string>();
+  for (const folder of unreadable) {
+    const prefix = folder.path === '.' ? '' : `${folder.path}/`;
+    for (const path of before.records.keys()) if (path.startsWith(prefix) || path === folder.path) result.add(path);
+  }
+  for (const gap of after.gaps) {
+    if (gap.path !== undefined && gap.reason === 'changed-during-capture') result.add(gap.path);
+  }
+  return [...result].sort();
+}

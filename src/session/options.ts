@@ -1,0 +1,83 @@
+import { resolveCoverage, type CoverageOptions, type ResolvedCoverage } from '../capture/coverage.js';
+import type { TakePictureOptions } from '../capture/picture.js';
+import { DEFAULTS, MIB } from '../core/defaults.js';
+import { CheckpointError } from '../core/errors.js';
+import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
+import type { CheckpointStore } from '../store/store.js';
+import { storeBehind, type StoreView } from '../store/view.js';
+import type { ResolvedCheckpointConfig } from './config.js';
+
+/** Construction options of {@link CheckpointObserver}. */
+export interface CheckpointObserverOptions {
+  /** The store the observer writes to (from `openStore` in `turnback/admin`). */
+  store: StoreView;
+  /** Names this observer's checkpoints in the store. @default a random id */
+  sessionId?: string;
+  /** How long a restore waits for the store lock, ms. @default 5000 */
+  restoreLockTimeoutMs?: number;
+  /** Injected file system (tests). @default node:fs */
+  fs?: FileSystem;
+  /**
+   * Coverage rules and limits: of whole-tree pictures, and `maxFileMib`, the largest file any
+   * capture copies (larger ones are recorded, not copied). @default the `[checkpoints]` defaults
+   */
+  coverage?: CoverageOptions;
+  /** Per-session byte cap of tool-call snapshots; the oldest are evicted first. @default 1 GiB */
+  snapshotCapBytes?: number;
+  /**
+   * Lists one folder during pictures. For tests only: it lets a test make a folder unreadable
+   * (tests run as root, where `chmod 000` hides nothing). @default `fs.readdirSync`
+   */
+  pictureReadDir?: TakePictureOptions['readDir'];
+}
+
+/** {@link CheckpointObserverOptions} with every default applied; what the observer's parts see. */
+export interface ResolvedObserverOptions {
+  store: CheckpointStore;
+  sessionId: string;
+  restoreLockTimeoutMs: number;
+  fs: FileSystem;
+  coverage: ResolvedCoverage;
+  snapshotCapBytes: number;
+  pictureReadDir: TakePictureOptions['readDir'] | undefined;
+}
+
+/**
+ * Validates and resolves observer options once.
+ * @throws CheckpointError `INVALID_ARGUMENT` for a store turnback did not open or a bad number; `INVALID_CONFIG` for bad coverage.
+ */
+export function resolveObserverOptions(options: CheckpointObserverOptions): ResolvedObserverOptions {
+  if (typeof options !== 'object' || options === null) throw new CheckpointError('INVALID_ARGUMENT', 'observer options must be an object');
+  const restoreLockTimeoutMs = options.restoreLockTimeoutMs ?? DEFAULTS.restoreLockTimeoutMs;
+  const snapshotCapBytes = options.snapshotCapBytes ?? DEFAULTS.snapshotCapMib * MIB;
+  for (const [name, value] of [['restoreLockTimeoutMs', restoreLockTimeoutMs], ['snapshotCapBytes', snapshotCapBytes]] as const) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new CheckpointError('INVALID_ARGUMENT', `${name} must be a non-negative number`);
+  }
+  if (options.sessionId !== undefined && (typeof options.sessionId !== 'string' || options.sessionId.length === 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'sessionId must be a non-empty string');
+  }
+  return {
+    store: storeBehind(options.store),
+    sessionId: options.sessionId ?? `session-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    restoreLockTimeoutMs,
+    fs: options.fs ?? nodeFileSystem,
+    coverage: resolveCoverage(options.coverage ?? {}),
+    snapshotCapBytes,
+    pictureReadDir: options.pictureReadDir,
+  };
+}
+
+/** The observer options a resolved `[checkpoints]` config gives: its limits, skip list and snapshot cap. */
+export function observerOptionsFromConfig(config: ResolvedCheckpointConfig): Pick<CheckpointObserverOptions, 'coverage' | 'snapshotCapBytes'> {
+  return {
+    coverage: {
+      maxFileMib: config.maxFileMib,
+      maxPictureFiles: config.maxPictureFiles,
+      maxPictureMib: config.maxPictureMib,
+      maxPictureSeconds: config.maxPictureSeconds,
+      maxWalkEntries: config.maxWalkEntries,
+      skip: [...config.skip],
+    },
+    snapshotCapBytes: Math.floor(config.snapshotCapMib * MIB),
+  };
+}

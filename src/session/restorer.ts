@@ -1,0 +1,371 @@
+import { capturePath, type PathCaptureContext } from '../capture/capture-path.js';
+import { isCredentialPath } from '../capture/coverage.js';
+import { mapLimit } from '../core/pool.js';
+import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
+import { loadHasher } from '../core/hash.js';
+import { parseCheckpointId, type CheckpointId } from '../core/id.js';
+import { fingerprintOf, type CheckpointManifest, type Fingerprint, type PathState } from '../core/model.js';
+import { readDiskState, type DiskState } from '../fs/disk-state.js';
+import { toProjectPath } from '../fs/paths.js';
+import { applyRestore, type GuardSight, type RestoreFailureCode, type SwapDecision } from '../restore/apply.js';
+import type { ModePolicy } from '../restore/modes.js';
+import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '../restore/plan.js';
+import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
+import { readDiscards } from './discards.js';
+import type { PostWriteHasher } from './post-write.js';
+import { DISCARDS_STATE, discardHolding, foldTimeline, isTimelineKind, recordDiscard, withoutDiscarded, type Discard, type IrreversibleCall } from './timeline.js';
+
+/** Options of {@link CheckpointObserver.plan} and {@link CheckpointObserver.restore}. */
+export interface RestoreOptions {
+  /** Restore only these paths (absolute or project-relative). Must be non-empty when given. */
+  paths?: string[];
+  /**
+   * What happens to files created since the checkpoint: `delete` (rewind) or `keep` (undo).
+   * @default 'delete'
+   */
+  created?: 'delete' | 'keep';
+  /**
+   * Mode policy: `exact` puts back the recorded mode (minus set-id and sticky bits);
+   * `never-widen` keeps owner read/write and never grants exec, group-write or other-write.
+   * @default 'exact'
+   */
+  modePolicy?: ModePolicy;
+  /**
+   * The plan a person previewed. Any path whose disk state differs from what that preview saw,
+   * or that the preview did not list as a write, is refused (`changed-since-plan`) instead of
+   * written: a restore never does more than was shown.
+   */
+  expect?: RestorePlan;
+  /**
+   * fsync every restored file before it is published and its folder after (power-loss
+   * durability). Off by default: like `git checkout`, a restore survives a process crash but not
+   * necessarily a power loss right after it (see the durability table in CHECKPOINT-DESIGN.md).
+   * @default false
+   */
+  durable?: boolean;
+}
+
+/** A failed write in a restore. */
+export interface RestoreFailure {
+  path: string;
+  error: string;
+  /** A {@link CheckpointErrorCode}, an errno code (`EACCES`, …), or `ABORT_ERR`; absent when unknown. */
+  code?: RestoreFailureCode;
+}
+
+/** The receipt of a restore. Arrays list plan entries by outcome. */
+export interface RestoreReport {
+  /** Always true here; surfaces that can be unavailable return an `Unavailable` value instead. */
+  available: true;
+  /** The checkpoint restored to. */
+  checkpointId: CheckpointId;
+  /** The `pre-restore` checkpoint that saved what this restore overwrote; restore it to undo. */
+  preRestoreId: CheckpointId | undefined;
+  restored: PlanEntry[];
+  refused: PlanEntry[];
+  skipped: PlanEntry[];
+  failed: RestoreFailure[];
+  /** Calls after the checkpoint whose side effects (network, desktop) a file restore cannot undo. */
+  irreversible: IrreversibleCall[];
+  /** Temporary files the restore could not remove; inspect them by hand. */
+  cleanupPending: string[];
+}
+
+interface Planned {
+  plan: RestorePlan;
+  irreversible: IrreversibleCall[];
+}
+
+/** Disk states read for a plan at once (small files are hashed synchronously). */
+const PLAN_READS_IN_FLIGHT = 32;
+/** The event loop gets a turn at least this often (ms) while a plan reads the disk. */
+const YIELD_EVERY_MS = 10;
+
+/**
+ * Restore orchestration: folds the timeline from a checkpoint (minus what earlier restores
+ * discarded), plans against the disk, and applies the plan through the one engine, saving what
+ * each write overwrites into a `pre-restore` checkpoint first so the restore can be undone.
+ */
+export class Restorer {
+  constructor(
+    private readonly capture: PathCaptureContext,
+    private readonly sessionId: string,
+    private readonly hasher: PostWriteHasher,
+    /** Reports a gap the caller keeps (a discard that could not be recorded). */
+    private readonly recordGap: (gap: { reason: 'discard-not-recorded'; detail: string }) => void,
+  ) {}
+
+  private get store(): CheckpointStore {
+    return this.capture.store;
+  }
+
+  private get projectRoot(): string {
+    return this.capture.projectRoot;
+  }
+
+  /** The plan to checkpoint `id` over the timeline from it. */
+  async plan(idInput: CheckpointId, options: RestoreOptions): Promise<Planned> {
+    const id = parseCheckpointId(idInput);
+    return this.#planFrom(id, await this.#timelineFrom(id, await readDiscards(this.store)), options, false);
+  }
+
+  /** Restores to `id`; the caller holds the store lock. */
+  async restoreLocked(id: CheckpointId, options: RestoreOptions): Promise<RestoreReport> {
+    const checked = parseCheckpointId(id);
+    const discards = await readDiscards(this.store);
+    const report = await this.#applyPlanned(await this.#planFrom(checked, await this.#timelineFrom(checked, discards), options, false), options);
+    if (report.preRestoreId !== undefined && report.restored.length > 0) {
+      // Nothing refused, failed or left, no path filter: the tree is back at `checked` for every
+      // path attributed since, so the whole range leaves later plans. Otherwise only what was
+      // written leaves, and a retry still finds the rest with its guard.
+      const full = options.paths === undefined && report.refused.length === 0 && report.failed.length === 0 && report.skipped.every((e) => e.action === 'skip');
+      const restored = report.restored.map((e) => e.path);
+      const next = recordDiscard(discards, checked, report.preRestoreId, restored, full);
+      // Ranges older than every remaining checkpoint can no longer matter.
+      try {
+        const oldest = (await this.store.list())[0]?.id;
+        await this.store.writeState(DISCARDS_STATE, { version: 1, discards: next.filter((d) => oldest === undefined || d.preRestore >= oldest) });
+      } catch (error) {
+        // The files are restored; without the record later plans fold the range as before
+        // discards existed (still guarded). Reported, not thrown, so the receipt is not lost.
+        this.recordGap({ reason: 'discard-not-recorded', detail: `restore to ${checked} done, but its discard could not be recorded: ${(error as Error).message}` });
+      }
+    }
+    return report;
+  }
+
+  /** Restores one snapshot's own pre-images; the caller holds the store lock. */
+  async restoreSnapshotLocked(id: CheckpointId, paths: string[] | undefined): Promise<RestoreReport> {
+    const manifest = await this.store.manifest(id);
+    const options: RestoreOptions = { created: 'delete', modePolicy: 'exact', ...(paths !== undefined ? { paths } : {}) };
+    return this.#applyPlanned(await this.#planFrom(id, [manifest], options, true), options);
+  }
+
+  /** The project paths of a `paths` option. @throws CheckpointError for an empty list or a bad path. */
+  pathFilter(paths: unknown): Set<string> | undefined {
+    if (paths === undefined) return undefined;
+    if (!Array.isArray(paths) || paths.length === 0) {
+      throw new CheckpointError('INVALID_ARGUMENT', 'paths must be a non-empty list when given');
+    }
+    return new Set(paths.map((p) => toProjectPath(this.projectRoot, p)));
+  }
+
+  async #planFrom(id: CheckpointId, manifests: CheckpointManifest[], options: RestoreOptions, anyKind: boolean): Promise<Planned> {
+    const created = options.created ?? 'delete';
+    const modePolicy = options.modePolicy ?? 'exact';
+    if (created !== 'delete' && created !== 'keep') throw new CheckpointError('INVALID_ARGUMENT', `created must be 'delete' or 'keep'`);
+    if (modePolicy !== 'exact' && modePolicy !== 'never-widen') throw new CheckpointError('INVALID_ARGUMENT', `modePolicy must be 'exact' or 'never-widen'`);
+    const only = this.pathFilter(options.paths);
+    const { paths, irreversible } = foldTimeline(manifests, anyKind);
+    await loadHasher();
+    const selected = only === undefined ? paths : paths.filter((p) => only.has(p.path));
+    const inputs: PlanInput[] = await mapLimit(
+      selected,
+      PLAN_READS_IN_FLIGHT,
+      async (p) => ({
+        path: p.path,
+        target: p.target,
+        ...(p.lastAfter !== undefined ? { lastAfter: p.lastAfter } : {}),
+        incomplete: p.incomplete,
+        disk: await this.#diskStateOrOther(p.path),
+      }),
+      { yieldEveryMs: YIELD_EVERY_MS },
+    );
+    let entries = planRestore(inputs, { created, modePolicy });
+    if (options.expect !== undefined) entries = holdToPreview(entries, options.expect);
+    if (only !== undefined) {
+      const covered = new Set(selected.map((p) => p.path));
+      for (const path of only) {
+        if (!covered.has(path)) entries.push({ path, action: 'skip', reason: 'not-changed-since', target: { type: 'absent' } });
+      }
+      entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    }
+    return {
+      plan: { checkpointId: id, workspace: this.projectRoot, createdAt: new Date().toISOString(), options: { created, modePolicy }, entries },
+      irreversible,
+    };
+  }
+
+  async #diskStateOrOther(projectPath: string): Promise<DiskState> {
+    try {
+      // A file hashed moments ago (a turn's seal) and still the very same version costs one lstat.
+      return (await this.hasher.takeRecent(projectPath)) ?? (await readDiskState(this.capture.fs, this.projectRoot, projectPath));
+    } catch (error) {
+      // A path whose folder became a symlink is planned as "in the way"; apply re-validates anyway.
+      if (isCheckpointError(error, 'INVALID_PATH')) return { type: 'other', kind: 'unknown' };
+      throw error;
+    }
+  }
+
+  async #timelineFrom(id: CheckpointId, discards: readonly Discard[]): Promise<CheckpointManifest[]> {
+    // Read the anchor directly: a corrupt or foreign manifest must fail loudly, not read as unknown.
+    const anchor = await this.store.manifest(id);
+    const holding = discardHolding(id, discards);
+    if (holding !== undefined) {
+      throw new CheckpointError(
+        'CONFLICT',
+        `checkpoint ${id} was discarded when the project was restored to ${holding.from}; restore ${holding.preRestore} first (redo) to get back to it`,
+        { expected: holding.preRestore },
+      );
+    }
+    const later = (await this.store.list()).filter((m) => m.id > id && isTimelineKind(m.kind));
+    return withoutDiscarded(id, [anchor, ...(await Promise.all(later.map((m) => this.store.manifest(m.id))))], discards);
+  }
+
+  async #applyPlanned({ plan, irreversible }: Planned, options: RestoreOptions): Promise<RestoreReport> {
+    const writing = plan.entries.filter((e) => e.action === 'restore' || e.action === 'recreate' || e.action === 'delete');
+    const report: RestoreReport = {
+      available: true,
+      checkpointId: plan.checkpointId as CheckpointId,
+      preRestoreId: undefined,
+      restored: [],
+      refused: plan.entries.filter((e) => e.action === 'refuse'),
+      skipped: plan.entries.filter((e) => e.action === 'skip' || e.action === 'leave'),
+      failed: [],
+      irreversible,
+      cleanupPending: [],
+    };
+    if (writing.length === 0) {
+      // Nothing to write, but a killed earlier restore may have left temp files beside these paths.
+      report.cleanupPending = await this.#strayTempFiles(plan.entries, []);
+      return report;
+    }
+
+    // Save first: record what each write will overwrite, so this restore can itself be undone.
+    // The save happens inside the apply, from what the guard just read (see #saveFirst).
+    const saver = await this.store.openCheckpoint({ kind: 'pre-restore', sessionId: this.sessionId, restoreOf: plan.checkpointId as CheckpointId });
+    report.preRestoreId = saver.id;
+    const toApply: PlanEntry[] = [];
+    for (const entry of writing) {
+      if (entry.expectedHash?.startsWith('file:') === true && isCredentialPath(entry.path)) {
+        // Credential files are never copied, so one cannot be saved first: it is left alone.
+        report.skipped.push({ ...entry, action: 'leave', reason: 'cannot-save-first:credential' });
+        continue;
+      }
+      toApply.push(entry);
+    }
+    const saved = new Set<string>();
+    const applied = await applyRestore(
+      {
+        fs: this.capture.fs,
+        projectRoot: this.projectRoot,
+        readObject: (object) => this.store.readObject(object),
+        beforeSwap: (entry, sight) => this.#saveFirst(saver, saved, entry, sight),
+      },
+      toApply,
+      options.durable === true ? { durable: true } : {},
+    );
+    await saver.appendMany(
+      applied.restored.map((entry) => ({
+        op: 'after' as const,
+        path: entry.path,
+        after: targetFingerprint(entry.target, entry.action),
+        ...(entry.mode !== undefined && entry.action !== 'delete' ? { afterMode: entry.mode } : {}),
+      })),
+    );
+    // Saved but not written (rolled back): their record says "unchanged", so the pre-restore
+    // checkpoint never claims a change that did not happen.
+    for (const failure of applied.failed) {
+      const entry = toApply.find((e) => e.path === failure.path);
+      if (entry?.expectedHash !== undefined && saved.has(entry.path)) await saver.append({ op: 'after', path: entry.path, after: entry.expectedHash });
+    }
+    await saver.seal({ complete: applied.failed.length === 0 });
+    report.restored = applied.restored;
+    report.refused.push(...applied.refused);
+    report.skipped.push(...applied.skipped);
+    report.failed = applied.failed;
+    report.cleanupPending = [...applied.cleanupPending, ...(await this.#strayTempFiles(plan.entries, applied.cleanupPending))];
+    return report;
+  }
+
+  /**
+   * The pre-restore save of one entry, called by the apply between its guard and its swap with
+   * what the guard read, so a small file is read once for both. An absent path or a symlink is
+   * fully described by what was seen; a larger file is captured as by `beforeWrite`, and refused
+   * if it no longer matches. The record is appended before the swap, so a crash after the swap
+   * still finds the original in the pre-restore checkpoint.
+   */
+  async #saveFirst(saver: CheckpointWriter, saved: Set<string>, entry: PlanEntry, sight: GuardSight): Promise<SwapDecision> {
+    let state: PathState;
+    const seen = sight.state;
+    if (seen.type === 'absent') {
+      state = { type: 'absent' };
+    } else if (seen.type === 'symlink') {
+      state = { type: 'symlink', target: seen.target };
+    } else if (seen.type === 'file' && sight.bytes !== undefined && sight.bytes.length <= this.capture.maxFileBytes) {
+      try {
+        // Raw: the save sits between a guard and its swap, where every microsecond widens the window.
+        const ref = await this.store.putBytes(sight.bytes, { compress: false });
+        state = { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: seen.mode };
+      } catch (error) {
+        const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
+        return { leave: code === 'ENOSPC' || code === 'EDQUOT' ? 'cannot-save-first:store-full' : 'cannot-save-first:unreadable' };
+      }
+    } else {
+      const captured = await capturePath(this.capture, entry.path);
+      if (captured.state.type === 'uncopied') return { leave: `cannot-save-first:${captured.state.reason}` };
+      state = captured.state;
+      const found = fingerprintOf(state);
+      if (found !== entry.expectedHash) return { refuse: found ?? 'unknown' };
+    }
+    await saver.append({ op: 'before', path: entry.path, state });
+    saved.add(entry.path);
+    return 'go';
+  }
+
+  /**
+   * Staged or displaced files that an earlier, killed restore left beside the paths this one
+   * planned (written or not). Their content is in the store (every restore saves first), so they
+   * are reported for a person to remove, never deleted silently and never read as project files.
+   */
+  async #strayTempFiles(entries: PlanEntry[], known: string[]): Promise<string[]> {
+    const folders = new Set(entries.map((e) => (e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : '')));
+    const seen = new Set(known);
+    const strays: string[] = [];
+    const { fs } = this.capture;
+    const sync = fs.sync;
+    for (const folder of folders) {
+      const abs = folder === '' ? this.projectRoot : `${this.projectRoot}/${folder}`;
+      // One readdir per touched folder; synchronous when available (a folder listing of a
+      // project folder is small, and a restore of many files touches many folders).
+      let names: string[];
+      try {
+        names = sync !== undefined ? sync.readdirSync(abs) : await fs.readdir(abs);
+      } catch {
+        names = [];
+      }
+      for (const name of names) {
+        const rel = folder === '' ? name : `${folder}/${name}`;
+        if ((name.startsWith('.turnback-stage-') || name.startsWith('.turnback-displaced-')) && !seen.has(rel)) strays.push(rel);
+      }
+    }
+    return strays.sort();
+  }
+}
+
+function targetFingerprint(target: PathState, action: PlanEntry['action']): Fingerprint {
+  if (action === 'delete') return 'absent';
+  if (target.type === 'file') return `file:${target.hash}`;
+  if (target.type === 'symlink') return `symlink:${target.target}`;
+  return 'absent';
+}
+
+/** Refuses every write the previewed plan did not show with the same disk state. */
+function holdToPreview(entries: PlanEntry[], preview: RestorePlan): PlanEntry[] {
+  if (typeof preview !== 'object' || preview === null || !Array.isArray(preview.entries)) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'expect must be a plan returned by plan()');
+  }
+  const shown = new Map(preview.entries.map((e) => [e.path, e]));
+  return entries.map((entry) => {
+    if (entry.action !== 'restore' && entry.action !== 'recreate' && entry.action !== 'delete') return entry;
+    const previewed = shown.get(entry.path);
+    if (previewed !== undefined && previewed.action === entry.action && previewed.expectedHash === entry.expectedHash) return entry;
+    return {
+      ...entry,
+      action: 'refuse',
+      reason: 'changed-since-plan',
+      ...(previewed?.expectedHash !== undefined ? { expectedHash: previewed.expectedHash } : {}),
+      ...(entry.expectedHash !== undefined ? { foundHash: entry.expectedHash } : {}),
+    };
+  });
+}

@@ -1,0 +1,149 @@
+import { capturePath, type PathCaptureContext } from '../capture/capture-path.js';
+import type { Change } from '../capture/diff.js';
+import { loadHasher } from '../core/hash.js';
+import type { CheckpointId } from '../core/id.js';
+import { fingerprintOf, type CheckpointManifest, type Gap } from '../core/model.js';
+import type { CheckpointWriter, JournalRecord } from '../store/store.js';
+
+/** A turn's change list, derived from its manifest. */
+export interface TurnChanges {
+  checkpointId: CheckpointId;
+  changes: Change[];
+  gaps: Gap[];
+  /** True when the checkpoint was cut short or recorded gaps: the list may be incomplete. */
+  partial: boolean;
+}
+
+/** The open turn: its journal and what it has captured so far. */
+export interface OpenTurn {
+  writer: CheckpointWriter;
+  /** Per path: the capture in flight or done, so a repeat touch costs one map lookup. */
+  touched: Map<string, Promise<void>>;
+  /** Paths whose `after` record is in the journal: a later one only supersedes it. */
+  afterWritten: Set<string>;
+}
+
+/**
+ * The turn journal of one observer: opens and seals turn checkpoints, captures each path's
+ * pre-image the first time a turn touches it, and appends its post-write records.
+ */
+export class TurnJournal {
+  #turn: OpenTurn | undefined;
+  #opening: Promise<OpenTurn> | undefined;
+  readonly #gaps: Gap[] = [];
+
+  constructor(
+    private readonly capture: PathCaptureContext,
+    private readonly sessionId: string,
+    /** Runs before a turn is sealed: the deferred post-write hashes and the stat cache save. */
+    private readonly settle: { beforeSeal(): Promise<void>; afterSeal(): Promise<void> },
+  ) {}
+
+  /** The open turn, if any. */
+  get current(): OpenTurn | undefined {
+    return this.#turn;
+  }
+
+  /** Gaps recorded since the observer was created. */
+  get gaps(): readonly Gap[] {
+    return this.#gaps;
+  }
+
+  /** Records a gap for the observer's report (not in any journal). */
+  recordGap(gap: Gap): void {
+    this.#gaps.push(gap);
+  }
+
+  /** The open turn, opening one (unlabelled) if none is. */
+  async ensure(): Promise<OpenTurn> {
+    return this.#turn ?? this.open(undefined);
+  }
+
+  /** Opens a turn checkpoint; concurrent callers share one. */
+  async open(label: string | undefined): Promise<OpenTurn> {
+    if (this.#opening !== undefined) return this.#opening;
+    this.#opening = (async () => {
+      await loadHasher();
+      const writer = await this.capture.store.openCheckpoint({ kind: 'turn', sessionId: this.sessionId, ...(label !== undefined ? { label } : {}) });
+      const turn: OpenTurn = { writer, touched: new Map(), afterWritten: new Set() };
+      this.#turn = turn;
+      return turn;
+    })();
+    try {
+      return await this.#opening;
+    } finally {
+      this.#opening = undefined;
+    }
+  }
+
+  /** Seals the open turn, once its captures and post-write hashes have settled. */
+  async seal(): Promise<void> {
+    const turn = this.#turn;
+    if (turn === undefined) return;
+    this.#turn = undefined;
+    await Promise.allSettled(turn.touched.values());
+    // Content fingerprints, not identities, go into a sealed manifest: an identity stops matching
+    // as soon as the same content is written back (a redo), and the guard would refuse it.
+    await this.settle.beforeSeal();
+    await turn.writer.seal();
+    await this.settle.afterSeal();
+  }
+
+  /**
+   * Captures the pre-image of `projectPath` the first time `turn` touches it; a repeat touch
+   * returns the capture already in flight or done.
+   */
+  async captureOnce(turn: OpenTurn, projectPath: string, callId: string | undefined): Promise<void> {
+    const inFlight = turn.touched.get(projectPath);
+    if (inFlight !== undefined) return inFlight;
+    const capture = this.#captureInto(turn, projectPath, callId);
+    turn.touched.set(projectPath, capture);
+    try {
+      await capture;
+    } catch (error) {
+      turn.touched.delete(projectPath);
+      throw error;
+    }
+  }
+
+  /**
+   * Appends a post-write record. A repeat touch's record only supersedes the last one: written
+   * within milliseconds (or before any other record), not with a system call of its own.
+   */
+  async recordAfter(turn: OpenTurn, record: Extract<JournalRecord, { op: 'after' }>): Promise<void> {
+    if (turn.afterWritten.has(record.path)) await turn.writer.appendSoon(record);
+    else {
+      await turn.writer.append(record);
+      turn.afterWritten.add(record.path);
+    }
+  }
+
+  /** Records a write that arrived without its `beforeWrite`: nothing to restore for it. */
+  async recordMissingPreImage(projectPath: string): Promise<void> {
+    const gap: Gap = { path: projectPath, reason: 'no-pre-image', detail: 'afterWrite without beforeWrite in this turn: nothing to restore' };
+    this.recordGap(gap);
+    if (this.#turn !== undefined) await this.#turn.writer.append({ op: 'gap', gap });
+  }
+
+  async #captureInto(turn: OpenTurn, projectPath: string, callId: string | undefined): Promise<void> {
+    const captured = await capturePath(this.capture, projectPath);
+    if (captured.gap !== undefined) {
+      this.recordGap(captured.gap);
+      await turn.writer.append({ op: 'gap', gap: captured.gap });
+    }
+    await turn.writer.append({ op: 'before', path: projectPath, state: captured.state, ...(callId !== undefined ? { callId } : {}) });
+  }
+}
+
+/** A manifest's entries as a change list; entries whose content ended where it began are dropped. */
+export function turnChangesOf(manifest: CheckpointManifest): TurnChanges {
+  const changes: Change[] = [];
+  for (const entry of manifest.entries) {
+    const before = fingerprintOf(entry.before);
+    if (entry.after !== undefined && before !== undefined && before === entry.after) continue;
+    if (entry.before.type === 'absent') changes.push({ path: entry.path, kind: 'created', before: entry.before });
+    else if (entry.after === 'absent') changes.push({ path: entry.path, kind: 'deleted', before: entry.before });
+    else changes.push({ path: entry.path, kind: 'changed', before: entry.before });
+  }
+  return { checkpointId: manifest.id, changes, gaps: manifest.gaps, partial: !manifest.complete || manifest.gaps.length > 0 };
+}
