@@ -1,0 +1,277 @@
+import { constants as fsConstants } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { errnoCode } from '../core/errors.js';
+import type { FileSystem } from '../fs/file-system.js';
+import { TEMP_PREFIX } from '../fs/file-system.js';
+import { resolveInsideRoot } from '../fs/paths.js';
+import type { ApplyContext } from './apply-types.js';
+import { promiseIo, syncIo, type Io } from './io.js';
+
+/** Temp files removed at once after the commit. */
+const COMMIT_UNLINKS_IN_FLIGHT = 16;
+
+/** One completed, undoable step. Rollback walks these in reverse; commit removes the temp files. */
+export type Step =
+  | { kind: 'mkdir'; abs: string }
+  | { kind: 'stage'; abs: string }
+  | { kind: 'displaced'; dest: string; displaced: string }
+  | { kind: 'placed'; dest: string }
+  | { kind: 'in-place'; dest: string; copy: string; mode: number }
+  /** Moved aside and its inode reused as a stage; `original` (the guard's read, also saved first) is recreated on rollback. */
+  | { kind: 'recycled'; dest: string; original: Buffer; mode: number };
+
+/** Random per process; the counter makes each name unique without a random draw per file. */
+const TEMP_NAME_BASE = randomBytes(6).toString('hex');
+let tempNameCounter = 0;
+
+/** A unique name for a stage or a displaced original, recognised by the scanner as turnback's. */
+export function tempName(kind: 'stage' | 'displaced'): string {
+  tempNameCounter += 1;
+  return `${TEMP_PREFIX}${kind}-${TEMP_NAME_BASE}${tempNameCounter.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * The undo log of one apply: every completed step, undone in reverse by {@link rollback}, or made
+ * final by {@link commit} (which removes the displaced originals and stages). The swap strategies
+ * that append to it are in swap.ts.
+ */
+export class Transaction {
+  protected readonly steps: Step[] = [];
+  protected readonly touchedDirs: Set<string> = new Set();
+  /** Leftovers of entries refused mid-apply, reported with the final outcome. */
+  protected readonly leftovers: string[] = [];
+  protected readonly fs: FileSystem;
+  /** Every call through the promise API (large files, in-place rewrites, and when the fs has no sync calls). */
+  protected readonly slow: Io;
+  /** Synchronous calls when the file system offers them, else the promise API. */
+  protected readonly fast: Io;
+  /** Stage writes started ahead; rollback waits for them so every stage it must remove is logged. */
+  protected readonly inflight: Promise<void>[] = [];
+  /** Set once a folder phase or stage write failed: nothing more is started. */
+  protected stopped = false;
+  /** Folders a full ancestor walk verified in this restore: absolute path → device and inode. */
+  protected readonly verifiedFolders: Map<string, { dev: number; ino: number }> = new Map();
+
+  constructor(
+    protected readonly context: ApplyContext,
+    protected readonly durable: boolean,
+  ) {
+    this.fs = context.fs;
+    this.slow = promiseIo(context.fs);
+    this.fast = context.fs.sync === undefined ? this.slow : syncIo(context.fs.sync);
+  }
+
+  /** True when `abs`'s folder is still the one verified for it, or a fresh ancestor walk passes. */
+  protected async isStillInside(abs: string): Promise<boolean> {
+    const dir = path.dirname(abs);
+    const verified = this.verifiedFolders.get(dir);
+    if (verified !== undefined && (await this.isSameFolder(dir, verified))) return true;
+    try {
+      // Missing folders are fine: the step then finds nothing to undo, and says so.
+      await resolveInsideRoot(this.fs, this.context.projectRoot, this.relative(abs));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * One `lstat` instead of a walk: the path still reaches a real folder with the inode a full walk
+   * verified in this restore. A link swapped in for any ancestor (or the folder) since then leads
+   * somewhere else, or is a link itself, and the caller walks again (and refuses the link).
+   */
+  protected async isSameFolder(dir: string, verified: { dev: number; ino: number }): Promise<boolean> {
+    try {
+      const sync = this.fs.sync;
+      const stats = sync !== undefined ? sync.lstatSync(dir) : await this.fs.lstat(dir);
+      return stats.isDirectory() && stats.ino === verified.ino && stats.dev === verified.dev;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Creates `dest` (create-only) with `bytes` and `mode`: rollback of a recycled original. */
+  protected async recreate(io: Io, dest: string, bytes: Buffer, mode: number): Promise<void> {
+    const file = await io.open(dest, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, mode);
+    try {
+      await file.fill(bytes);
+      await file.chmod(mode);
+    } finally {
+      await file.close();
+    }
+  }
+
+  protected async overwrite(dest: string, bytes: Buffer, mode: number): Promise<void> {
+    const file = await this.slow.open(dest, fsConstants.O_RDWR | fsConstants.O_NOFOLLOW);
+    try {
+      await file.replace(bytes);
+      await file.chmod(mode);
+      if (this.durable) await file.sync();
+    } finally {
+      await file.close();
+    }
+  }
+
+  /** fsync of a file or folder by path; folders are best effort (some platforms cannot). */
+  protected async syncPath(abs: string): Promise<void> {
+    const file = await this.fast.open(abs, 'r');
+    try {
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+  }
+
+  /** Removes a consumed stage; a failure leaves the step logged so commit or rollback retries it. */
+  protected async removeStage(io: Io, stage: Step): Promise<void> {
+    if (stage.kind !== 'stage') return;
+    try {
+      await io.unlink(stage.abs);
+      this.forget(stage);
+    } catch {
+      // Not a failure of the restore: commit retries and reports it in cleanupPending.
+    }
+  }
+
+  protected forget(step: Step): void {
+    // The stage is almost always the last step or next to it: search from the end.
+    const index = this.steps.lastIndexOf(step);
+    if (index >= 0) this.steps.splice(index, 1);
+  }
+
+  /**
+   * Undoes one refused entry's own steps (its stage, then its folders). A folder that later
+   * entries' stages already use stays logged, for the commit or a rollback to remove once empty.
+   */
+  protected async undoOwn(own: Step[]): Promise<void> {
+    for (const step of [...own].reverse()) {
+      const index = this.steps.lastIndexOf(step);
+      if (index < 0) continue;
+      if (step.kind === 'mkdir') {
+        try {
+          await ignoreMissing(() => this.fast.rmdir(step.abs));
+        } catch (error) {
+          if (errnoCode(error) === 'ENOTEMPTY' || errnoCode(error) === 'EEXIST') continue;
+          this.leftovers.push(this.relative(step.abs));
+        }
+        this.steps.splice(this.steps.lastIndexOf(step), 1);
+        continue;
+      }
+      this.steps.splice(index, 1);
+      // Leftovers of a refused entry are rare; report them with the final outcome.
+      this.leftovers.push(...(await this.undo([step])));
+    }
+    own.length = 0;
+  }
+
+  /** Undoes every completed step in reverse. Returns what could not be cleaned up. */
+  async rollback(): Promise<string[]> {
+    this.stopped = true;
+    // Stages still being written must be logged before the undo walks the log.
+    await Promise.allSettled(this.inflight);
+    return [...this.leftovers, ...(await this.undo(this.steps.splice(0)))];
+  }
+
+  protected async undo(steps: Step[]): Promise<string[]> {
+    const pending: string[] = [];
+    const io = this.fast;
+    for (const step of [...steps].reverse()) {
+      const at = step.kind === 'mkdir' || step.kind === 'stage' ? step.abs : step.dest;
+      if (!(await this.isStillInside(at))) {
+        // A folder on the way became a link (or vanished) since it was checked: undoing through
+        // it could write outside the project, so the step is left and reported instead.
+        pending.push(this.relative(step.kind === 'displaced' ? step.displaced : step.kind === 'in-place' ? step.copy : at));
+        continue;
+      }
+      switch (step.kind) {
+        case 'placed':
+          await ignoreMissing(() => io.unlink(step.dest)).catch(() => pending.push(this.relative(step.dest)));
+          break;
+        case 'displaced':
+          // rename() would overwrite: if a writer put something at the destination meanwhile, keep both.
+          if (await io.exists(step.dest)) pending.push(this.relative(step.displaced));
+          else await io.rename(step.displaced, step.dest).catch(() => pending.push(this.relative(step.displaced)));
+          break;
+        case 'recycled':
+          // Like a displaced original: put back only if nothing new is at the destination.
+          if (await io.exists(step.dest)) pending.push(this.relative(step.dest));
+          else await this.recreate(io, step.dest, step.original, step.mode & 0o7777).catch(() => pending.push(this.relative(step.dest)));
+          break;
+        case 'in-place':
+          try {
+            const original = await this.fs.readFile(step.copy);
+            await this.overwrite(step.dest, original, step.mode & 0o7777);
+            await this.fs.unlink(step.copy);
+          } catch {
+            pending.push(this.relative(step.copy));
+          }
+          break;
+        case 'stage':
+          await ignoreMissing(() => io.unlink(step.abs)).catch(() => pending.push(this.relative(step.abs)));
+          break;
+        case 'mkdir':
+          // Only an empty folder is removed: a writer's new content in it is never deleted.
+          await ignoreMissing(() => io.rmdir(step.abs)).catch(() => pending.push(this.relative(step.abs)));
+          break;
+      }
+    }
+    return pending;
+  }
+
+  /**
+   * The commit point has passed: with `durable`, make the renames durable; then drop the
+   * originals. Nothing here can fail the restore; leftovers are returned for `cleanupPending`.
+   */
+  async commit(): Promise<string[]> {
+    if (this.durable) {
+      for (const dir of this.touchedDirs) {
+        // Best effort by design: the data itself was fsynced before publishing.
+        await this.syncPath(dir).catch(() => undefined);
+      }
+    }
+    const pending: string[] = [...this.leftovers];
+    const leftovers: string[] = [];
+    for (const step of this.steps) {
+      if (step.kind === 'displaced') leftovers.push(step.displaced);
+      else if (step.kind === 'in-place') leftovers.push(step.copy);
+      else if (step.kind === 'stage') leftovers.push(step.abs);
+    }
+    // Through the thread pool, many at once: freeing the displaced originals (often files written
+    // moments ago) is most of a restore's kernel work, and it overlaps well; measured 2-3x faster
+    // than one synchronous unlink after another.
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < leftovers.length) {
+        const leftover = leftovers[next++] as string;
+        await ignoreMissing(() => this.fs.unlink(leftover)).catch(() => pending.push(this.relative(leftover)));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(COMMIT_UNLINKS_IN_FLIGHT, leftovers.length) }, worker));
+    // Folders made for entries the guard then refused, kept while later stages used them: removed
+    // now if empty (a folder holding a restored file, or a writer's new file, stays).
+    for (const step of [...this.steps].reverse()) {
+      if (step.kind !== 'mkdir') continue;
+      try {
+        await ignoreMissing(() => this.fast.rmdir(step.abs));
+      } catch (error) {
+        if (errnoCode(error) !== 'ENOTEMPTY' && errnoCode(error) !== 'EEXIST') pending.push(this.relative(step.abs));
+      }
+    }
+    this.steps.length = 0;
+    return pending.sort();
+  }
+
+  protected relative(abs: string): string {
+    return path.relative(this.context.projectRoot, abs).split(path.sep).join('/');
+  }
+}
+
+/** Runs `operation`, treating "nothing there" (ENOENT) as done. */
+export async function ignoreMissing(operation: () => Promise<unknown>): Promise<void> {
+  try {
+    await operation();
+  } catch (error) {
+    if (errnoCode(error) !== 'ENOENT') throw error;
+  }
+}
