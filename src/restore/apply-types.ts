@@ -1,4 +1,4 @@
-import type { Fingerprint, PathState } from '../core/model.js';
+import type { Fingerprint } from '../core/model.js';
 import type { DiskState } from '../fs/disk-state.js';
 import type { FileSystem } from '../fs/file-system.js';
 import type { PlanEntry, PlanReason } from './plan.js';

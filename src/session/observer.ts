@@ -1,7 +1,6 @@
 import type { PathCaptureContext } from '../capture/capture-path.js';
 import { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
-import { loadHasher } from '../core/hash.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { isStatFingerprint, type Gap } from '../core/model.js';
 import { readPostWriteState } from '../fs/disk-state.js';

@@ -1,18 +1,21 @@
 import * as path from 'node:path';
-import writeFileAtomic from 'write-file-atomic';
 import { DEFAULTS } from '../core/defaults.js';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { newCheckpointId, parseCheckpointId, type CheckpointId } from '../core/id.js';
 import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
-import { nodeFileSystem, writeAllSync, type FileSystem } from '../fs/file-system.js';
+import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
-import { JournalWriter, foldJournal, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
-import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
+import { JournalWriter, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
+import { openLayout, type StoreLayout } from './layout.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
-import { isCheckpointKind, manifestProblem, metaOf, readManifest, writeManifest } from './manifests.js';
+import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
+import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } from './checkpoint-writer.js';
+import { StateDocumentFolder, type StateWriteOptions } from './state-documents.js';
+
+export { buildManifest } from './checkpoint-writer.js';
 
 /**
  * Default number of checkpoints retained per project before the oldest are pruned.
@@ -30,11 +33,6 @@ export interface OpenStoreOptions {
   lockTimeoutMs?: number;
 }
 
-/** How {@link CheckpointStore.writeState} writes a document. */
-export interface StateWriteOptions {
-  /** fsync the document before the rename (default `true`). */
-  durable?: boolean;
-}
 
 /** Options of {@link CheckpointStore.openCheckpoint}. */
 export interface OpenCheckpointOptions {
@@ -47,35 +45,8 @@ export interface OpenCheckpointOptions {
   scopeId?: string;
 }
 
-/** What `seal` may still change. */
-export interface SealPatch {
-  /** @default the last `meta` record's value, else true */
-  complete?: boolean;
-  label?: string;
-}
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
 
-/** An open checkpoint: append journal records, then seal (or close to leave it open). */
-export interface CheckpointWriter {
-  /** The checkpoint's id. */
-  readonly id: CheckpointId;
-  /** Appends one record (serialised in call order). */
-  append(record: JournalRecord): Promise<void>;
-  /** Appends records in order with one write; all are checked before any is written. */
-  appendMany(records: readonly JournalRecord[]): Promise<void>;
-  /**
-   * Appends a record that supersedes an earlier one of the same path (a repeat touch's `after`),
-   * written within milliseconds or before the next append, seal, close or process exit.
-   */
-  appendSoon(record: JournalRecord): Promise<void>;
-  /** Writes the manifest atomically, then removes the journal. */
-  seal(patch?: SealPatch): Promise<CheckpointManifest>;
-  /** Closes the journal handle without sealing; the checkpoint stays open (`complete: false`). */
-  close(): Promise<void>;
-}
-
-export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, PutFileOptions, ObjectFileInfo, JournalRecord };
-
-const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
 /** Manifest entries kept in memory across reads (a few hundred bytes each). */
 const MANIFEST_CACHE_ENTRIES = 100_000;
 
@@ -99,6 +70,7 @@ export class CheckpointStore {
   private readonly layout: StoreLayout;
   private readonly objects: ObjectStore;
   private readonly lock: StoreLock;
+  private readonly state: StateDocumentFolder;
   /** Sealed manifests read so far, least recently used first (see `sealedManifest`). */
   private readonly manifests = new Map<CheckpointId, { identity: string; manifest: CheckpointManifest }>();
   /** Entries held by `manifests`, kept at most {@link MANIFEST_CACHE_ENTRIES}. */
@@ -110,6 +82,7 @@ export class CheckpointStore {
     this.root = layout.root;
     this.projectRoot = projectRoot;
     this.lock = new StoreLock(fs, layout, lockTimeoutMs);
+    this.state = new StateDocumentFolder(fs, layout);
     this.objects = new ObjectStore(fs, layout, { withLock: (fn) => this.lock.withLock(fn) });
   }
 
@@ -350,104 +323,26 @@ export class CheckpointStore {
    * Reads a small JSON document from `state/<name>.json`; `undefined` when absent.
    * @throws CheckpointError `INVALID_ARGUMENT` (bad name), `CORRUPT_MANIFEST` (does not parse).
    */
-  async readState(name: string): Promise<unknown> {
-    const file = this.layout.statePath(checkStateName(name));
-    let text: string;
-    try {
-      text = await this.fs.readFile(file, 'utf8');
-    } catch (error) {
-      if (errnoCode(error) === 'ENOENT') return undefined;
-      throw asCheckpointError(error, 'cannot read state', file);
-    }
-    try {
-      return JSON.parse(text) as unknown;
-    } catch (error) {
-      throw new CheckpointError('CORRUPT_MANIFEST', `state ${name} does not parse`, { path: file, cause: error });
-    }
+  readState(name: string): Promise<unknown> {
+    return this.state.readState(name);
+  }
+
+  /** Names of the state documents (without `.json`), sorted, optionally only those starting with `prefix`. */
+  listState(prefix = ''): Promise<string[]> {
+    return this.state.listState(prefix);
   }
 
   /**
-   * Names of the state documents (without `.json`), sorted, optionally only those starting with `prefix`.
-   * @throws CheckpointError `IO`.
-   */
-  async listState(prefix = ''): Promise<string[]> {
-    let names: string[];
-    try {
-      names = await this.fs.readdir(this.layout.stateDir);
-    } catch (error) {
-      if (errnoCode(error) === 'ENOENT') return [];
-      throw asCheckpointError(error, 'cannot list state', this.layout.stateDir);
-    }
-    return names
-      .filter((n) => n.endsWith('.json'))
-      .map((n) => n.slice(0, -'.json'.length))
-      .filter((n) => STATE_NAME.test(n) && n.startsWith(prefix))
-      .sort();
-  }
-
-  /**
-   * Writes `state/<name>.json` atomically (temp file, then rename), fsynced unless
-   * `durable: false`: a document that only speeds things up (the stat cache) or that refers to
-   * unsynced captures anyway (a call baseline) survives a process crash without it, and after a
-   * power loss its readers treat it as torn or absent (see the durability table).
+   * Writes `state/<name>.json` atomically, fsynced unless `durable: false` (see {@link StateWriteOptions}).
    * @throws CheckpointError `INVALID_ARGUMENT`, `IO`.
    */
-  async writeState(name: string, value: unknown, options: StateWriteOptions = {}): Promise<void> {
-    const file = this.layout.statePath(checkStateName(name));
-    let text: string | undefined;
-    try {
-      text = JSON.stringify(value);
-    } catch (error) {
-      throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`, { cause: error });
-    }
-    if (text === undefined) throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`);
-    try {
-      if (options.durable === false) await this.#replaceQuickly(file, `${text}\n`);
-      else await writeFileAtomic(file, `${text}\n`, { mode: FILE_MODE, fsync: true });
-    } catch (error) {
-      throw asCheckpointError(error, 'cannot write state', file);
-    }
+  writeState(name: string, value: unknown, options: StateWriteOptions = {}): Promise<void> {
+    return this.state.writeState(name, value, options);
   }
 
-  /**
-   * Temp file in `tmp/` (prune removes a dead writer's), then rename over `file`; on the calling
-   * thread when the file system has a sync path. A third of write-file-atomic's cost without its
-   * fsync, which matters for the two documents a call pair writes.
-   */
-  async #replaceQuickly(file: string, text: string): Promise<void> {
-    const temp = this.layout.tempPath();
-    const sync = this.fs.sync;
-    try {
-      if (sync !== undefined) {
-        const fd = sync.openSync(temp, 'wx', FILE_MODE);
-        try {
-          writeAllSync(fd, Buffer.from(text), sync.writeSync);
-        } finally {
-          sync.closeSync(fd);
-        }
-        sync.renameSync(temp, file);
-      } else {
-        await this.fs.writeFile(temp, text, { flag: 'wx', mode: FILE_MODE });
-        await this.fs.rename(temp, file);
-      }
-    } catch (error) {
-      await this.fs.unlink(temp).catch(() => undefined);
-      throw error;
-    }
-  }
-
-  /**
-   * Removes `state/<name>.json`; absent is fine. Not fsynced: after a power loss the document may
-   * come back, which its readers must tolerate (a stale call baseline reads as an interrupted call).
-   * @throws CheckpointError `INVALID_ARGUMENT`, `IO`.
-   */
-  async deleteState(name: string): Promise<void> {
-    const file = this.layout.statePath(checkStateName(name));
-    try {
-      await this.fs.unlink(file);
-    } catch (error) {
-      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove state', file);
-    }
+  /** Removes `state/<name>.json`; absent is fine. */
+  deleteState(name: string): Promise<void> {
+    return this.state.deleteState(name);
   }
 
   /** Total bytes of every file under the store root (logical sizes). */
@@ -495,102 +390,6 @@ export class CheckpointStore {
       }
       if (removed === 0) throw new CheckpointError('UNKNOWN_CHECKPOINT', `no checkpoint ${checked}`, { found: checked });
     });
-  }
-}
-
-function checkStateName(name: unknown): string {
-  if (typeof name !== 'string' || !STATE_NAME.test(name) || name.includes('..')) {
-    throw new CheckpointError('INVALID_ARGUMENT', `invalid state name ${JSON.stringify(name)}`);
-  }
-  return name;
-}
-
-/** Builds a manifest from journal metadata and records. */
-export function buildManifest(meta: JournalMeta, records: readonly JournalRecord[], patch: SealPatch = {}): CheckpointManifest {
-  const folded = foldJournal(records);
-  const manifest: CheckpointManifest = {
-    format: 'turnback-manifest',
-    version: 1,
-    id: meta.id,
-    kind: meta.kind,
-    createdAt: meta.createdAt,
-    workspace: meta.workspace,
-    complete: patch.complete ?? folded.complete ?? true,
-    entryCount: folded.entries.length,
-    entries: folded.entries,
-    gaps: folded.gaps,
-    calls: folded.calls,
-  };
-  if (meta.sessionId !== undefined) manifest.sessionId = meta.sessionId;
-  const label = patch.label ?? folded.label ?? meta.label;
-  if (label !== undefined) manifest.label = label;
-  if (meta.restoreOf !== undefined) manifest.restoreOf = meta.restoreOf;
-  if (meta.scopeId !== undefined) manifest.scopeId = meta.scopeId;
-  return manifest;
-}
-
-class OpenCheckpoint implements CheckpointWriter {
-  readonly id: CheckpointId;
-  private readonly records: JournalRecord[] = [];
-  private sealed = false;
-
-  constructor(
-    private readonly fs: FileSystem,
-    private readonly layout: StoreLayout,
-    private readonly meta: JournalMeta,
-    private readonly journal: JournalWriter,
-  ) {
-    this.id = meta.id;
-  }
-
-  append(record: JournalRecord): Promise<void> {
-    return this.appendMany([record]);
-  }
-
-  appendSoon(record: JournalRecord): Promise<void> {
-    if (this.sealed) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is sealed`));
-    const problem = journalRecordProblem(record);
-    if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
-    const done = this.journal.appendSoon(record);
-    // In call order with every other record, as the journal will hold them.
-    this.records.push(record);
-    return done;
-  }
-
-  appendMany(records: readonly JournalRecord[]): Promise<void> {
-    if (this.sealed) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is sealed`));
-    for (const record of records) {
-      const problem = journalRecordProblem(record);
-      if (problem !== undefined) return Promise.reject(new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`));
-    }
-    const done = this.journal.appendMany(records);
-    // Kept in memory too, so seal needs no re-read. Callers must not mutate a record after appending it.
-    for (const record of records) this.records.push(record);
-    return done;
-  }
-
-  async seal(patch: SealPatch = {}): Promise<CheckpointManifest> {
-    if (this.sealed) throw new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} is already sealed`);
-    if (patch.label !== undefined && typeof patch.label !== 'string') throw new CheckpointError('INVALID_ARGUMENT', 'label must be a string');
-    if (patch.complete !== undefined && typeof patch.complete !== 'boolean') throw new CheckpointError('INVALID_ARGUMENT', 'complete must be a boolean');
-    this.sealed = true;
-    await this.journal.close().catch(() => undefined);
-    const manifest = buildManifest(this.meta, this.records, patch);
-    if (this.journal.failed !== undefined) {
-      manifest.complete = false;
-      manifest.gaps.push({ reason: 'journal-write-failed', detail: asCheckpointError(this.journal.failed, 'journal append failed').message });
-    }
-    const problem = manifestProblem(manifest);
-    if (problem !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `checkpoint ${this.id} cannot be sealed: ${problem}`);
-    await writeManifest(this.layout, manifest);
-    await this.fs.unlink(this.journal.file).catch((error: unknown) => {
-      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove sealed journal', this.journal.file);
-    });
-    return manifest;
-  }
-
-  close(): Promise<void> {
-    return this.journal.close();
   }
 }
 

@@ -9,7 +9,6 @@ import { isUnavailable, UnavailableCheckpoints, type Unavailable, type Unavailab
 import { editFile, writeFile } from '../../src/tools/reference-tools.js';
 import { sandbox, writeTree } from './helpers.js';
 
-const ON = { capabilities: { checkpoint: { enabled: true } } };
 const ID = '1796045420070-0000-e24ed1b3' as CheckpointId;
 const SCOPE = { sessionId: 's1', scopeId: 'tc_1' };
 

@@ -8,13 +8,12 @@ import { loadHasher } from '../../src/core/hash.js';
 import type { PathState } from '../../src/core/model.js';
 import { fold, foldJournal, parseJournal, type JournalRecord } from '../../src/store/journal.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { bundleStore, openStore, type Sandbox, storePerTest } from './helpers.js';
+import { bundleStore, openStore, storePerTest } from './helpers.js';
 
 const fixture = storePerTest();
-let box: Sandbox;
 let store: CheckpointStore;
 beforeEach(async () => {
-  ({ box, store } = fixture);
+  ({ store } = fixture);
   await loadHasher();
 });
 

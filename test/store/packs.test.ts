@@ -9,7 +9,7 @@ import { baseObjectKey } from '../../src/store/object-codec.js';
 import { PACK_OBJECT_MAX_BYTES, PackWriter, encodeRecord, loadPackHasher } from '../../src/store/packs.js';
 import type { CheckpointStore } from '../../src/store/store.js';
 import { ageStore, makeSandbox, openStore, storedObject, type Sandbox, bundleStore, storePerTest } from './helpers.js';
-import { storeFile, storeFileSync } from '../../src/capture/stable-read.js';
+import { storeFile } from '../../src/capture/stable-read.js';
 
 let box: Sandbox;
 let store: CheckpointStore;

@@ -1,17 +1,16 @@
 import { spawn } from 'node:child_process';
-import { readdir, readFile, stat, unlink, utimes, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, unlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { parseCheckpointId } from '../../src/core/id.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { ageStore, storedObject, type Sandbox, storePerTest } from './helpers.js';
+import { ageStore, storedObject, storePerTest } from './helpers.js';
 
 const fixture = storePerTest();
-let box: Sandbox;
 let store: CheckpointStore;
 beforeEach(async () => {
-  ({ box, store } = fixture);
+  ({ store } = fixture);
 });
 
 /** Incompressible-ish unique bytes. */

@@ -1,0 +1,138 @@
+import writeFileAtomic from 'write-file-atomic';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import { writeAllSync, type FileSystem } from '../fs/file-system.js';
+import { FILE_MODE, type StoreLayout } from './layout.js';
+
+/** How {@link StateDocumentFolder.writeState} writes a document. */
+export interface StateWriteOptions {
+  /**
+   * fsync the document (write-file-atomic). `false`: temp file and rename only, for documents
+   * whose loss after a power cut costs speed, never correctness. @default true
+   */
+  durable?: boolean;
+}
+
+const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
+
+/**
+ * The store's small JSON documents under `state/` (the stat cache, picture bases, call baselines,
+ * restore discards): read, list, write atomically, delete.
+ */
+export class StateDocumentFolder {
+  constructor(
+    private readonly fs: FileSystem,
+    private readonly layout: StoreLayout,
+  ) {}
+
+  /**
+   * Reads a small JSON document from `state/<name>.json`; `undefined` when absent.
+   * @throws CheckpointError `INVALID_ARGUMENT` (bad name), `CORRUPT_MANIFEST` (does not parse).
+   */
+  async readState(name: string): Promise<unknown> {
+    const file = this.layout.statePath(checkStateName(name));
+    let text: string;
+    try {
+      text = await this.fs.readFile(file, 'utf8');
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return undefined;
+      throw asCheckpointError(error, 'cannot read state', file);
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (error) {
+      throw new CheckpointError('CORRUPT_MANIFEST', `state ${name} does not parse`, { path: file, cause: error });
+    }
+  }
+
+  /**
+   * Names of the state documents (without `.json`), sorted, optionally only those starting with `prefix`.
+   * @throws CheckpointError `IO`.
+   */
+  async listState(prefix = ''): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await this.fs.readdir(this.layout.stateDir);
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT') return [];
+      throw asCheckpointError(error, 'cannot list state', this.layout.stateDir);
+    }
+    return names
+      .filter((n) => n.endsWith('.json'))
+      .map((n) => n.slice(0, -'.json'.length))
+      .filter((n) => STATE_NAME.test(n) && n.startsWith(prefix))
+      .sort();
+  }
+
+  /**
+   * Writes `state/<name>.json` atomically (temp file, then rename), fsynced unless
+   * `durable: false`: a document that only speeds things up (the stat cache) or that refers to
+   * unsynced captures anyway (a call baseline) survives a process crash without it, and after a
+   * power loss its readers treat it as torn or absent (see the durability table).
+   * @throws CheckpointError `INVALID_ARGUMENT`, `IO`.
+   */
+  async writeState(name: string, value: unknown, options: StateWriteOptions = {}): Promise<void> {
+    const file = this.layout.statePath(checkStateName(name));
+    let text: string | undefined;
+    try {
+      text = JSON.stringify(value);
+    } catch (error) {
+      throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`, { cause: error });
+    }
+    if (text === undefined) throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`);
+    try {
+      if (options.durable === false) await this.replaceQuickly(file, `${text}\n`);
+      else await writeFileAtomic(file, `${text}\n`, { mode: FILE_MODE, fsync: true });
+    } catch (error) {
+      throw asCheckpointError(error, 'cannot write state', file);
+    }
+  }
+
+  /**
+   * Temp file in `tmp/` (prune removes a dead writer's), then rename over `file`; on the calling
+   * thread when the file system has a sync path. A third of write-file-atomic's cost without its
+   * fsync, which matters for the two documents a call pair writes.
+   */
+  private async replaceQuickly(file: string, text: string): Promise<void> {
+    const temp = this.layout.tempPath();
+    const sync = this.fs.sync;
+    try {
+      if (sync !== undefined) {
+        const fd = sync.openSync(temp, 'wx', FILE_MODE);
+        try {
+          writeAllSync(fd, Buffer.from(text), sync.writeSync);
+        } finally {
+          sync.closeSync(fd);
+        }
+        sync.renameSync(temp, file);
+      } else {
+        await this.fs.writeFile(temp, text, { flag: 'wx', mode: FILE_MODE });
+        await this.fs.rename(temp, file);
+      }
+    } catch (error) {
+      await this.fs.unlink(temp).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Removes `state/<name>.json`; absent is fine. Not fsynced: after a power loss the document may
+   * come back, which its readers must tolerate (a stale call baseline reads as an interrupted call).
+   * @throws CheckpointError `INVALID_ARGUMENT`, `IO`.
+   */
+  async deleteState(name: string): Promise<void> {
+    const file = this.layout.statePath(checkStateName(name));
+    try {
+      await this.fs.unlink(file);
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove state', file);
+    }
+  }
+}
+
+function checkStateName(name: unknown): string {
+  if (typeof name !== 'string' || !STATE_NAME.test(name) || name.includes('..')) {
+    throw new CheckpointError('INVALID_ARGUMENT', `invalid state name ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
