@@ -4,30 +4,12 @@ import type { Gap } from '../core/model.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
 import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, type ParallelLstat } from '../fs/parallel-lstat.js';
-import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_SYMLINK, STAT_FIELDS } from '../fs/stat-batch.js';
+import { LISTING_SETTLE_MS, ScanMemo, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
+import { entryFromBatch, folderFromBatch, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 
-/** The stat index entry of one covered path. Compact on purpose: a picture holds one per file. */
-export interface StatRecord {
-  /** Project-relative, `/`-separated. */
-  path: string;
-  /** Regular file or symlink; nothing else is covered. */
-  type: 'file' | 'symlink';
-  /** Size in bytes (for a symlink, the length of its target). */
-  size: number;
-  /** Permission bits (`st_mode & 0o7777`). */
-  mode: number;
-  /**
-   * Modification time in milliseconds since the epoch, with Node's own `mtimeMs` formula
-   * (`sec * 1e3 + nsec / 1e6`): sub-microsecond resolution, finer than the kernel's timestamp
-   * granularity, and exactly what the store compares a file against while copying it.
-   */
-  mtimeMs: number;
-  /** Inode number (a double: an inode number past 2^53 only makes the stat comparison coarser). */
-  ino: number;
-  /** The link target, for symlinks; never followed. */
-  target?: string;
-}
+export { ScanMemo } from './scan-memo.js';
+export type { StatRecord } from './stat-record.js';
 
 /**
  * Why a path was not checked. `unreadable`: listing failed; `unreadable-name`: a name that is not
@@ -62,82 +44,6 @@ export interface ScanResult {
   ignoreEpoch: number;
   /** The `memo` generation this scan wrote, for {@link ScanMemo.bind}; `undefined` when it wrote none. */
   memoGeneration: number | undefined;
-}
-
-interface FolderMemo {
-  /** Per listing position, the record the scan kept (undefined: not a covered file). */
-  records: (StatRecord | undefined)[];
-  /** Name → record, built only when a later listing comes back in a different order. */
-  byName?: Map<string, StatRecord>;
-  /** Set when a later scan may take the folder's entries from here instead of listing it. */
-  listing?: SettledListing;
-}
-
-/**
- * What a folder listing held when the folder had not changed for {@link LISTING_SETTLE_MS}: while
- * the folder keeps that mtime and inode, its entries are the same names (creating, removing or
- * renaming an entry always sets a folder's mtime). The covered files are the memo's `records`.
- */
-interface SettledListing {
-  /** The folder's mtime and inode when listed. */
-  mtimeMs: number;
-  ino: number;
-  /** Subfolders walked, in listing order. */
-  subfolders: string[];
-  /** A `.gitignore` was listed. */
-  hasGitignore: boolean;
-  /** A `.git` entry was listed. */
-  hasGit: boolean;
-  /** Whether the project was a git repository: it decides which dependency folders are walked. */
-  inRepository: boolean;
-}
-
-/**
- * How long a folder's mtime must lie before the moment it was listed for the listing to be kept
- * for reuse. A change made just after the listing could otherwise land in the same timestamp tick
- * (kernel clocks tick every few milliseconds; some file systems keep 1 or 2 s) and leave the mtime
- * as it was. The racy-timestamp rule of git's index, with a wide margin.
- */
-const LISTING_SETTLE_MS = 3000;
-
-/**
- * What the last scan saw per folder, kept across scans so a repeat scan finds each file's earlier
- * record by its position in the folder listing (listings of an unchanged folder come back in the
- * same order) instead of building and hashing its full path. Valid only for the records map it
- * was bound to: a scan uses it only when `previous` is that very map.
- */
-export class ScanMemo {
-  #folders = new Map<string, FolderMemo>();
-  #generation = 0;
-  #boundTo: ReadonlyMap<string, StatRecord> | undefined;
-  #scope: string | undefined;
-
-  /**
-   * @internal Starts a scan: returns its generation and the folders to read, if `previous`
-   * matches and the scan covers the same way (`scope` names the root, coverage and exclusions).
-   */
-  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined } {
-    const folders = previous !== undefined && previous === this.#boundTo && scope === this.#scope ? this.#folders : undefined;
-    this.#scope = scope;
-    // Any scan that starts invalidates the binding until its own picture binds again.
-    this.#boundTo = undefined;
-    return { generation: ++this.#generation, folders };
-  }
-
-  /** @internal Ends a scan: keeps its folders when no later scan started meanwhile. */
-  end(generation: number, folders: Map<string, FolderMemo>): boolean {
-    if (generation !== this.#generation) return false;
-    this.#folders = folders;
-    return true;
-  }
-
-  /**
-   * Binds the memo to the records map a picture built from scan `generation` (each record there
-   * is the object that scan produced). A later scan started in between wins: nothing is bound.
-   */
-  bind(generation: number | undefined, records: ReadonlyMap<string, StatRecord>): void {
-    if (generation !== undefined && generation === this.#generation) this.#boundTo = records;
-  }
 }
 
 /** Options of one {@link scanTree} call. */
@@ -516,138 +422,6 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     ignoreEpoch: ignores.epoch,
     memoGeneration,
   };
-}
-
-/** The stats of every settled listing's folder and files, taken in one two-thread batch. */
-interface SettledBatch {
-  stats: Float64Array;
-  /** Where each folder's entry starts in `stats` (in paths; its records follow in memo order). */
-  at: Map<FolderMemo, number>;
-}
-
-async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
-  let count = 0;
-  for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
-  if (count < parallel.minBatchPaths || count > PARALLEL_MAX_PATHS) return undefined;
-  // The project paths themselves (strings the memo holds already), not absolute copies of them.
-  const rels: string[] = [];
-  const at = new Map<FolderMemo, number>();
-  for (const [rel, known] of folders) {
-    if (known.listing === undefined) continue;
-    at.set(known, rels.length);
-    rels.push(rel);
-    for (const record of known.records) if (record !== undefined) rels.push(record.path);
-  }
-  return { stats: await parallel.lstatAll(root, rels), at };
-}
-
-function folderFromBatch(stats: Float64Array, index: number): { mtimeMs: number; ino: number } | 'not-folder' | undefined {
-  const at = index * STAT_FIELDS;
-  const kind = stats[at];
-  if (kind === KIND_FOLDER) return { mtimeMs: stats[at + 3] as number, ino: stats[at + 4] as number };
-  return kind === KIND_FAILED ? undefined : 'not-folder';
-}
-
-/** {@link statEntry} from a batch: a file gone or failed is 'gone', and the caller lists its folder. */
-function entryFromBatch(stats: Float64Array, index: number, root: string, earlier: StatRecord, reuse: ((record: StatRecord) => boolean) | undefined): StatRecord | 'gone' | 'unreadable' {
-  const at = index * STAT_FIELDS;
-  const kind = stats[at];
-  if (kind !== KIND_FILE && kind !== KIND_SYMLINK) return 'gone';
-  const abs = kind === KIND_SYMLINK ? `${root}${path.sep}${earlier.path}` : '';
-  return recordOf(abs, '', earlier.path, kind === KIND_FILE ? 'file' : 'symlink', stats[at + 2] as number, stats[at + 1] as number, stats[at + 3] as number, stats[at + 4] as number, earlier, reuse);
-}
-
-/**
- * A folder's mtime and inode; `'not-folder'` when nothing or something else (a link, a file) is
- * there; `undefined` when it cannot be statted (listing it then tells why).
- */
-function lstatFolder(absPath: string): { mtimeMs: number; ino: number } | 'not-folder' | undefined {
-  let stats: nodeFs.Stats | undefined;
-  try {
-    stats = nodeFs.lstatSync(absPath, { throwIfNoEntry: false });
-  } catch {
-    return undefined;
-  }
-  if (stats === undefined) return 'not-folder';
-  return stats.isDirectory() ? { mtimeMs: stats.mtimeMs, ino: stats.ino } : 'not-folder';
-}
-
-function memoByName(records: readonly (StatRecord | undefined)[], prefixLength: number): Map<string, StatRecord> {
-  const byName = new Map<string, StatRecord>();
-  for (const record of records) if (record !== undefined) byName.set(record.path.slice(prefixLength), record);
-  return byName;
-}
-
-function readDirSync(absPath: string): nodeFs.Dirent[] {
-  return nodeFs.readdirSync(absPath, { withFileTypes: true });
-}
-
-/** Same type, size, mtime, inode and mode (and link target): the earlier record stands. */
-function isUnchanged(earlier: StatRecord, type: StatRecord['type'], target: string | undefined, size: number, mode: number, mtimeMs: number, ino: number): boolean {
-  return earlier.type === type && earlier.target === target && earlier.size === size && earlier.mtimeMs === mtimeMs && earlier.ino === ino && earlier.mode === mode;
-}
-
-/**
- * Stats one file or symlink; returns a reason string when it cannot be recorded. A plain (not
- * bigint) lstat: the bigint form builds four Date objects and fourteen BigInts per call, which
- * measured half again as slow over a 10,000-file tree. An unchanged file returns `earlier` itself.
- */
-function statEntry(
-  abs: string,
-  prefix: string,
-  name: string,
-  earlier: StatRecord | undefined,
-  reuse: ((record: StatRecord) => boolean) | undefined,
-): StatRecord | 'gone' | 'unreadable' | 'unreadable-name' {
-  let stats: nodeFs.Stats | undefined;
-  try {
-    stats = nodeFs.lstatSync(abs, { throwIfNoEntry: false });
-  } catch {
-    return 'unreadable';
-  }
-  if (stats === undefined) {
-    // Node decodes a non-UTF-8 name lossily, so the listed name no longer reaches the file.
-    return name.includes('\uFFFD') ? 'unreadable-name' : 'gone';
-  }
-  const type = stats.isFile() ? 'file' : stats.isSymbolicLink() ? 'symlink' : undefined;
-  if (type === undefined) return 'gone';
-  return recordOf(abs, prefix, name, type, stats.size, stats.mode & 0o7777, stats.mtimeMs, stats.ino, earlier, reuse);
-}
-
-/** The record for a stat: `earlier` itself when nothing changed, else a fresh one. `abs` is read only for a symlink. */
-function recordOf(
-  abs: string,
-  prefix: string,
-  name: string,
-  type: StatRecord['type'],
-  size: number,
-  mode: number,
-  mtimeMs: number,
-  ino: number,
-  earlier: StatRecord | undefined,
-  reuse: ((record: StatRecord) => boolean) | undefined,
-): StatRecord | 'gone' | 'unreadable' {
-  if (type === 'file') {
-    if (earlier !== undefined && isUnchanged(earlier, 'file', undefined, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
-    return fresh(prefix + name, 'file', size, mode, mtimeMs, ino, undefined);
-  }
-  let target: string;
-  try {
-    target = nodeFs.readlinkSync(abs);
-  } catch (error) {
-    return errnoCode(error) === 'ENOENT' ? 'gone' : 'unreadable';
-  }
-  if (earlier !== undefined && isUnchanged(earlier, 'symlink', target, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
-  return fresh(prefix + name, 'symlink', size, mode, mtimeMs, ino, target);
-}
-
-/**
- * A new record with the `state` field a picture adds already present, so setting it later
- * neither allocates a property store nor changes the object's shape.
- */
-function fresh(p: string, type: StatRecord['type'], size: number, mode: number, mtimeMs: number, ino: number, target: string | undefined): StatRecord {
-  const record = target === undefined ? { path: p, type, size, mode, mtimeMs, ino, state: undefined } : { path: p, type, size, mode, mtimeMs, ino, target, state: undefined };
-  return record;
 }
 
 function excludedPaths(root: string, exclude: readonly string[]): Set<string> {

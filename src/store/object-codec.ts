@@ -75,6 +75,7 @@ function looksCompressible(bytes: Uint8Array): boolean {
   return deflateRawSync(sample, deflateOptions(sample.length)).length * 10 <= sample.length * 9;
 }
 
+/** The stored encoding of `bytes`: header and body, deflated when that saves at least 10 %. */
 export async function encodeObject(bytes: Uint8Array): Promise<[Uint8Array, Uint8Array]> {
   if (bytes.length >= COMPRESS_MIN_BYTES && looksCompressible(bytes)) {
     // Level 1: most of the gain for text at a fraction of the CPU. Kept only when it saves >= 10%.

@@ -11,7 +11,6 @@ import {
   PACK_OBJECT_MAX_BYTES,
   PACK_ROLL_BYTES,
   MAX_RECORD_LENGTH,
-  PackWriter,
   encodeRecord,
   loadPackHasher,
   readRecord,
@@ -20,6 +19,7 @@ import {
   type PackFile,
   type PackLoc,
 } from './packs.js';
+import { PackWriter } from './pack-writer.js';
 
 export type { ObjectFileInfo } from './loose-objects.js';
 export type { ObjectRef } from './object-codec.js';

@@ -3,7 +3,6 @@ import {
   closeSync,
   constants as fsConstants,
   fstatSync,
-  ftruncateSync,
   linkSync,
   openSync,
   readSync,
@@ -13,7 +12,7 @@ import * as path from 'node:path';
 import xxhash from 'xxhash-wasm';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { closeQuietly, descriptorsOfDropped, writeAllSync } from '../fs/file-system.js';
-import { FILE_MODE, GRACE_MS, HOSTNAME } from './layout.js';
+import { FILE_MODE, GRACE_MS } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 
 /**
@@ -44,6 +43,7 @@ const RECORD_TAIL = 4;
 const MAX_KEY_LENGTH = 40;
 /** Largest stored (encoded) body of a record: the raw bytes plus the one header byte. */
 const MAX_STORED_LENGTH = PACK_OBJECT_MAX_BYTES + 1;
+/** The longest record a pack can hold: head, key, the largest stored object, checksum. */
 export const MAX_RECORD_LENGTH: number = RECORD_HEAD + MAX_KEY_LENGTH + MAX_STORED_LENGTH + RECORD_TAIL;
 const SCAN_WINDOW = Math.max(1024 * 1024, MAX_RECORD_LENGTH);
 const INDEX_FORMAT = 'turnback-pack-index';
@@ -159,7 +159,8 @@ function parseRecord(buffer: Buffer, at: number, end: number): Parsed {
 }
 
 /** Encodes a pack file header. */
-function encodeHeader(header: PackHeader): Buffer {
+/** The header line of a new pack. */
+export function encodeHeader(header: PackHeader): Buffer {
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const out = Buffer.allocUnsafe(PACK_MAGIC.length + 4 + json.length + 4);
   PACK_MAGIC.copy(out, 0);
@@ -436,117 +437,3 @@ export function writeIndex(pack: PackFile, tempPath: string): boolean {
     }
   }
 }
-
-/**
- * Names of the packs this process is writing (any store instance). Prune tells a live writer by
- * its pid, which cannot separate two store instances of one process: this set can.
- */
-const openPackNames = new Set<string>();
-
-/** True when a writer in this process still appends to the pack named `name`. */
-export function isOpenInThisProcess(name: string): boolean {
-  return openPackNames.has(name);
-}
-
-/** Closes the descriptor of a pack writer collected without being sealed. */
-const abandoned = new FinalizationRegistry<{ fd: number; name: string }>(({ fd, name }) => {
-  openPackNames.delete(name);
-  closeQuietly(fd);
-});
-
-/** The append-only pack this process writes. One writer per pack: no cross-process append races. */
-export class PackWriter {
-  readonly pack: PackFile;
-  private fd: number | undefined;
-  /** Date.now() of the last append (or creation). */
-  lastWrite: number;
-  /** False after a failed append: the pack is abandoned (never appended to again). */
-  usable = true;
-
-  private constructor(pack: PackFile, fd: number) {
-    this.pack = pack;
-    this.fd = fd;
-    this.lastWrite = Date.now();
-    // A store dropped without close must not leak the descriptor (the pack stays unsealed; prune seals it later).
-    abandoned.register(this, { fd, name: pack.name }, this);
-    openPackNames.add(pack.name);
-  }
-
-  /** Creates a new pack with its header. Synchronous: once per 64 MiB of objects. */
-  static create(dir: string): PackWriter {
-    const pack = packFile(dir, newPackName());
-    const fd = openSync(pack.path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_APPEND | fsConstants.O_NOFOLLOW, FILE_MODE);
-    try {
-      const header: PackHeader = { pid: process.pid, hostname: HOSTNAME, createdAt: new Date().toISOString() };
-      const bytes = encodeHeader(header);
-      writeAllSync(fd, bytes);
-      pack.header = header;
-      pack.scannedTo = bytes.length;
-      pack.mtimeMs = Date.now();
-    } catch (error) {
-      closeSync(fd);
-      try {
-        unlinkSync(pack.path);
-      } catch {
-        // prune removes a headerless pack
-      }
-      throw error;
-    }
-    return new PackWriter(pack, fd);
-  }
-
-  /** Bytes in the pack so far. */
-  get size(): number {
-    return this.pack.scannedTo;
-  }
-
-  /**
-   * Appends one record with a single `write` (so a crash leaves at most one torn record at the
-   * tail). On failure the tail is cut back and the writer is abandoned.
-   */
-  append(key: string, record: Buffer): PackLoc {
-    const fd = this.fd;
-    if (fd === undefined || !this.usable) throw new CheckpointError('IO', 'pack writer is closed');
-    const offset = this.pack.scannedTo;
-    try {
-      writeAllSync(fd, record);
-    } catch (error) {
-      this.usable = false;
-      try {
-        ftruncateSync(fd, offset);
-      } catch {
-        // the torn record stays; scans stop at it
-      }
-      throw error;
-    }
-    const loc: PackLoc = { key, pack: this.pack, offset, length: record.length };
-    this.pack.records.push(loc);
-    this.pack.scannedTo = offset + record.length;
-    this.lastWrite = Date.now();
-    this.pack.mtimeMs = this.lastWrite;
-    return loc;
-  }
-
-  /** Closes the descriptor and writes the index (sealing the pack). Idempotent. */
-  seal(tempPath: () => string): void {
-    const fd = this.fd;
-    if (fd === undefined) return;
-    this.fd = undefined;
-    abandoned.unregister(this);
-    openPackNames.delete(this.pack.name);
-    closeSync(fd);
-    if (this.pack.records.length === 0) {
-      // Nothing in it: remove instead of sealing an empty pack.
-      try {
-        unlinkSync(this.pack.path);
-        this.pack.gone = true;
-        return;
-      } catch {
-        // fall through and seal it
-      }
-    }
-    writeIndex(this.pack, tempPath());
-    this.pack.sealed = true;
-  }
-}
-

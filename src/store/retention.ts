@@ -9,7 +9,8 @@ import { GRACE_MS, HOSTNAME, tempNamePid, type StoreLayout } from './layout.js';
 import { manifestObjects, parseManifest } from './manifests.js';
 import { OBJECT_KEY_SCAN } from './object-codec.js';
 import type { ObjectStore } from './objects.js';
-import { PACK_FRESH_MS, isOpenInThisProcess, readPackHeader } from './packs.js';
+import { PACK_FRESH_MS, readPackHeader } from './packs.js';
+import { isOpenInThisProcess } from './pack-writer.js';
 import { loadHasher } from '../core/hash.js';
 
 /** What the store layer's maintenance steps (prune, verify) need from a store. Internal. */

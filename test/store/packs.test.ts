@@ -6,7 +6,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { baseObjectKey } from '../../src/store/object-codec.js';
-import { PACK_OBJECT_MAX_BYTES, PackWriter, encodeRecord, loadPackHasher } from '../../src/store/packs.js';
+import { PACK_OBJECT_MAX_BYTES, encodeRecord, loadPackHasher } from '../../src/store/packs.js';
+import { PackWriter } from '../../src/store/pack-writer.js';
 import type { CheckpointStore } from '../../src/store/store.js';
 import { ageStore, makeSandbox, openStore, storedObject, type Sandbox, bundleStore, storePerTest } from './helpers.js';
 import { storeFile } from '../../src/capture/stable-read.js';

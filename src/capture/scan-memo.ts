@@ -1,0 +1,110 @@
+import type { ParallelLstat } from '../fs/parallel-lstat.js';
+import { PARALLEL_MAX_PATHS } from '../fs/parallel-lstat.js';
+import type { StatRecord } from './stat-record.js';
+
+// What a scan keeps per folder between scans (in memory only), and the one stat batch a repeat
+// scan of settled folders takes.
+
+export interface FolderMemo {
+  /** Per listing position, the record the scan kept (undefined: not a covered file). */
+  records: (StatRecord | undefined)[];
+  /** Name → record, built only when a later listing comes back in a different order. */
+  byName?: Map<string, StatRecord>;
+  /** Set when a later scan may take the folder's entries from here instead of listing it. */
+  listing?: SettledListing;
+}
+
+/**
+ * What a folder listing held when the folder had not changed for {@link LISTING_SETTLE_MS}: while
+ * the folder keeps that mtime and inode, its entries are the same names (creating, removing or
+ * renaming an entry always sets a folder's mtime). The covered files are the memo's `records`.
+ */
+export interface SettledListing {
+  /** The folder's mtime and inode when listed. */
+  mtimeMs: number;
+  ino: number;
+  /** Subfolders walked, in listing order. */
+  subfolders: string[];
+  /** A `.gitignore` was listed. */
+  hasGitignore: boolean;
+  /** A `.git` entry was listed. */
+  hasGit: boolean;
+  /** Whether the project was a git repository: it decides which dependency folders are walked. */
+  inRepository: boolean;
+}
+
+/**
+ * How long a folder's mtime must lie before the moment it was listed for the listing to be kept
+ * for reuse. A change made just after the listing could otherwise land in the same timestamp tick
+ * (kernel clocks tick every few milliseconds; some file systems keep 1 or 2 s) and leave the mtime
+ * as it was. The racy-timestamp rule of git's index, with a wide margin.
+ */
+export const LISTING_SETTLE_MS = 3000;
+
+/**
+ * What the last scan saw per folder, kept across scans so a repeat scan finds each file's earlier
+ * record by its position in the folder listing (listings of an unchanged folder come back in the
+ * same order) instead of building and hashing its full path. Valid only for the records map it
+ * was bound to: a scan uses it only when `previous` is that very map.
+ */
+export class ScanMemo {
+  #folders = new Map<string, FolderMemo>();
+  #generation = 0;
+  #boundTo: ReadonlyMap<string, StatRecord> | undefined;
+  #scope: string | undefined;
+
+  /**
+   * @internal Starts a scan: returns its generation and the folders to read, if `previous`
+   * matches and the scan covers the same way (`scope` names the root, coverage and exclusions).
+   */
+  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined } {
+    const folders = previous !== undefined && previous === this.#boundTo && scope === this.#scope ? this.#folders : undefined;
+    this.#scope = scope;
+    // Any scan that starts invalidates the binding until its own picture binds again.
+    this.#boundTo = undefined;
+    return { generation: ++this.#generation, folders };
+  }
+
+  /** @internal Ends a scan: keeps its folders when no later scan started meanwhile. */
+  end(generation: number, folders: Map<string, FolderMemo>): boolean {
+    if (generation !== this.#generation) return false;
+    this.#folders = folders;
+    return true;
+  }
+
+  /**
+   * Binds the memo to the records map a picture built from scan `generation` (each record there
+   * is the object that scan produced). A later scan started in between wins: nothing is bound.
+   */
+  bind(generation: number | undefined, records: ReadonlyMap<string, StatRecord>): void {
+    if (generation !== undefined && generation === this.#generation) this.#boundTo = records;
+  }
+}
+
+/** The stats of every settled listing's folder and files, taken in one two-thread batch. */
+export interface SettledBatch {
+  stats: Float64Array;
+  /** Where each folder's entry starts in `stats` (in paths; its records follow in memo order). */
+  at: Map<FolderMemo, number>;
+}
+
+/**
+ * One stat batch (two threads when the helper runs) for every settled listing's folder and its
+ * files; `undefined` when too few or too many paths to be worth it.
+ */
+export async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
+  let count = 0;
+  for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
+  if (count < parallel.minBatchPaths || count > PARALLEL_MAX_PATHS) return undefined;
+  // The project paths themselves (strings the memo holds already), not absolute copies of them.
+  const rels: string[] = [];
+  const at = new Map<FolderMemo, number>();
+  for (const [rel, known] of folders) {
+    if (known.listing === undefined) continue;
+    at.set(known, rels.length);
+    rels.push(rel);
+    for (const record of known.records) if (record !== undefined) rels.push(record.path);
+  }
+  return { stats: await parallel.lstatAll(root, rels), at };
+}
+

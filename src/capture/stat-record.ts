@@ -1,0 +1,142 @@
+import * as path from 'node:path';
+import * as nodeFs from 'node:fs';
+import { errnoCode } from '../core/errors.js';
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_SYMLINK, STAT_FIELDS } from '../fs/stat-batch.js';
+
+// One covered path's stat index entry, and how a scan makes it: from an lstat, or from a row of a
+// stat batch, reusing the earlier record itself when nothing changed.
+
+/** The stat index entry of one covered path. Compact on purpose: a picture holds one per file. */
+export interface StatRecord {
+  /** Project-relative, `/`-separated. */
+  path: string;
+  /** Regular file or symlink; nothing else is covered. */
+  type: 'file' | 'symlink';
+  /** Size in bytes (for a symlink, the length of its target). */
+  size: number;
+  /** Permission bits (`st_mode & 0o7777`). */
+  mode: number;
+  /**
+   * Modification time in milliseconds since the epoch, with Node's own `mtimeMs` formula
+   * (`sec * 1e3 + nsec / 1e6`): sub-microsecond resolution, finer than the kernel's timestamp
+   * granularity, and exactly what the store compares a file against while copying it.
+   */
+  mtimeMs: number;
+  /** Inode number (a double: an inode number past 2^53 only makes the stat comparison coarser). */
+  ino: number;
+  /** The link target, for symlinks; never followed. */
+  target?: string;
+}
+
+/** A folder's row of a stat batch: its mtime and inode, `not-folder`, or `undefined` when lstat failed. */
+export function folderFromBatch(stats: Float64Array, index: number): { mtimeMs: number; ino: number } | 'not-folder' | undefined {
+  const at = index * STAT_FIELDS;
+  const kind = stats[at];
+  if (kind === KIND_FOLDER) return { mtimeMs: stats[at + 3] as number, ino: stats[at + 4] as number };
+  return kind === KIND_FAILED ? undefined : 'not-folder';
+}
+
+/** {@link statEntry} from a batch: a file gone or failed is 'gone', and the caller lists its folder. */
+export function entryFromBatch(stats: Float64Array, index: number, root: string, earlier: StatRecord, reuse: ((record: StatRecord) => boolean) | undefined): StatRecord | 'gone' | 'unreadable' {
+  const at = index * STAT_FIELDS;
+  const kind = stats[at];
+  if (kind !== KIND_FILE && kind !== KIND_SYMLINK) return 'gone';
+  const abs = kind === KIND_SYMLINK ? `${root}${path.sep}${earlier.path}` : '';
+  return recordOf(abs, '', earlier.path, kind === KIND_FILE ? 'file' : 'symlink', stats[at + 2] as number, stats[at + 1] as number, stats[at + 3] as number, stats[at + 4] as number, earlier, reuse);
+}
+
+/**
+ * A folder's mtime and inode; `'not-folder'` when nothing or something else (a link, a file) is
+ * there; `undefined` when it cannot be statted (listing it then tells why).
+ */
+export function lstatFolder(absPath: string): { mtimeMs: number; ino: number } | 'not-folder' | undefined {
+  let stats: nodeFs.Stats | undefined;
+  try {
+    stats = nodeFs.lstatSync(absPath, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+  if (stats === undefined) return 'not-folder';
+  return stats.isDirectory() ? { mtimeMs: stats.mtimeMs, ino: stats.ino } : 'not-folder';
+}
+
+/** The records of a folder memo by name (the path past `prefixLength`), for a listing that changed order. */
+export function memoByName(records: readonly (StatRecord | undefined)[], prefixLength: number): Map<string, StatRecord> {
+  const byName = new Map<string, StatRecord>();
+  for (const record of records) if (record !== undefined) byName.set(record.path.slice(prefixLength), record);
+  return byName;
+}
+
+/** One folder's entries with their types. */
+export function readDirSync(absPath: string): nodeFs.Dirent[] {
+  return nodeFs.readdirSync(absPath, { withFileTypes: true });
+}
+
+/** Same type, size, mtime, inode and mode (and link target): the earlier record stands. */
+export function isUnchanged(earlier: StatRecord, type: StatRecord['type'], target: string | undefined, size: number, mode: number, mtimeMs: number, ino: number): boolean {
+  return earlier.type === type && earlier.target === target && earlier.size === size && earlier.mtimeMs === mtimeMs && earlier.ino === ino && earlier.mode === mode;
+}
+
+/**
+ * Stats one file or symlink; returns a reason string when it cannot be recorded. A plain (not
+ * bigint) lstat: the bigint form builds four Date objects and fourteen BigInts per call, which
+ * measured half again as slow over a 10,000-file tree. An unchanged file returns `earlier` itself.
+ */
+export function statEntry(
+  abs: string,
+  prefix: string,
+  name: string,
+  earlier: StatRecord | undefined,
+  reuse: ((record: StatRecord) => boolean) | undefined,
+): StatRecord | 'gone' | 'unreadable' | 'unreadable-name' {
+  let stats: nodeFs.Stats | undefined;
+  try {
+    stats = nodeFs.lstatSync(abs, { throwIfNoEntry: false });
+  } catch {
+    return 'unreadable';
+  }
+  if (stats === undefined) {
+    // Node decodes a non-UTF-8 name lossily, so the listed name no longer reaches the file.
+    return name.includes('\uFFFD') ? 'unreadable-name' : 'gone';
+  }
+  const type = stats.isFile() ? 'file' : stats.isSymbolicLink() ? 'symlink' : undefined;
+  if (type === undefined) return 'gone';
+  return recordOf(abs, prefix, name, type, stats.size, stats.mode & 0o7777, stats.mtimeMs, stats.ino, earlier, reuse);
+}
+
+/** The record for a stat: `earlier` itself when nothing changed, else a fresh one. `abs` is read only for a symlink. */
+export function recordOf(
+  abs: string,
+  prefix: string,
+  name: string,
+  type: StatRecord['type'],
+  size: number,
+  mode: number,
+  mtimeMs: number,
+  ino: number,
+  earlier: StatRecord | undefined,
+  reuse: ((record: StatRecord) => boolean) | undefined,
+): StatRecord | 'gone' | 'unreadable' {
+  if (type === 'file') {
+    if (earlier !== undefined && isUnchanged(earlier, 'file', undefined, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
+    return fresh(prefix + name, 'file', size, mode, mtimeMs, ino, undefined);
+  }
+  let target: string;
+  try {
+    target = nodeFs.readlinkSync(abs);
+  } catch (error) {
+    return errnoCode(error) === 'ENOENT' ? 'gone' : 'unreadable';
+  }
+  if (earlier !== undefined && isUnchanged(earlier, 'symlink', target, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
+  return fresh(prefix + name, 'symlink', size, mode, mtimeMs, ino, target);
+}
+
+/**
+ * A new record with the `state` field a picture adds already present, so setting it later
+ * neither allocates a property store nor changes the object's shape.
+ */
+export function fresh(p: string, type: StatRecord['type'], size: number, mode: number, mtimeMs: number, ino: number, target: string | undefined): StatRecord {
+  const record = target === undefined ? { path: p, type, size, mode, mtimeMs, ino, state: undefined } : { path: p, type, size, mode, mtimeMs, ino, target, state: undefined };
+  return record;
+}
+
