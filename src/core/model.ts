@@ -73,8 +73,12 @@ export function fingerprintOf(state: PathState | FingerprintSource): Fingerprint
   }
 }
 
-/** What kind of moment a checkpoint records. */
-export type CheckpointKind = 'turn' | 'call' | 'picture' | 'snapshot' | 'savepoint' | 'pre-restore';
+/**
+ * What kind of moment a checkpoint records: `turn` (a user turn, with its writes and calls),
+ * `call` (a shell call ended by another process after a restart), `snapshot` (one tool call's
+ * pre-images) or `pre-restore` (what a restore overwrote: its undo).
+ */
+export type CheckpointKind = 'turn' | 'call' | 'snapshot' | 'pre-restore';
 
 /**
  * One path's entry in a checkpoint: its state before the first change in the checkpoint's span,

@@ -21,7 +21,7 @@ export interface IrreversibleCall {
 }
 
 /** Checkpoint kinds whose entries are changes on the shared timeline (snapshots and pictures are not). */
-const TIMELINE_KINDS = new Set<CheckpointManifest['kind']>(['turn', 'call', 'pre-restore', 'savepoint']);
+const TIMELINE_KINDS = new Set<CheckpointManifest['kind']>(['turn', 'call', 'pre-restore']);
 
 /** True when a checkpoint of this kind takes part in turn restores. */
 export function isTimelineKind(kind: CheckpointManifest['kind']): boolean {

@@ -6,7 +6,7 @@ import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 
-const KINDS: ReadonlySet<string> = new Set(['turn', 'call', 'picture', 'snapshot', 'savepoint', 'pre-restore']);
+const KINDS: ReadonlySet<string> = new Set<CheckpointKind>(['turn', 'call', 'snapshot', 'pre-restore']);
 const UNCOPIED_REASONS: ReadonlySet<string> = new Set([
   'too-large',
   'credential',

@@ -1,3 +1,6 @@
+// One class on purpose: the pack index, this process's own pack writer and the dedupe rules change
+// together (a put reads the index, appends to the writer, and registers the record in the index);
+// the codec, the index and loose objects are in files of their own.
 import { mkdirSync, statSync, truncateSync } from 'node:fs';
 import { CheckpointError, asCheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';

@@ -199,7 +199,7 @@ describe('two-thread lstat of settled listings', () => {
   async function warmed(): Promise<ParallelLstat> {
     const helper = new ParallelLstat();
     helper.warm();
-    for (let i = 0; i < 500 && !helper.parallel; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await helper.ready()).toBe(true);
     expect(helper.parallel).toBe(true);
     return helper;
   }
@@ -241,10 +241,11 @@ describe('two-thread lstat of settled listings', () => {
     const s = scanner({ parallel });
     await s.scan();
     await s.scan();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // No helper was started: ready() answers false at once (a started one would answer when online).
+    expect(await parallel.ready()).toBe(false);
     expect(parallel.parallel).toBe(false);
     await s.scan();
-    for (let i = 0; i < 500 && !parallel.parallel; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await parallel.ready()).toBe(true);
     expect(parallel.parallel).toBe(true);
   });
 });

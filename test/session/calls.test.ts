@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import * as fsSync from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { PathState } from '../../src/core/model.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { CheckpointObserver } from '../../src/session/observer.js';
@@ -42,6 +42,10 @@ async function around(observer: CheckpointObserver, callId: string, project: str
   sh(project, script);
   return observer.callEnd(callId, { sideEffect: 'filesystem' });
 }
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('shell calls: attribution and restore to the boundary', () => {
   it('sed -i, rm -rf, mv, chmod +x, ln -s: restore gives a byte-identical tree', async () => {
@@ -252,12 +256,11 @@ setInterval(() => {}, 1000);
     const cacheBefore = await fs.stat(cacheFile);
     await observer.callBegin('noop');
     const [name] = await storeBehind(observer.store).listState('call-');
-    const text = await fs.readFile(path.join(storeDir, 'state', `${name}.json`), 'utf8');
-    const doc = JSON.parse(text) as { records: unknown[]; removed: unknown[]; base: { count: number } };
+    const doc = (await storeBehind(observer.store).readState(name as string)) as { records: unknown[]; removed: unknown[]; base: { count: number } };
     expect(doc.records).toEqual([]);
     expect(doc.removed).toEqual([]);
     expect(doc.base.count).toBe(300);
-    expect(text.length).toBeLessThan(1000);
+    expect(JSON.stringify(doc).length).toBeLessThan(1000);
     const end = await observer.callEnd('noop');
     expect(end.changes).toEqual([]);
     const cacheAfter = await fs.stat(cacheFile);
@@ -279,15 +282,18 @@ setInterval(() => {}, 1000);
   it('saves the stat cache head of a changed picture within 200 ms, with no close', async () => {
     const { project, storeDir } = await sandbox();
     await writeTree(project, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`lib/f${i}.js`, `// ${i}\n`])));
+    // The save timer, faked: a save runs when it fires at 200 ms (its writes are synchronous).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const observer = await openObserver(project, storeDir);
     await observer.callBegin('first');
     await observer.callEnd('first');
-    const cacheFile = path.join(storeDir, 'state', 'stat-cache.json');
+    await vi.advanceTimersByTimeAsync(200);
     await fs.writeFile(path.join(project, 'lib/f1.js'), 'changed');
     await observer.callBegin('one');
     await observer.callEnd('one');
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    const saved = JSON.parse(await fs.readFile(cacheFile, 'utf8')) as { records: { path: string; size: number; mtimeMs: number; ino: number }[] };
+    await vi.advanceTimersByTimeAsync(200);
+    vi.useRealTimers();
+    const saved = (await storeBehind(observer.store).readState('stat-cache')) as { records: { path: string; size: number; mtimeMs: number; ino: number }[] };
     const f1 = saved.records.find((r) => r.path === 'lib/f1.js');
     const disk = await fs.lstat(path.join(project, 'lib/f1.js'));
     expect([f1?.size, f1?.mtimeMs, f1?.ino]).toEqual([disk.size, disk.mtimeMs, disk.ino]);
@@ -429,7 +435,7 @@ describe('tool-call snapshots', () => {
     await observer.snapshot({ sessionId: 's1', scopeId: 'call-a' });
     await observer.snapshot({ sessionId: 's1', scopeId: 'call-b' });
     const ctx = { projectRoot: project, observer };
-    const tick = () => new Promise((r) => setTimeout(r, 5));
+    const tick = () => new Promise((r) => setImmediate(r));
     await Promise.all([
       observer.withToolCall({ sessionId: 's1', scopeId: 'call-a' }, async () => {
         await tick();

@@ -84,9 +84,11 @@ describe('post-write records', () => {
       await observer.afterWrite(rel);
     }
     // Someone else edits a.txt (same size, so only the identity tells) before anything is hashed,
-    // a timestamp tick later (coarse-timestamp kernels tick every 1-10 ms; see Known limits).
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    // a timestamp tick later (set explicitly: coarse-timestamp kernels tick every 1-10 ms; see Known limits).
+    const agentWrite = await fs.stat(path.join(project, 'a.txt'));
     await fs.writeFile(path.join(project, 'a.txt'), 'other a.txt');
+    const later = new Date(agentWrite.mtimeMs + 1000);
+    await fs.utimes(path.join(project, 'a.txt'), later, later);
     const plan = await observer.plan(turn);
     expect(plan.entries.map((e) => [e.path, e.action, e.reason ?? ''])).toEqual([
       ['a.txt', 'refuse', 'changed-outside'],

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { withSeed } from '../helpers/seed.js';
 import { makeSandbox, openStore, type Sandbox, bundleStore } from './helpers.js';
 
 let box: Sandbox;
@@ -16,23 +17,33 @@ beforeAll(async () => {
     childScript,
     `
     const { CheckpointStore } = require(${JSON.stringify(bundle)});
+    // Kills itself \`ticks\` event-loop turns after starting step \`killAt\` (an open, put, append,
+    // seal or close), so the kill lands inside that step's I/O.
     (async () => {
-      const [storeRoot, projectRoot, seed] = process.argv.slice(2);
+      const [storeRoot, projectRoot, seed, killAt, ticks] = process.argv.slice(2);
+      let step = 0;
+      const at = (op) => {
+        step += 1;
+        if (step === Number(killAt)) {
+          let n = 0;
+          const tick = () => (++n >= Number(ticks) ? process.kill(process.pid, 'SIGKILL') : setImmediate(tick));
+          setImmediate(tick);
+        }
+        return op();
+      };
       const store = await CheckpointStore.open(storeRoot, { projectRoot });
       let n = Number(seed) * 100000;
-      let announced = false;
       for (;;) {
-        const writer = await store.openCheckpoint({ kind: 'turn', label: 'crash' });
+        const writer = await at(() => store.openCheckpoint({ kind: 'turn', label: 'crash' }));
         for (let i = 0; i < 5; i++) {
           n += 1;
           const size = 200 + (n % 7) * 700;
           const bytes = Buffer.alloc(size, String(n));
-          const ref = await store.putBytes(bytes);
-          await writer.append({ op: 'before', path: 'f' + (n % 13) + '.txt', state: { type: 'file', ...ref, mode: 420 } });
-          await writer.append({ op: 'after', path: 'f' + (n % 13) + '.txt', after: 'file:' + ref.hash });
+          const ref = await at(() => store.putBytes(bytes));
+          await at(() => writer.append({ op: 'before', path: 'f' + (n % 13) + '.txt', state: { type: 'file', ...ref, mode: 420 } }));
+          await at(() => writer.append({ op: 'after', path: 'f' + (n % 13) + '.txt', after: 'file:' + ref.hash }));
         }
-        if (n % 3 === 0) await writer.close(); else await writer.seal();
-        if (!announced) { announced = true; process.stdout.write('running\\n'); }
+        if (n % 3 === 0) await at(() => writer.close()); else await at(() => writer.seal());
       }
     })().catch((e) => { console.error(e); process.exit(1); });
   `,
@@ -43,17 +54,18 @@ afterAll(async () => {
   await box.cleanup();
 });
 
-function runAndKill(seed: number, delayMs: number): Promise<void> {
-  const child = spawn(process.execPath, [childScript, box.storeRoot, box.project, String(seed)], { stdio: ['ignore', 'pipe', 'inherit'] });
+function runUntilKilled(seed: number, killAt: number, ticks: number): Promise<void> {
+  const child = spawn(process.execPath, [childScript, box.storeRoot, box.project, String(seed), String(killAt), String(ticks)], { stdio: ['ignore', 'ignore', 'inherit'] });
   return new Promise((resolve, reject) => {
-    child.once('exit', (code, signal) => (signal === 'SIGKILL' ? resolve() : reject(new Error(`writer exited on its own: ${String(code)}`))));
-    child.stdout.once('data', () => setTimeout(() => child.kill('SIGKILL'), delayMs));
+    child.once('exit', (code, signal) => (signal === 'SIGKILL' ? resolve() : reject(new Error(`writer exited on its own (${String(code)}) before step ${killAt}`))));
   });
 }
 
 describe('crash safety', () => {
-  test('SIGKILLed writers leave a store that verifies and prunes clean', async () => {
-    for (let i = 0; i < 6; i++) await runAndKill(i, 5 + Math.floor(Math.random() * 120));
+  test('writers SIGKILLed at seeded random points leave a store that verifies and prunes clean', () =>
+    withSeed(424242, async (random) => {
+    // Each round of the writer is 17 steps: kill points reach a few rounds in.
+    for (let i = 0; i < 6; i++) await runUntilKilled(i, random.int(2, 120), random.int(0, 20));
     const store = await openStore(box);
     const report = await store.verify();
     expect(report.problems).toEqual([]);
@@ -90,5 +102,5 @@ describe('crash safety', () => {
       }
     }
     await store.close();
-  });
+  }));
 });

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { loadHasher } from '../../src/core/hash.js';
 import type { PathState } from '../../src/core/model.js';
@@ -12,6 +12,9 @@ import { bundleStore, openStore, storePerTest } from './helpers.js';
 
 const fixture = storePerTest();
 let store: CheckpointStore;
+afterEach(() => {
+  vi.useRealTimers();
+});
 beforeEach(async () => {
   ({ store } = fixture);
   await loadHasher();
@@ -116,10 +119,15 @@ describe('journal files', () => {
     const lines = async (): Promise<string[]> => (await readFile(file, 'utf8')).trim().split('\n').slice(1).map((l) => (JSON.parse(l.slice(0, l.lastIndexOf('\t'))) as { op: string; after?: string }).after ?? '');
     await writer.append({ op: 'before', path: 'a', state: absent });
     await writer.append({ op: 'after', path: 'a', after: 'file:0000000000000001' });
+    // The journal's own timer, faked: it fires at 20 ms, and the line is written then.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     await writer.appendSoon({ op: 'after', path: 'a', after: 'file:0000000000000002' });
     expect(await lines()).toEqual(['', 'file:0000000000000001']);
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    vi.advanceTimersByTime(19);
+    expect(await lines()).toEqual(['', 'file:0000000000000001']);
+    vi.advanceTimersByTime(1);
     expect(await lines()).toEqual(['', 'file:0000000000000001', 'file:0000000000000002']);
+    vi.useRealTimers();
     // Before the next record: the journal keeps call order, so the last after still wins.
     await writer.appendSoon({ op: 'after', path: 'a', after: 'file:0000000000000003' });
     await writer.append({ op: 'after', path: 'a', after: 'file:0000000000000004' });

@@ -78,15 +78,21 @@ describe('store lock', () => {
     const order: string[] = [];
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
     const first = store.withLock(async () => {
       order.push('first-start');
+      entered();
       await gate;
       order.push('first-end');
     }, { timeoutMs: 5000 });
     const second = store.withLock(async () => {
       order.push('second');
     }, { timeoutMs: 5000 });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The first holds the lock; a few turns of the event loop later the second is still waiting.
+    await inside;
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['first-start']);
     release();
     await Promise.all([first, second]);
     expect(order).toEqual(['first-start', 'first-end', 'second']);

@@ -342,7 +342,7 @@ describe('packs', () => {
         }
         for (let i = 0; i < 5; i++) { const s = await CheckpointStore.open(storeRoot, { projectRoot }); await s.putBytes(Buffer.from('x' + i)); }
         const during = fds();
-        for (let i = 0; i < 6; i++) { global.gc(); await new Promise((r) => setTimeout(r, 30)); }
+        for (let i = 0; i < 6; i++) { global.gc(); await new Promise((r) => setImmediate(r)); }
         process.stdout.write(JSON.stringify({ before, during, after: fds() }));
       })().catch((e) => { console.error(e); process.exit(1); });
     `;
