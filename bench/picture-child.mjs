@@ -4,17 +4,18 @@ import * as nodePath from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const DIST = process.env.TURNBACK_DIST ? nodePath.resolve(process.env.TURNBACK_DIST) : nodePath.join(nodePath.dirname(fileURLToPath(import.meta.url)), '..', 'dist');
-const { CheckpointObserver, CheckpointStore } = await import(pathToFileURL(nodePath.join(DIST, 'index.js')).href);
+const { CheckpointObserver } = await import(pathToFileURL(nodePath.join(DIST, 'index.js')).href);
+const { openStore } = await import(pathToFileURL(nodePath.join(DIST, 'admin.js')).href);
 
 const [projectRoot, storeDir, mode] = process.argv.slice(2);
 const rss = () => process.resourceUsage().maxRSS; // KB
 if (mode === 'idle') {
   // The floor: node plus the library loaded, nothing pictured.
-  const store = await CheckpointStore.open(storeDir, { projectRoot });
+  const store = await openStore(storeDir, { projectRoot });
   await store.close();
   process.stdout.write(`${JSON.stringify({ idleMaxRssKb: rss() })}\n`);
 } else {
-  const store = await CheckpointStore.open(storeDir, { projectRoot });
+  const store = await openStore(storeDir, { projectRoot });
   // Limits raised so the whole tree is pictured; the defaults would stop at 10,000 copied files.
   const observer = new CheckpointObserver({
     store,

@@ -22,13 +22,16 @@ for (const name of args.only ?? []) if (!BENCHES.includes(name)) throw new Error
 // TURNBACK_DIST points the bench at another build (e.g. `npm run bench:build -- X` → .bench-build/X).
 const DIST = process.env.TURNBACK_DIST ? path.resolve(process.env.TURNBACK_DIST) : path.join(HERE, '..', 'dist');
 let api;
+let admin;
 try {
   api = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
+  admin = await import(pathToFileURL(path.join(DIST, 'admin.js')).href);
 } catch (error) {
-  console.error(`cannot load ${DIST}/index.js (run \`npx tsup\` first): ${error.message}`);
+  console.error(`cannot load ${DIST}/index.js and admin.js (run \`npx tsup\` first): ${error.message}`);
   process.exit(0);
 }
-const { CheckpointObserver, CheckpointStore } = api;
+const { CheckpointObserver } = api;
+const { openStore } = admin;
 
 const quick = args.quick;
 // Node's warnings (e.g. a FileHandle closed on GC) are counted and summarised, not printed one by one.
@@ -49,7 +52,7 @@ const row = (figure, value, goal = '—', status = '') => {
 const verdict = (ok) => (ok ? 'PASS' : 'MISS');
 
 async function openObserver(projectRoot, storeDir, extra = {}) {
-  const store = await CheckpointStore.open(storeDir, { projectRoot });
+  const store = await openStore(storeDir, { projectRoot });
   return { store, observer: new CheckpointObserver({ store, sessionId: 'bench', ...extra }) };
 }
 

@@ -32,7 +32,7 @@ export type { ModePolicy } from './restore/modes.js';
 export type { PlanAction, PlanEntry, PlanReason, RestorePlan } from './restore/plan.js';
 export type { StoreView } from './store/view.js';
 export type { PruneOptions, PruneReason, PruneReport } from './store/retention.js';
-export type { VerifyReport } from './store/verify.js';
+export type { VerifyProblem, VerifyReport, VerifyStep } from './store/verify.js';
 export type { CheckpointConfig } from './session/config.js';
 export { CheckpointObserver } from './session/observer.js';
 export type { CheckpointObserverOptions } from './session/options.js';

@@ -35,23 +35,28 @@ export interface VerifyReport {
     /** Bytes of objects on disk (loose files and pack records). */
     bytes: number;
   };
+  /** Each named step in order, with what it checked and how many problems it found. */
+  steps: VerifyStep[];
+}
+
+/** One named step of `verify` and its own counts. */
+export interface VerifyStep {
+  name: 'layout' | 'checkpoints' | 'loose-objects' | 'packs' | 'references';
+  /** How many things the step checked (folders, checkpoints, objects, references). */
+  checked: number;
+  /** How many problems it found. */
+  problems: number;
 }
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/**
- * Checks the store in named steps: layout, manifests, journals, objects (every object decoded
- * and hashed; every referenced object present and matching the size and hash recorded for it).
- */
-export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
-  await Promise.all([loadHasher(), loadPackHasher()]);
-  const problems: VerifyProblem[] = [];
-  const stats = { checkpoints: 0, objects: 0, bytes: 0 };
-  const { fs, layout } = ctx;
+type Reference = { id: CheckpointId; hash: string; size: number };
 
-  // Step 1: layout.
+/** Step 1: `STORE.json` describes this store and every folder is a folder. */
+async function checkLayout(ctx: StoreContext, problems: VerifyProblem[]): Promise<number> {
+  const { fs, layout } = ctx;
   try {
     const info = JSON.parse(await fs.readFile(layout.infoFile, 'utf8')) as Record<string, unknown>;
     if (info.format !== STORE_FORMAT || info.version !== STORE_VERSION || info.projectRoot !== ctx.projectRoot) {
@@ -60,7 +65,8 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
   } catch (error) {
     problems.push({ kind: 'layout', path: layout.infoFile, detail: `STORE.json unreadable: ${describe(error)}` });
   }
-  for (const dir of [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir, layout.tmpDir]) {
+  const folders = [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir, layout.tmpDir];
+  for (const dir of folders) {
     try {
       const stats = await fs.lstat(dir);
       if (!stats.isDirectory()) problems.push({ kind: 'layout', path: dir, detail: 'not a folder' });
@@ -68,9 +74,13 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
       problems.push({ kind: 'layout', path: dir, detail: `missing: ${describe(error)}` });
     }
   }
+  return 1 + folders.length;
+}
 
-  // Step 2 and 3: manifests and journals, collecting what each references.
-  const references = new Map<string, { id: CheckpointId; hash: string; size: number }>();
+/** Step 2: every manifest and journal reads, and what each references (key → its record). */
+async function checkCheckpoints(ctx: StoreContext, problems: VerifyProblem[], references: Map<string, Reference>): Promise<number> {
+  const { fs, layout } = ctx;
+  let checkpoints = 0;
   const addRefs = (id: CheckpointId, manifest: Pick<CheckpointManifest, 'entries'>): void => {
     for (const entry of manifest.entries) {
       const state = entry.before;
@@ -89,7 +99,7 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
       try {
         const manifest = await readManifest(fs, layout, entry.id, ctx.projectRoot);
         if (manifest) {
-          stats.checkpoints += 1;
+          checkpoints += 1;
           addRefs(entry.id, manifest);
         }
       } catch (error) {
@@ -101,7 +111,7 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
     const file = layout.journalPath(entry.id);
     try {
       const contents = await readJournal(fs, file);
-      stats.checkpoints += 1;
+      checkpoints += 1;
       if (!contents.header) problems.push({ kind: 'journal', id: entry.id, path: file, detail: 'missing or damaged header' });
       else if (contents.header.meta.workspace !== ctx.projectRoot) problems.push({ kind: 'journal', id: entry.id, path: file, detail: 'belongs to another project' });
       if (contents.corruptLines > 0) problems.push({ kind: 'journal', id: entry.id, path: file, detail: `${contents.corruptLines} damaged line(s)` });
@@ -113,18 +123,32 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
     }
   }
 
-  // Step 4: objects, loose ones then every pack record.
-  const present = new Set<string>();
+  return checkpoints;
+}
+
+/** Step 3: every loose object decodes and matches its key. */
+async function checkLooseObjects(ctx: StoreContext, problems: VerifyProblem[], present: Set<string>): Promise<{ objects: number; bytes: number }> {
+  const counts = { objects: 0, bytes: 0 };
   for (const info of await ctx.objects.listLoose()) {
-    stats.objects += 1;
-    stats.bytes += info.diskSize;
+    counts.objects += 1;
+    counts.bytes += info.diskSize;
     present.add(info.key);
     try {
-      await checkObjectBytes(info.key, await fs.readFile(info.path), info.path);
+      await checkObjectBytes(info.key, await ctx.fs.readFile(info.path), info.path);
     } catch (error) {
       problems.push({ kind: 'corrupt-object', path: info.path, detail: describe(error) });
     }
   }
+  return counts;
+}
+
+/**
+ * Step 4: every pack scanned from its own bytes (not the in-memory index), a sealed pack's index
+ * checked against it, and every record read and hashed.
+ */
+async function checkPacks(ctx: StoreContext, problems: VerifyProblem[], present: Set<string>): Promise<{ objects: number; bytes: number }> {
+  const { fs, layout } = ctx;
+  const counts = { objects: 0, bytes: 0 };
   let packNames: string[] = [];
   try {
     packNames = await fs.readdir(layout.packsDir);
@@ -171,8 +195,8 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
     }
     try {
       for (const loc of records) {
-        stats.objects += 1;
-        stats.bytes += loc.length;
+        counts.objects += 1;
+        counts.bytes += loc.length;
         present.add(loc.key);
         try {
           await checkObjectBytes(loc.key, readRecord(loc), pack.path);
@@ -184,8 +208,38 @@ export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
       closeReads(pack);
     }
   }
+  return counts;
+}
+
+/** Step 5: every referenced object is present. */
+function checkReferences(ctx: StoreContext, problems: VerifyProblem[], references: ReadonlyMap<string, Reference>, present: ReadonlySet<string>): number {
   for (const [key, ref] of references) {
-    if (!present.has(key)) problems.push({ kind: 'missing-object', id: ref.id, path: layout.objectPath(key), detail: `object ${key} is missing` });
+    if (!present.has(key)) problems.push({ kind: 'missing-object', id: ref.id, path: ctx.layout.objectPath(key), detail: `object ${key} is missing` });
   }
-  return { ok: problems.length === 0, problems, stats };
+  return references.size;
+}
+
+/**
+ * Checks the store in named steps — layout, checkpoints (manifests and journals), loose objects,
+ * packs, references — each returning its own counts (as cacache's verify does). Problems are
+ * reported, never thrown.
+ */
+export async function verifyStore(ctx: StoreContext): Promise<VerifyReport> {
+  await Promise.all([loadHasher(), loadPackHasher()]);
+  const problems: VerifyProblem[] = [];
+  const steps: VerifyStep[] = [];
+  const step = async <T>(name: VerifyStep['name'], run: () => Promise<T> | T, checked: (result: T) => number): Promise<T> => {
+    const before = problems.length;
+    const result = await run();
+    steps.push({ name, checked: checked(result), problems: problems.length - before });
+    return result;
+  };
+  const references = new Map<string, Reference>();
+  const present = new Set<string>();
+  await step('layout', () => checkLayout(ctx, problems), (n) => n);
+  const checkpoints = await step('checkpoints', () => checkCheckpoints(ctx, problems, references), (n) => n);
+  const loose = await step('loose-objects', () => checkLooseObjects(ctx, problems, present), (c) => c.objects);
+  const packed = await step('packs', () => checkPacks(ctx, problems, present), (c) => c.objects);
+  await step('references', () => checkReferences(ctx, problems, references, present), (n) => n);
+  return { ok: problems.length === 0, problems, stats: { checkpoints, objects: loose.objects + packed.objects, bytes: loose.bytes + packed.bytes }, steps };
 }

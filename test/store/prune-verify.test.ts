@@ -167,4 +167,20 @@ describe('verify', () => {
     expect((await store.verify()).problems).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'manifest', id: a.id })]));
     expect(await readdir(path.join(store.root, 'tmp'))).toBeDefined();
   });
+
+  test('runs named steps, each with its own counts: the step that found a problem says so', async () => {
+    const bigRef = await store.putBytes(Buffer.concat(Array.from({ length: 150 }, (_, i) => bytesFor(2000 + i))));
+    const writer = await store.openCheckpoint({ kind: 'turn', label: 'big' });
+    await writer.append({ op: 'before', path: 'big.bin', state: { type: 'file', ...bigRef, mode: 0o644 } });
+    await writer.seal();
+    await checkpointWith(3);
+    const healthy = await store.verify();
+    expect(healthy.steps.map((step) => step.name)).toEqual(['layout', 'checkpoints', 'loose-objects', 'packs', 'references']);
+    expect(healthy.steps.find((step) => step.name === 'checkpoints')).toEqual({ name: 'checkpoints', checked: 2, problems: 0 });
+    expect(healthy.steps.find((step) => step.name === 'loose-objects')).toEqual({ name: 'loose-objects', checked: 1, problems: 0 });
+    expect(healthy.steps.find((step) => step.name === 'references')).toEqual({ name: 'references', checked: 2, problems: 0 });
+    await unlink(path.join(store.root, 'objects', 'v1', bigRef.object.slice(0, 2), bigRef.object));
+    const damaged = await store.verify();
+    expect(damaged.steps.filter((step) => step.problems > 0).map((step) => [step.name, step.problems])).toEqual([['references', 1]]);
+  });
 });
