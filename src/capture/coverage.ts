@@ -3,24 +3,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import ignore from 'ignore';
 import type { Ignore } from 'ignore';
-import { DEFAULTS } from '../core/defaults.js';
+import { DEFAULTS, type Defaults } from '../core/defaults.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 
 /** The numeric limits of one picture. Every limit stops the picture early and marks it partial. */
-export interface CoverageLimits {
-  /** Largest file copied, in MiB; larger files are recorded `uncopied: 'too-large'`. @default 100 */
-  maxFileMib: number;
-  /** Files one picture copies; later files are recorded `uncopied: 'picture-budget'`. @default 10000 */
-  maxPictureFiles: number;
-  /** Bytes one picture copies, in MiB. @default 500 */
-  maxPictureMib: number;
-  /** Time one picture may take, in seconds; folders not reached by then are left unchecked. @default 10 */
-  maxPictureSeconds: number;
-  /** Folder entries one walk lists; folders past this are left unchecked. @default 100000 */
-  maxWalkEntries: number;
-  /** Deepest folder level read (the project root is level 0); deeper folders are left unchecked. @default 64 */
-  maxDepth: number;
-}
+export type CoverageLimits = Pick<Defaults, 'maxFileMib' | 'maxPictureFiles' | 'maxPictureMib' | 'maxPictureSeconds' | 'maxWalkEntries' | 'maxDepth'>;
 
 /** The default limits (the `[checkpoints]` defaults). */
 export const DEFAULT_LIMITS: Readonly<CoverageLimits> = Object.freeze({

@@ -1,32 +1,35 @@
-/**
- * Every default in one table: the `[checkpoints]` config, the coverage limits of pictures, the
- * observer's options and the report's reason texts all read it, so a default is written once.
- * Keys are the resolved (camelCase) names; the TOML spelling is in session/config.ts.
- */
-export const DEFAULTS: Readonly<{
-  /** Largest file copied, MiB; larger files are recorded, not copied. */
+// Every default in one table: the `[checkpoints]` config, the coverage limits of pictures, the
+// observer's options and the report's reason texts all read it, so a default is written once.
+// Keys are the resolved (camelCase) names; the TOML spelling is in session/config.ts.
+
+/** The shape of {@link DEFAULTS}: every default turnback has, by its resolved name. */
+export interface Defaults {
+  /** Largest file copied, in MiB; larger files are recorded `uncopied: 'too-large'`, never copied. @default 100 */
   maxFileMib: number;
-  /** Files one picture copies. */
+  /** Files one picture copies; later files are recorded `uncopied: 'picture-budget'`. @default 10000 */
   maxPictureFiles: number;
-  /** Bytes one picture copies, MiB. */
+  /** Bytes one picture copies, in MiB. @default 500 */
   maxPictureMib: number;
-  /** Time one picture may take, seconds. */
+  /** Time one picture may take, in seconds; folders not reached by then are left unchecked. @default 10 */
   maxPictureSeconds: number;
-  /** Folder entries one walk lists. */
+  /** Folder entries one walk lists; folders past this are left unchecked. @default 100000 */
   maxWalkEntries: number;
-  /** Deepest folder level a picture reads (the project root is level 0). */
+  /** Deepest folder level read (the project root is level 0); deeper folders are left unchecked. @default 64 */
   maxDepth: number;
-  /** Checkpoints `prune` keeps per project. */
+  /** Checkpoints `prune` keeps per project. @default 100 */
   retain: number;
-  /** Whole store cap, GiB. */
+  /** Whole store cap, GiB. @default 5 */
   maxStoreGib: number;
-  /** Age in days after which `prune` clears a checkpoint. */
+  /** Age in days after which `prune` clears a checkpoint. @default 14 */
   keepDays: number;
-  /** Per-session byte cap of tool-call snapshots, MiB. */
+  /** Per-session byte cap of tool-call snapshots, MiB. @default 1024 */
   snapshotCapMib: number;
-  /** How long a restore waits for the store lock, ms. */
+  /** How long a restore waits for the store lock, ms. @default 5000 */
   restoreLockTimeoutMs: number;
-}> = Object.freeze({
+}
+
+/** Every default, written once. */
+export const DEFAULTS: Readonly<Defaults> = Object.freeze({
   maxFileMib: 100,
   maxPictureFiles: 10_000,
   maxPictureMib: 500,
