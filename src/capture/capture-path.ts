@@ -68,6 +68,7 @@ export async function capturePath(context: PathCaptureContext, projectPath: stri
       if (isCheckpointError(error) && error.code !== 'IO') throw error;
       const code = errnoCode(error instanceof CheckpointError ? (error.cause ?? error) : error);
       if (code === 'ENOENT') return { state: { type: 'absent' } };
+      if (code === 'ENOSPC' || code === 'EDQUOT') return uncopied(projectPath, 'store-full', size, mode, 'the checkpoint store is full: no copy kept');
       return uncopied(projectPath, 'unreadable', size, mode, `cannot copy: ${code ?? (error as Error).message}`);
     }
   }

@@ -14,7 +14,7 @@ import { resolveObserverOptions, type CheckpointObserverOptions } from './option
 import { MAX_UNHASHED, PostWriteHasher } from './post-write.js';
 import { Restorer, type RestoreOptions, type RestoreReport } from './restorer.js';
 import { SnapshotKeeper, assertScope, type SnapshotInfo, type SnapshotScope } from './snapshots.js';
-import { TurnJournal, turnChangesOf, type TurnChanges } from './turns.js';
+import { TurnJournal, isCallerError, turnChangesOf, type OpenTurn, type TurnChanges } from './turns.js';
 import type { WriteObserver, WriteOp } from './write-observer.js';
 
 /** Validated inputs a write tool repeats are kept up to this many. */
@@ -119,8 +119,16 @@ export class CheckpointObserver implements WriteObserver {
   async beforeWrite(path: string, op?: WriteOp): Promise<void> {
     this.#assertOpen();
     const projectPath = this.#projectPathOf(path);
-    const turn = this.#turns.current ?? (await this.#turns.ensure());
-    await this.#snapshots.captureIfScoped(projectPath);
+    let turn: OpenTurn;
+    try {
+      turn = await this.#turns.writable();
+      await this.#snapshots.captureIfScoped(projectPath);
+    } catch (error) {
+      // The store failed (a full or read-only disk): the write goes ahead, reported as a gap.
+      if (isCallerError(error)) throw error;
+      this.#turns.recordStoreFailure(projectPath, error);
+      return;
+    }
     return this.#turns.captureOnce(turn, projectPath, op?.callId);
   }
 
@@ -132,8 +140,19 @@ export class CheckpointObserver implements WriteObserver {
     const projectPath = this.#projectPathOf(path);
     const turn = this.#turns.current;
     const captured = turn?.touched.get(projectPath);
-    if (turn === undefined || captured === undefined) return this.#turns.recordMissingPreImage(projectPath);
+    if (turn === undefined || captured === undefined) return this.#turns.recordMissingPreImage(projectPath).catch((error: unknown) => this.#turns.recordStoreFailure(projectPath, error));
     await captured;
+    try {
+      await this.#recordAfter(turn, projectPath, op);
+    } catch (error) {
+      // A write that landed never reports failure: the missing record is a gap (the guard then
+      // refuses the path rather than guessing), never a throw.
+      if (isCallerError(error)) throw error;
+      this.#turns.recordStoreFailure(projectPath, error);
+    }
+  }
+
+  async #recordAfter(turn: OpenTurn, projectPath: string, op: WriteOp | undefined): Promise<void> {
     // One lstat: a file's content is hashed later (PostWriteHasher), while this identity still holds.
     const post = await readPostWriteState(this.#fs, this.projectRoot, projectPath);
     const snapshot = this.#snapshots.current();

@@ -1,5 +1,6 @@
 import { capturePath, type PathCaptureContext } from '../capture/capture-path.js';
 import type { Change } from '../capture/diff.js';
+import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
 import type { CheckpointId } from '../core/id.js';
 import { fingerprintOf, type CheckpointManifest, type Gap } from '../core/model.js';
@@ -17,6 +18,8 @@ export interface TurnChanges {
 /** The open turn: its journal and what it has captured so far. */
 export interface OpenTurn {
   writer: CheckpointWriter;
+  /** The label it was opened with (a continuation after a failed journal keeps it). */
+  label: string | undefined;
   /** Per path: the capture in flight or done, so a repeat touch costs one map lookup. */
   touched: Map<string, Promise<void>>;
   /** Paths whose `after` record is in the journal: a later one only supersedes it. */
@@ -59,13 +62,32 @@ export class TurnJournal {
     return this.#turn ?? this.open(undefined);
   }
 
+  /**
+   * The turn a capture goes into: the open one, or a new one when none is open or the open one's
+   * journal failed (a full disk). A failed journal takes no more lines, so the turn continues in
+   * a new checkpoint with the same label; a restore from the first one folds both, since the
+   * timeline folds every checkpoint after it.
+   */
+  async writable(): Promise<OpenTurn> {
+    const turn = this.#turn;
+    if (turn !== undefined && !turn.writer.failed) return turn;
+    if (turn !== undefined) {
+      this.#turn = undefined;
+      await Promise.allSettled(turn.touched.values());
+      // Sealed if the disk allows (the manifest says complete: false, with the failure as a gap);
+      // else left open, and read by folding its journal.
+      await turn.writer.seal().catch(() => turn.writer.close().catch(() => undefined));
+    }
+    return this.open(turn?.label);
+  }
+
   /** Opens a turn checkpoint; concurrent callers share one. */
   async open(label: string | undefined): Promise<OpenTurn> {
     if (this.#opening !== undefined) return this.#opening;
     this.#opening = (async () => {
       await loadHasher();
       const writer = await this.capture.store.openCheckpoint({ kind: 'turn', sessionId: this.sessionId, ...(label !== undefined ? { label } : {}) });
-      const turn: OpenTurn = { writer, touched: new Map(), afterWritten: new Set() };
+      const turn: OpenTurn = { writer, label, touched: new Map(), afterWritten: new Set() };
       this.#turn = turn;
       return turn;
     })();
@@ -96,7 +118,11 @@ export class TurnJournal {
   async captureOnce(turn: OpenTurn, projectPath: string, callId: string | undefined): Promise<void> {
     const inFlight = turn.touched.get(projectPath);
     if (inFlight !== undefined) return inFlight;
-    const capture = this.#captureInto(turn, projectPath, callId);
+    const capture = this.#captureInto(turn, projectPath, callId).catch((error: unknown) => {
+      if (isCallerError(error)) throw error;
+      // The store failed (a full disk): a reported gap, and the agent's write goes ahead.
+      this.recordStoreFailure(projectPath, error);
+    });
     turn.touched.set(projectPath, capture);
     try {
       await capture;
@@ -104,6 +130,11 @@ export class TurnJournal {
       turn.touched.delete(projectPath);
       throw error;
     }
+  }
+
+  /** Records that the store could not take what a capture or a record of `projectPath` needed. */
+  recordStoreFailure(projectPath: string, error: unknown): void {
+    this.recordGap(storeFailureGap(projectPath, error));
   }
 
   /**
@@ -133,6 +164,21 @@ export class TurnJournal {
     }
     await turn.writer.append({ op: 'before', path: projectPath, state: captured.state, ...(callId !== undefined ? { callId } : {}) });
   }
+}
+
+/** True for the errors that are the caller's: a bad path or argument, a closed observer. They are thrown, never turned into gaps. */
+export function isCallerError(error: unknown): boolean {
+  return isCheckpointError(error) && (error.code === 'INVALID_PATH' || error.code === 'OUTSIDE_ROOT' || error.code === 'INVALID_ARGUMENT' || error.code === 'CLOSED');
+}
+
+/** The gap for a store failure about `path`: `store-full` for ENOSPC/EDQUOT, else `journal-write-failed`. */
+export function storeFailureGap(path: string, error: unknown): Gap {
+  const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
+  const full = code === 'ENOSPC' || code === 'EDQUOT';
+  const message = error instanceof Error ? error.message : String(error);
+  return full
+    ? { path, reason: 'store-full', detail: `the checkpoint store is full: ${path} was written without a checkpoint` }
+    : { path, reason: 'journal-write-failed', detail: `the checkpoint store failed (${message}): ${path} was written without a checkpoint` };
 }
 
 /** A manifest's entries as a change list; entries whose content ended where it began are dropped. */

@@ -28,6 +28,11 @@ export interface CheckpointWriter {
   appendSoon(record: JournalRecord): Promise<void>;
   /** Writes the manifest atomically, then removes the journal. */
   seal(patch?: SealPatch): Promise<CheckpointManifest>;
+  /**
+   * True once an append failed (a full disk, say): the journal takes no more records (a torn
+   * line may end it), and the caller continues in a new checkpoint.
+   */
+  readonly failed: boolean;
   /** Closes the journal handle without sealing; the checkpoint stays open (`complete: false`). */
   close(): Promise<void>;
 }
@@ -115,6 +120,10 @@ export class OpenCheckpoint implements CheckpointWriter {
       if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove sealed journal', this.journal.file);
     });
     return manifest;
+  }
+
+  get failed(): boolean {
+    return this.journal.failed !== undefined;
   }
 
   close(): Promise<void> {

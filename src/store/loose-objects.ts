@@ -51,20 +51,17 @@ export class LooseObjects {
     private readonly withLock: <T>(fn: () => Promise<T>) => Promise<T>,
   ) {}
 
-  /** `prepared`: a temp file already holding the encoded bytes; consumed (linked or removed) here. */
-  async put(bytes: Uint8Array, hash: string, prepared?: Promise<string>): Promise<ObjectRef> {
+  /** Stores `bytes` (whose xxh64 is `hash`) as a loose object; concurrent puts of one key share one write. */
+  async put(bytes: Uint8Array, hash: string): Promise<ObjectRef> {
     const base = baseObjectKey(hash, bytes.length);
     const pending = this.inFlight.get(base);
     if (pending) {
-      if (bytesEqual(pending.bytes, bytes)) {
-        if (prepared) prepared.then((temp) => this.fs.unlink(temp)).catch(() => undefined);
-        return pending.promise;
-      }
+      if (bytesEqual(pending.bytes, bytes)) return pending.promise;
       // Same key, different bytes (a collision) racing in this process: go after it.
       await pending.promise.catch(() => undefined);
-      return this.put(bytes, hash, prepared);
+      return this.put(bytes, hash);
     }
-    const promise = this.store(bytes, hash, base, prepared);
+    const promise = this.store(bytes, hash, base);
     this.inFlight.set(base, { bytes, promise });
     try {
       return await promise;
@@ -74,15 +71,14 @@ export class LooseObjects {
   }
 
   /** Stores a large object as a loose file: temp file, `link` into place (never overwriting). */
-  private async store(bytes: Uint8Array, hash: string, base: string, prepared?: Promise<string>): Promise<ObjectRef> {
+  private async store(bytes: Uint8Array, hash: string, base: string): Promise<ObjectRef> {
     let temp: string | undefined;
     try {
-      if (prepared) temp = await prepared;
       // Write first, compare on EEXIST: a first capture (the common case) pays no existence probe.
       for (let suffix = 0; suffix <= MAX_SUFFIX; ) {
         const key = suffix === 0 ? base : `${base}.${suffix}`;
         const target = this.layout.objectPath(key);
-        temp ??= await this.writeTemp(bytes);
+        temp ??= await this.writeTemp(bytes, hash);
         if (await this.linkInto(temp, target)) return { object: key, hash, size: bytes.length };
         const existing = await this.readForCompare(target);
         if (existing === undefined) continue; // removed meanwhile: try the same key again
@@ -140,18 +136,34 @@ export class LooseObjects {
     }
   }
 
-  private async writeTemp(bytes: Uint8Array): Promise<string> {
+  /**
+   * Writes the encoded object to a temp file and confirms it before anyone can link it: every
+   * byte written (a short write on a full disk is retried until it fails with its errno), then
+   * the file read back, its size, decoding and hash checked against the key. A stump is never
+   * published as a whole object.
+   */
+  private async writeTemp(bytes: Uint8Array, hash: string): Promise<string> {
     const [header, body] = await encodeObject(bytes);
+    const stored = header.length + body.length;
     const temp = this.layout.tempPath();
     const handle = await this.fs.open(temp, 'wx', FILE_MODE);
     try {
-      await handle.writev([header, body]);
+      for (const part of [header, body]) {
+        for (let done = 0; done < part.length; ) {
+          const { bytesWritten } = await handle.write(part, done, part.length - done);
+          if (bytesWritten === 0) throw Object.assign(new Error('no space left on device (write wrote nothing)'), { code: 'ENOSPC' });
+          done += bytesWritten;
+        }
+      }
+      await handle.close();
+      const written = await this.fs.readFile(temp);
+      if (written.length !== stored) throw new CheckpointError('IO', `object temp file has ${written.length} of ${stored} bytes`, { path: temp });
+      checkObject(baseObjectKey(hash, bytes.length), { hash, size: bytes.length }, written, temp);
     } catch (error) {
       await handle.close().catch(() => undefined);
       await this.fs.unlink(temp).catch(() => undefined);
       throw error;
     }
-    await handle.close();
     return temp;
   }
 
