@@ -50,6 +50,12 @@ async function open(resolved: ResolvedCheckpointConfig, options: ObserverForConf
   const dir = resolved.dir ?? defaultStoreDir(projectRoot, options.env);
   try {
     const store = await CheckpointStore.open(dir, { projectRoot });
+    try {
+      await store.probeWritable();
+    } catch (error) {
+      await store.close().catch(() => undefined);
+      throw error;
+    }
     return {
       observer: new CheckpointObserver({
         store,

@@ -143,6 +143,21 @@ export function isInside(outer: string, inner: string): boolean {
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 }
 
+/**
+ * Every folder of the layout must be a real folder: a symlink among them would lead the store's
+ * writes (and prune's deletes) elsewhere.
+ *
+ * @throws CheckpointError `STORE_UNAVAILABLE` naming the first that is not.
+ */
+async function refuseLinkedFolders(fs: FileSystem, layout: StoreLayout): Promise<void> {
+  for (const dir of [path.dirname(layout.objectsDir), layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir, layout.tmpDir]) {
+    const stats = await fs.lstat(dir);
+    if (!stats.isDirectory()) {
+      throw new CheckpointError('STORE_UNAVAILABLE', `store folder ${path.relative(layout.root, dir)} is ${stats.isSymbolicLink() ? 'a symlink' : 'not a folder'}: ${dir}`, { path: dir });
+    }
+  }
+}
+
 /** Creates a folder (and parents) with {@link DIR_MODE}, then chmods it in case umask interfered. */
 export async function ensureDir(fs: FileSystem, dir: string): Promise<void> {
   const created = await fs.mkdir(dir, { recursive: true, mode: DIR_MODE });
@@ -190,6 +205,11 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
   if (isInside(path.join(projectRoot, '.git'), canonical)) {
     throw new CheckpointError('STORE_UNAVAILABLE', `the store must not live inside the project's .git: ${absolute}`, { path: absolute });
   }
+  if (isInside(projectRoot, canonical)) {
+    // Its files would be pictured and restored as project files, and a restore could write into it.
+    throw new CheckpointError('STORE_UNAVAILABLE', `the store must not live inside the project: ${absolute} (choose a folder outside ${projectRoot})`, { path: absolute });
+  }
+  let existed = false;
   try {
     const stats = await fs.lstat(absolute);
     if (stats.isSymbolicLink()) {
@@ -198,19 +218,40 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
     if (!stats.isDirectory()) {
       throw new CheckpointError('STORE_UNAVAILABLE', `store root is not a folder: ${absolute}`, { path: absolute });
     }
+    existed = true;
+    if ((stats.mode & 0o022) !== 0) {
+      // Someone else could swap the store's files (or links) under us: never use, never chmod it.
+      throw new CheckpointError('STORE_UNAVAILABLE', `store folder is writable by other users (mode ${(stats.mode & 0o7777).toString(8)}): ${absolute}; choose a private folder`, { path: absolute });
+    }
   } catch (error) {
     if (error instanceof CheckpointError) throw error;
     if (errnoCode(error) !== 'ENOENT') {
       throw new CheckpointError('STORE_UNAVAILABLE', `cannot inspect store root ${absolute}`, { path: absolute, cause: error });
     }
   }
+  if (existed) {
+    let names: string[];
+    try {
+      names = await fs.readdir(canonical);
+    } catch (error) {
+      throw new CheckpointError('STORE_UNAVAILABLE', `cannot list store root ${absolute}`, { path: absolute, cause: error });
+    }
+    if (names.length > 0 && !names.includes('STORE.json')) {
+      // An existing folder that is not a store (a shared /tmp, the user's documents): never turned into one.
+      throw new CheckpointError('STORE_UNAVAILABLE', `${absolute} is not a turnback store and not empty; choose an empty folder or a new path`, { path: absolute });
+    }
+  }
   try {
-    await fs.mkdir(canonical, { recursive: true, mode: DIR_MODE });
-    await fs.chmod(canonical, DIR_MODE);
+    if (!existed) {
+      // Only a folder turnback creates gets its mode set.
+      await fs.mkdir(canonical, { recursive: true, mode: DIR_MODE });
+      await fs.chmod(canonical, DIR_MODE);
+    }
     const layout = new StoreLayout(canonical);
     await ensureDir(fs, layout.tmpDir);
     await readOrCreateInfo(fs, layout, projectRoot);
     for (const dir of [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir]) await ensureDir(fs, dir);
+    await refuseLinkedFolders(fs, layout);
     return layout;
   } catch (error) {
     if (error instanceof CheckpointError) throw error;

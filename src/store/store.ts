@@ -6,7 +6,7 @@ import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { JournalWriter, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
-import { openLayout, type StoreLayout } from './layout.js';
+import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
@@ -110,6 +110,23 @@ export class CheckpointStore {
     }
     const layout = await openLayout(root, { fs, projectRoot });
     return new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
+  }
+
+  /**
+   * Checks that the store can be written now (a temp file created, written and removed): a
+   * read-only mount or a folder turned unwritable is found before an agent relies on it.
+   *
+   * @throws CheckpointError `STORE_UNAVAILABLE` with the errno as cause.
+   */
+  async probeWritable(): Promise<void> {
+    const temp = this.layout.tempPath();
+    try {
+      await this.fs.writeFile(temp, 'probe', { flag: 'wx', mode: FILE_MODE });
+      await this.fs.unlink(temp);
+    } catch (error) {
+      await this.fs.unlink(temp).catch(() => undefined);
+      throw new CheckpointError('STORE_UNAVAILABLE', `the store cannot be written (${errnoCode(error) ?? (error as Error).message}): ${this.root}`, { path: this.root, cause: error });
+    }
   }
 
   /** Every checkpoint, sealed and open, sorted by id. Unreadable ones are skipped (`verify` reports them). */

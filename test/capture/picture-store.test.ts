@@ -17,14 +17,17 @@ afterEach(async () => {
 });
 
 describe('takePicture with the real CheckpointStore', () => {
-  it('copies into the store, skips the store inside the project, and reuses the persisted cache', async () => {
-    await makeTree(root, { 'a.txt': 'alpha', 'src/b.ts': 'beta', '.env': 'S=1' });
-    for (const f of ['a.txt', 'src/b.ts']) await backdate(root, f);
-    const storeRoot = path.join(root, '.turnback');
-    const store = await CheckpointStore.open(storeRoot, { projectRoot: root });
+  it('copies into the store, skips excluded paths, and reuses the persisted cache', async () => {
+    // The project is a folder of root; the store sits beside it (a store inside the project is refused).
+    await makeTree(root, { 'p/a.txt': 'alpha', 'p/src/b.ts': 'beta', 'p/.env': 'S=1', 'p/scratch/x.tmp': 'scratch' });
+    for (const f of ['p/a.txt', 'p/src/b.ts']) await backdate(root, f);
+    const storeRoot = path.join(root, 'store');
+    const excluded = path.join(root, 'p', 'scratch');
+    const project = path.join(root, 'p');
+    const store = await CheckpointStore.open(storeRoot, { projectRoot: project });
     try {
       const coverage = resolveCoverage();
-      const first = await takePicture({ store: pictureStoreOf(store), projectRoot: root, coverage, exclude: [storeRoot] });
+      const first = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage, exclude: [excluded] });
       expect([...first.records.keys()].sort()).toEqual(['.env', 'a.txt', 'src/b.ts']);
       expect(first.copied).toBe(2);
       const a = first.records.get('a.txt')?.state;
@@ -40,12 +43,12 @@ describe('takePicture with the real CheckpointStore', () => {
         },
       };
       const cache = await loadPictureCache(store, 'picture-cache');
-      const second = await takePicture({ store: counting, projectRoot: root, coverage, cache, exclude: [storeRoot] });
+      const second = await takePicture({ store: counting, projectRoot: project, coverage, cache, exclude: [excluded] });
       expect(reads).toBe(0);
       expect(second.records.get('a.txt')?.state).toEqual(a);
 
-      await fs.writeFile(path.join(root, 'a.txt'), 'changed');
-      const third = await takePicture({ store: counting, projectRoot: root, coverage, cache: second, exclude: [storeRoot] });
+      await fs.writeFile(path.join(project, 'a.txt'), 'changed');
+      const third = await takePicture({ store: counting, projectRoot: project, coverage, cache: second, exclude: [excluded] });
       expect(reads).toBe(1);
       expect(third.records.get('a.txt')?.state).toMatchObject({ type: 'file', size: 7 });
     } finally {
