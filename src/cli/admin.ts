@@ -2,6 +2,7 @@ import { loadContext, openStore, storeExists, type GlobalOptions } from './conte
 import { writeProjectEnabled } from './config-file.js';
 import { EXIT } from './exit-codes.js';
 import type { Io } from './io.js';
+import { shownPath, shownText } from '../report/escape.js';
 
 /** `turnback on` / `turnback off`: writes `enabled` in the project's turnback.toml `[checkpoints]` table. */
 export async function switchCommand(enabled: boolean, options: GlobalOptions, io: Io): Promise<number> {
@@ -53,7 +54,7 @@ export async function verifyCommand(options: GlobalOptions, io: Io): Promise<num
   const report = await (await openStore(context)).verify();
   io.emit(report);
   io.out(`${report.ok ? 'store ok' : `store has ${report.problems.length} ${report.problems.length === 1 ? 'problem' : 'problems'}`}: ${report.stats.checkpoints} checkpoints, ${report.stats.objects} objects, ${formatBytes(report.stats.bytes)}`);
-  for (const problem of report.problems) io.out(`  ${problem.kind}${problem.path !== undefined ? `  ${problem.path}` : ''}   ${problem.detail}`);
+  for (const problem of report.problems) io.out(`  ${problem.kind}${problem.path !== undefined ? `  ${shownPath(problem.path)}` : ''}   ${shownText(problem.detail)}`);
   return report.ok ? EXIT.ok : EXIT.error;
 }
 

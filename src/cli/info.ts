@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry } from '../index.js';
 import { noCopyText } from '../report/reasons.js';
+import { shownPath } from '../report/escape.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -130,12 +131,14 @@ async function diskSide(projectRoot: string, projectPath: string): Promise<Side>
 /** One path's diff from the checkpoint to now: a unified diff for text, one line otherwise. */
 export function diffOne(projectPath: string, before: Side, now: Side): string {
   if (before.kind !== 'summary' && now.kind !== 'summary') {
-    const oldName = before.kind === 'absent' ? '/dev/null' : `a/${projectPath}`;
-    const newName = now.kind === 'absent' ? '/dev/null' : `b/${projectPath}`;
-    return createTwoFilesPatch(oldName, newName, before.kind === 'text' ? before.text : '', now.kind === 'text' ? now.text : '', undefined, undefined, { context: 3 }).replace(/^=+\n/, '');
+    const oldName = before.kind === 'absent' ? '/dev/null' : `a/${shownPath(projectPath)}`;
+    const newName = now.kind === 'absent' ? '/dev/null' : `b/${shownPath(projectPath)}`;
+    // The header is written here: the diff library would quote an odd name its own way.
+    const patch = createTwoFilesPatch('old', 'new', before.kind === 'text' ? before.text : '', now.kind === 'text' ? now.text : '', undefined, undefined, { context: 3 }).replace(/^=+\n/, '');
+    return patch.replace(/^--- old\t?\n\+\+\+ new\t?\n/, `--- ${oldName}\n+++ ${newName}\n`);
   }
   const describe = (side: Side): string => (side.kind === 'absent' ? 'absent' : side.kind === 'text' ? `text, ${sizeText(Buffer.byteLength(side.text))}` : side.text);
-  return `${projectPath}: ${describe(before)} → ${describe(now)}\n`;
+  return `${shownPath(projectPath)}: ${describe(before)} → ${describe(now)}\n`;
 }
 
 /** `turnback diff ID [PATH…]`: what changed since the checkpoint, as unified diffs. */

@@ -6,6 +6,7 @@ import { diffCommand, listCommand, showCommand, statusCommand } from './info.js'
 import { describeFailure, Io } from './io.js';
 import { runCommand, type RunOptions } from './run.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
+import { shownText } from '../report/escape.js';
 
 const CONFIG_HELP = `
 Config: [checkpoints] in ./turnback.toml (the project) and $XDG_CONFIG_HOME/turnback/config.toml
@@ -30,7 +31,7 @@ async function guarded(json: boolean | undefined, fn: (io: Io) => Promise<number
   } catch (error) {
     const failure = describeFailure(error);
     if (io.json) io.emit({ error: { reason: failure.reason, message: failure.message } });
-    io.err(`turnback: ${failure.message}`);
+    io.err(`turnback: ${shownText(failure.message)}`);
     process.exitCode = failure.exitCode;
   }
 }

@@ -1,4 +1,5 @@
 import { discardedCheckpoints, isPidAlive } from '../admin.js';
+import { shownText } from '../report/escape.js';
 import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 
 /** Checkpoint kinds the user can undo to: runs, restores' saves, and calls attributed after a restart. */
@@ -8,8 +9,8 @@ const UNDOABLE = new Set<CheckpointMeta['kind']>(['turn', 'pre-restore', 'call']
 export function displayLabel(meta: Pick<CheckpointMeta, 'kind' | 'label'>): string {
   if (meta.kind === 'pre-restore') return 'before undo';
   // A call checkpoint is an interrupted run recorded later; its label is the bare command.
-  if (meta.kind === 'call' && meta.label !== undefined && meta.label.length > 0) return `before ${meta.label}`;
-  if (meta.label !== undefined && meta.label.length > 0) return meta.label;
+  if (meta.kind === 'call' && meta.label !== undefined && meta.label.length > 0) return `before ${shownText(meta.label)}`;
+  if (meta.label !== undefined && meta.label.length > 0) return shownText(meta.label);
   return `before ${meta.kind}`;
 }
 

@@ -1,5 +1,6 @@
 import type { Gap } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
+import { shownPath, shownText } from './escape.js';
 import { noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 import type { ReportChange } from './turn-end-list.js';
@@ -35,7 +36,7 @@ export function renderInterruptedNotice(input: InterruptedInput, style: LineStyl
   const undo = input.undoCommand ?? 'turnback undo';
   const maxFileMib = input.maxFileMib ?? DEFAULTS.maxFileMib;
   const maxRows = input.maxRows ?? 10;
-  const what = input.command !== undefined ? `\`${input.command}\`` : 'a command';
+  const what = input.command !== undefined ? `\`${shownText(input.command)}\`` : 'a command';
   const lines = [style.warn(`turnback was killed while a command ran: ${what} (started ${input.startedAt}). It may have partly run; its output was not recorded.`)];
   if (input.changes.length === 0) {
     lines.push('  Since it started: no files changed.');
@@ -46,12 +47,12 @@ export function renderInterruptedNotice(input: InterruptedInput, style: LineStyl
       const word = change.kind === 'created' ? 'new' : change.kind;
       const reason = change.kind === 'created' ? undefined : uncopiedReasonOf(change.before);
       const tail = change.kind === 'created' ? '' : reason !== undefined ? noCopyText(reason, maxFileMib) : style.bold(`${undo} restores`);
-      lines.push(`    ${word.padEnd(8)}  ${change.path.padEnd(width)}${tail.length > 0 ? `   ${tail}` : ''}`.trimEnd());
+      lines.push(`    ${word.padEnd(8)}  ${shownPath(change.path).padEnd(width)}${tail.length > 0 ? `   ${tail}` : ''}`.trimEnd());
     }
     if (input.changes.length > maxRows) lines.push(style.dim(`    … and ${input.changes.length - maxRows} more`));
   }
   if (input.partial === true) {
-    lines.push(style.dim(`  checkpoint partial: ${input.summary !== undefined && input.summary.length > 0 ? input.summary : 'the picture stopped early'}`));
+    lines.push(style.dim(`  checkpoint partial: ${input.summary !== undefined && input.summary.length > 0 ? shownText(input.summary) : 'the picture stopped early'}`));
   }
   lines.push(style.dim('  Not covered: gitignored files, anything outside the project.'));
   return lines;

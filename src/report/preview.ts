@@ -1,5 +1,6 @@
 import type { PlanEntry, RestoreReport } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
+import { shownPath, shownText } from './escape.js';
 import { planReasonText } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
@@ -98,7 +99,7 @@ export function renderUndoPreview(preview: UndoPreview, style: LineStyle = plain
       }
     }
     const note = row.note.length > 0 ? `   ${row.verb === 'skip' || row.verb === 'leave' ? style.warn(row.note) : style.dim(row.note)}` : '';
-    lines.push(`  ${row.verb.padEnd(10)}  ${row.path}${note}`);
+    lines.push(`  ${row.verb.padEnd(10)}  ${shownPath(row.path)}${note}`);
   }
   if (hidden > 0) lines.splice(1 + maxRows, 0, style.dim(`  … and ${hidden} more to write back, recreate or delete`));
   return lines;
@@ -137,8 +138,8 @@ export function renderReceipt(
   const maxRows = options.maxRows ?? 10;
   const maxFileMib = options.maxFileMib ?? DEFAULTS.maxFileMib;
   const n = report.restored.length;
-  const lines = [style.bold(`restored ${n} ${n === 1 ? 'file' : 'files'} to ${label}`)];
-  const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${path}${note.length > 0 ? `   ${note}` : ''}`;
+  const lines = [style.bold(`restored ${n} ${n === 1 ? 'file' : 'files'} to ${shownText(label)}`)];
+  const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${shownPath(path)}${note.length > 0 ? `   ${note}` : ''}`;
   const order = { written: 0, recreated: 1, deleted: 2 } as Record<string, number>;
   const restored = [...report.restored].sort((a, b) => (order[doneVerb(a)] ?? 0) - (order[doneVerb(b)] ?? 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   for (const entry of restored.slice(0, maxRows)) {
@@ -155,7 +156,7 @@ export function renderReceipt(
     lines.push(row('skipped', entry.path, style.warn(planReasonText(entry.reason, maxFileMib))));
   }
   for (const entry of kept) lines.push(row('kept', entry.path));
-  for (const failure of report.failed) lines.push(row('failed', failure.path, style.warn(failure.error)));
+  for (const failure of report.failed) lines.push(row('failed', failure.path, style.warn(shownText(failure.error))));
   for (const leftover of report.cleanupPending) lines.push(row('leftover', leftover, style.warn('a temporary file; inspect and remove it by hand')));
   if (report.preRestoreId !== undefined) lines.push(style.dim(`  saved first: ${options.undoCommand ?? 'turnback undo'} can undo this`));
   return lines;

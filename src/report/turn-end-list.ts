@@ -1,6 +1,7 @@
 import ignore from 'ignore';
 import type { Gap, PathState } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
+import { shownPath, shownText } from './escape.js';
 import { noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
@@ -289,7 +290,7 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
   const lines = [countsLine(list.counts)];
   for (const row of list.rows) {
     const marker = row.flags.length > 0 ? style.warn('⚠ ') : '  ';
-    const name = row.path.endsWith('/') ? `${row.path} (${row.files} files)` : row.path;
+    const name = row.path.endsWith('/') ? `${shownPath(row.path)} (${row.files} files)` : shownPath(row.path);
     const tail: string[] = [];
     const flagText = row.flags.map((f) => (f === 'not in git' && row.notInGit !== undefined ? `not in git (${row.notInGit} of ${row.files})` : f));
     if (flagText.length > 0) tail.push(style.warn(flagText.join(', ')));
@@ -300,7 +301,7 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
     lines.push(`${marker}${row.kind.padEnd(7)}  ${name}${tail.length > 0 ? `   ${tail.join('   ')}` : ''}`);
   }
   if (list.hidden > 0) lines.push(style.dim(`  … and ${list.hidden} more`));
-  for (const note of list.notes) lines.push(style.dim(`note: ${note}`));
+  for (const note of list.notes) lines.push(style.dim(`note: ${shownText(note)}`));
   return lines;
 }
 
