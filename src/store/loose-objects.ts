@@ -80,7 +80,7 @@ export class LooseObjects {
         const target = this.layout.objectPath(key);
         temp ??= await this.writeTemp(bytes, hash);
         if (await this.linkInto(temp, target)) return { object: key, hash, size: bytes.length };
-        const existing = await this.readForCompare(target);
+        const existing = await this.readForCompare(target, bytes.length);
         if (existing === undefined) continue; // removed meanwhile: try the same key again
         if (existing !== null && bytesEqual(existing, bytes)) return { object: key, hash, size: bytes.length };
         suffix += 1;
@@ -99,7 +99,7 @@ export class LooseObjects {
    * decode. An old object about to be reused gets its mtime refreshed, under the store lock so a
    * concurrent prune cannot delete it between its age check and its unlink.
    */
-  private async readForCompare(target: string): Promise<Buffer | null | undefined> {
+  private async readForCompare(target: string, size: number): Promise<Buffer | null | undefined> {
     let handle: FileHandle;
     try {
       handle = await this.fs.open(target, 'r');
@@ -130,7 +130,7 @@ export class LooseObjects {
       if (!kept) return undefined;
     }
     try {
-      return stored === undefined ? null : decodeObject(stored);
+      return stored === undefined ? null : decodeObject(stored, size);
     } catch {
       return null;
     }
@@ -203,7 +203,7 @@ export class LooseObjects {
   }
 
   /** A loose copy of a small key (layout version 1), read for dedupe; `null` when undecodable. */
-  readForDedupe(key: string): { bytes: Buffer; mtimeMs: number } | null | undefined {
+  readForDedupe(key: string, size: number): { bytes: Buffer; mtimeMs: number } | null | undefined {
     if (!this.mayHoldSmall()) return undefined;
     let fd: number;
     try {
@@ -219,7 +219,7 @@ export class LooseObjects {
       const stored = readExactlySync(fd, stats.size);
       if (stored === undefined) return null;
       try {
-        return { bytes: decodeObject(stored), mtimeMs: stats.mtimeMs };
+        return { bytes: decodeObject(stored, size), mtimeMs: stats.mtimeMs };
       } catch {
         return null;
       }

@@ -50,13 +50,18 @@ export function baseObjectKey(hash: string, size: number): string {
 /** Global pattern that finds object keys in arbitrary text (used to salvage references from unreadable manifests). */
 export const OBJECT_KEY_SCAN: RegExp = /[0-9a-f]{16}-[0-9a-f]{1,13}(?:\.[1-9][0-9]{0,3})?/g;
 
-/** Decodes a stored object file into its original bytes. Throws on an unknown header or bad deflate data. */
-export function decodeObject(stored: Buffer): Buffer {
+/**
+ * Decodes a stored object file into its original bytes. `size` is the size its key names: the
+ * decoder stops one byte past it, so a deflate bomb in place of an object costs that much memory
+ * and time, never gigabytes (the caller then reports the wrong size). Throws on an unknown header,
+ * bad deflate data, or output past `size`.
+ */
+export function decodeObject(stored: Buffer, size: number): Buffer {
   if (stored.length === 0) throw new Error('empty object file');
   const header = stored[0];
   const body = stored.subarray(1);
   if (header === RAW) return body;
-  if (header === DEFLATE) return inflateRawSync(body);
+  if (header === DEFLATE) return inflateRawSync(body, { maxOutputLength: size + 1 });
   throw new Error(`unknown object header ${String(header)}`);
 }
 
@@ -125,7 +130,7 @@ export async function checkObjectBytes(key: string, stored: Buffer, file: string
 export function checkObject(key: string, parsed: { hash: string; size: number }, stored: Buffer, file: string): Buffer {
   let bytes: Buffer;
   try {
-    bytes = decodeObject(stored);
+    bytes = decodeObject(stored, parsed.size);
   } catch (error) {
     throw new CheckpointError('INTEGRITY', `object ${key} does not decode`, { path: file, expected: key, found: 'undecodable', cause: error });
   }

@@ -151,7 +151,7 @@ export class ObjectStore {
       const key = suffix === 0 ? base : `${base}.${suffix}`;
       const head = this.packs.head(key);
       if (head === undefined) {
-        const loose = this.loose.readForDedupe(key);
+        const loose = this.loose.readForDedupe(key, size);
         if (loose === undefined) {
           this.append(key, bytes, compress);
           return { object: key, hash, size };
@@ -211,7 +211,7 @@ export class ObjectStore {
       throw error;
     }
     try {
-      return bytesEqual(decodeObject(stored), bytes) ? 'equal' : 'different';
+      return bytesEqual(decodeObject(stored, bytes.length), bytes) ? 'equal' : 'different';
     } catch {
       return 'damaged';
     }

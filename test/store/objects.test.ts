@@ -52,7 +52,7 @@ describe('objects', () => {
     const storedSmall = (await storedObject(store, smallRef.object)).stored;
     expect(storedSmall[0]).toBe(0);
     expect(storedSmall.length).toBe(small.length + 1);
-    expect(Buffer.compare(decodeObject(storedText), text)).toBe(0);
+    expect(Buffer.compare(decodeObject(storedText, text.length), text)).toBe(0);
     expect(Buffer.compare(await store.readObject(textRef.object), text)).toBe(0);
     expect(Buffer.compare(await store.readObject(randomRef.object), random)).toBe(0);
   });
@@ -128,6 +128,30 @@ describe('objects', () => {
     const truncated = await store.readObject(ref.object).catch((e: unknown) => e);
     expect(isCheckpointError(truncated, 'INTEGRITY')).toBe(true);
     expect(truncated).toMatchObject({ expected: String(bytes.length), found: '19' });
+  });
+
+  test('a deflate bomb in place of an object is INTEGRITY after decoding at most the size its key names', async () => {
+    const bytes = Buffer.from('0123456789'.repeat(40_000));
+    const ref = await store.putBytes(bytes);
+    // 512 MiB of zeros, deflated (streamed, one zero MiB at a time) to about half a megabyte,
+    // where a 400 KB object should be.
+    const { createDeflateRaw } = await import('node:zlib');
+    const deflate = createDeflateRaw({ level: 9 });
+    const parts: Buffer[] = [];
+    deflate.on('data', (chunk: Buffer) => parts.push(chunk));
+    const zeros = Buffer.alloc(1024 * 1024);
+    for (let i = 0; i < 512; i++) if (!deflate.write(zeros)) await new Promise((resolve) => deflate.once('drain', resolve));
+    await new Promise((resolve) => deflate.end(resolve));
+    const bomb = Buffer.concat(parts);
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    await writeFile(objectFile(ref.object), Buffer.concat([Buffer.of(1), bomb]));
+    const before = process.memoryUsage().rss;
+    const error = await store.readObject(ref.object).catch((e: unknown) => e);
+    expect(isCheckpointError(error, 'INTEGRITY')).toBe(true);
+    expect(error).toMatchObject({ found: 'undecodable' });
+    // Decoding stopped one byte past the key's size: nowhere near the gigabyte the bomb holds.
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
+    expect(decodeObject(Buffer.concat([Buffer.of(0), bytes]), bytes.length)).toEqual(bytes);
   });
 
   test('a missing object is INTEGRITY with its path', async () => {
