@@ -1,6 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { CheckpointError, errnoCode } from '../core/errors.js';
+import { constants as fsConstants } from 'node:fs';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { resolveInsideRoot, toProjectPath } from '../fs/paths.js';
 import { nodeFileSystem } from '../fs/file-system.js';
 import type { WriteObserver, WriteOp } from '../session/write-observer.js';
@@ -36,18 +37,83 @@ export async function guardedWrite<T>(
   await context.observer?.beforeWrite(projectPath, op);
   try {
     return await mutate(absolute);
+  } catch (error) {
+    // The tool's own failure (EACCES, ENOENT, …), typed, with the cause.
+    throw asCheckpointError(error, `cannot ${kind} ${projectPath}`, projectPath);
   } finally {
     await context.observer?.afterWrite(projectPath, op);
   }
 }
 
-async function refuseSymlinkLeaf(absolute: string, shown: string): Promise<void> {
+/** The largest file `editFile` reads: past it the text would not fit a string anyway. */
+const MAX_EDIT_BYTES = 256 * 1024 * 1024;
+
+/** Open flags that never follow a link at the leaf and never wait on a FIFO or a device. */
+const NO_FOLLOW_NO_BLOCK = fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK;
+
+function kindOf(stats: { isSymbolicLink(): boolean; isDirectory(): boolean; isFIFO(): boolean; isSocket(): boolean }): string {
+  return stats.isSymbolicLink() ? 'a symlink' : stats.isDirectory() ? 'a folder' : stats.isFIFO() ? 'a FIFO' : stats.isSocket() ? 'a socket' : 'a device';
+}
+
+/** A typed refusal of a path that is not a regular file (a link, folder, FIFO, socket, device). */
+function notARegularFile(shown: string, kind: string): CheckpointError {
+  return new CheckpointError('INVALID_PATH', `refusing to write ${kind}: ${shown} is not a regular file`, { path: shown });
+}
+
+/** Refuses a leaf that exists and is not a regular file; a missing leaf is fine (it is created). */
+async function refuseOddLeaf(absolute: string, shown: string): Promise<void> {
+  let stats;
   try {
-    if ((await fs.lstat(absolute)).isSymbolicLink()) {
-      throw new CheckpointError('INVALID_PATH', `refusing to write through a symlink: ${shown}`, { path: shown });
-    }
+    stats = await fs.lstat(absolute);
   } catch (error) {
-    if (errnoCode(error) !== 'ENOENT') throw error;
+    if (errnoCode(error) === 'ENOENT') return;
+    throw error;
+  }
+  if (!stats.isFile()) throw notARegularFile(shown, kindOf(stats));
+}
+
+/**
+ * Writes `content` as the whole of the regular file at `absolute` (created when missing): opened
+ * without following a link and without blocking, checked to be a regular file before anything
+ * is truncated, so a FIFO or device swapped in is refused, never written or waited on.
+ */
+async function writeRegular(absolute: string, shown: string, content: string | Uint8Array): Promise<void> {
+  let handle;
+  try {
+    handle = await fs.open(absolute, fsConstants.O_WRONLY | fsConstants.O_CREAT | NO_FOLLOW_NO_BLOCK, 0o666);
+  } catch (error) {
+    // ELOOP: a symlink; ENXIO: a FIFO with no reader (opened non-blocking).
+    const code = errnoCode(error);
+    if (code === 'ELOOP') throw notARegularFile(shown, 'a symlink');
+    if (code === 'ENXIO') throw notARegularFile(shown, 'a FIFO');
+    throw error;
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw notARegularFile(shown, kindOf(stats));
+    await handle.truncate(0);
+    await handle.writeFile(content);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Reads the regular file at `absolute` as UTF-8, refusing anything else and anything too large. */
+async function readRegular(absolute: string, shown: string): Promise<string> {
+  let handle;
+  try {
+    handle = await fs.open(absolute, fsConstants.O_RDONLY | NO_FOLLOW_NO_BLOCK);
+  } catch (error) {
+    if (errnoCode(error) === 'ELOOP') throw notARegularFile(shown, 'a symlink');
+    throw asCheckpointError(error, `cannot read ${shown}`, shown);
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw notARegularFile(shown, kindOf(stats));
+    if (stats.size > MAX_EDIT_BYTES) throw new CheckpointError('INVALID_ARGUMENT', `${shown} is too large to edit (${stats.size} bytes; at most ${MAX_EDIT_BYTES})`, { path: shown });
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
   }
 }
 
@@ -56,10 +122,13 @@ async function refuseSymlinkLeaf(absolute: string, shown: string): Promise<void>
  * through a symlink. Keeps the mode of an existing file.
  */
 export async function writeFile(context: ToolContext, filePath: string, content: string | Uint8Array): Promise<void> {
-  await guardedWrite(context, filePath, async (absolute) => {
-    await refuseSymlinkLeaf(absolute, filePath);
-    await fs.mkdir(path.dirname(absolute), { recursive: true });
-    await fs.writeFile(absolute, content);
+  const projectPath = toProjectPath(context.projectRoot, filePath);
+  const { absolute } = await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
+  // Refused before the observer is asked, so a bad target changes nothing.
+  await refuseOddLeaf(absolute, projectPath);
+  await guardedWrite(context, projectPath, async (abs) => {
+    await fs.mkdir(path.dirname(abs), { recursive: true });
+    await writeRegular(abs, projectPath, content);
   });
 }
 
@@ -81,15 +150,14 @@ export async function editFile(
   }
   const projectPath = toProjectPath(context.projectRoot, filePath);
   const { absolute } = await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
-  await refuseSymlinkLeaf(absolute, filePath);
-  const before = await fs.readFile(absolute, 'utf8');
+  const before = await readRegular(absolute, projectPath);
   const count = before.split(oldText).length - 1;
   if (count === 0) throw new CheckpointError('INVALID_ARGUMENT', `text to replace not found in ${projectPath}`, { path: projectPath });
   if (count > 1 && options.replaceAll !== true) {
     throw new CheckpointError('INVALID_ARGUMENT', `text to replace occurs ${count} times in ${projectPath}; pass replaceAll or more context`, { path: projectPath });
   }
   const after = options.replaceAll === true ? before.split(oldText).join(newText) : before.replace(oldText, () => newText);
-  await guardedWrite(context, projectPath, (abs) => fs.writeFile(abs, after), 'edit');
+  await guardedWrite(context, projectPath, (abs) => writeRegular(abs, projectPath, after), 'edit');
   return { replacements: options.replaceAll === true ? count : 1 };
 }
 
