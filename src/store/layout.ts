@@ -143,6 +143,9 @@ export function isInside(outer: string, inner: string): boolean {
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 }
 
+/** The names a store root holds. */
+const LAYOUT_NAMES: ReadonlySet<string> = new Set(['STORE.json', 'objects', 'checkpoints', 'state', 'tmp', 'store.lock']);
+
 /**
  * Every folder of the layout must be a real folder: a symlink among them would lead the store's
  * writes (and prune's deletes) elsewhere.
@@ -236,7 +239,8 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
     } catch (error) {
       throw new CheckpointError('STORE_UNAVAILABLE', `cannot list store root ${absolute}`, { path: absolute, cause: error });
     }
-    if (names.length > 0 && !names.includes('STORE.json')) {
+    // A store another process is creating right now holds only the layout's own names so far.
+    if (!names.includes('STORE.json') && names.some((name) => !LAYOUT_NAMES.has(name))) {
       // An existing folder that is not a store (a shared /tmp, the user's documents): never turned into one.
       throw new CheckpointError('STORE_UNAVAILABLE', `${absolute} is not a turnback store and not empty; choose an empty folder or a new path`, { path: absolute });
     }

@@ -69,6 +69,14 @@ describe('opening a store never changes a folder it did not create', () => {
     await (await CheckpointStore.open(empty, { projectRoot: project })).close();
   });
 
+  it('two openers creating one new store at once both succeed (a half-made store is not taken for a foreign folder)', async () => {
+    const { base, project } = await sandbox();
+    const storeDir = path.join(base, 'new-store');
+    const stores = await Promise.all(Array.from({ length: 4 }, () => CheckpointStore.open(storeDir, { projectRoot: project })));
+    for (const store of stores) await store.close();
+    expect(await modeOf(storeDir)).toBe(0o700);
+  });
+
   it('refuses a store whose subfolder is a symlink', async () => {
     const { base, project } = await sandbox();
     const storeDir = path.join(base, 'store');
