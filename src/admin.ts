@@ -27,3 +27,4 @@ export {
 } from './session/interrupted.js';
 export { discardedCheckpoints } from './session/discards.js';
 export type { StoreView } from './store/view.js';
+export { goneMessage, type Removal, type RemovalReason } from './store/removals.js';

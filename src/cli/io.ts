@@ -57,7 +57,8 @@ export function describeFailure(error: unknown): { exitCode: ExitCode; reason: s
       case 'STORE_BUSY':
         return { exitCode: EXIT.busy, reason: error.code, message: 'the checkpoint store is busy (another session is using it); try again when it finishes' };
       case 'UNKNOWN_CHECKPOINT':
-        return { exitCode: EXIT.error, reason: error.code, message: error.message.startsWith('the checkpoint') ? error.message : `the checkpoint was cleared (older than keep_days, or the store was full): ${error.message}` };
+        // The store's message says which: never existed here, pruned by retain, cleared, dropped.
+        return { exitCode: EXIT.error, reason: error.code, message: error.message };
       case 'OUTSIDE_ROOT':
         return { exitCode: EXIT.usage, reason: error.code, message: `undo takes a path inside the project (${error.path ?? error.message})` };
       case 'INVALID_ID':

@@ -1,4 +1,4 @@
-import { discardedCheckpoints, isPidAlive } from '../admin.js';
+import { discardedCheckpoints, goneMessage, isPidAlive } from '../admin.js';
 import { shownText } from '../report/escape.js';
 import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 
@@ -112,18 +112,14 @@ export async function resolveId(store: StoreView, text: string): Promise<Checkpo
   const exact = metas.find((m) => m.id === text);
   if (exact !== undefined) return exact;
   if (/^[0-9]{13}-[0-9a-z]{4}-[0-9a-f]{8}$/.test(text)) {
-    throw new CheckpointError('UNKNOWN_CHECKPOINT', clearedMessage(text));
+    throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(text, await store.removal(text)));
   }
   if (!/^[0-9a-f]{8}$/.test(text)) throw new CheckpointError('INVALID_ID', `not a checkpoint id: ${JSON.stringify(text.slice(0, 80))}`);
   const matches = metas.filter((m) => m.id.endsWith(`-${text}`));
   if (matches.length === 1) return matches[0] as CheckpointMeta;
   if (matches.length > 1) throw new CheckpointError('INVALID_ID', `the short id ${text} is ambiguous; give the full id (turnback list --json)`);
-  throw new CheckpointError('UNKNOWN_CHECKPOINT', clearedMessage(text));
-}
-
-/** The message for a checkpoint that is not in the store. */
-export function clearedMessage(id: string): string {
-  return `the checkpoint ${id} was cleared (older than keep_days, or the store was full)`;
+  // A short id of a removed checkpoint is found by its tail in the removal record.
+  throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(text, await store.removal(text)));
 }
 
 /** The undo target for one path: the newest undoable checkpoint with an entry for it. */

@@ -14,6 +14,7 @@ import { pruneStore, type PruneOptions, type PruneReport } from './retention.js'
 import { verifyStore, type VerifyReport } from './verify.js';
 import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } from './checkpoint-writer.js';
 import { StateDocumentFolder, type StateWriteOptions } from './state-documents.js';
+import { goneMessage, recordRemovals, removalOf, type Removal } from './removals.js';
 
 export { buildManifest } from './checkpoint-writer.js';
 
@@ -166,7 +167,8 @@ export class CheckpointStore {
       }
       return this.journalManifest(checked, contents);
     }
-    throw new CheckpointError('UNKNOWN_CHECKPOINT', `no checkpoint ${checked}`, { found: checked });
+    const removal = await removalOf(this.state, checked);
+    throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(checked, removal), { found: removal?.reason ?? 'never-existed' });
   }
 
   /**
@@ -232,7 +234,16 @@ export class CheckpointStore {
    * @throws CheckpointError `STORE_BUSY`, `INVALID_ARGUMENT`.
    */
   prune(options: PruneOptions = {}): Promise<PruneReport> {
-    return pruneStore(this.context(), { retain: DEFAULT_RETAIN, ...options });
+    return this.lock.withLock(async () => {
+      const report = await pruneStore(this.context(), { retain: DEFAULT_RETAIN, ...options });
+      await recordRemovals(this.state, report.cleared);
+      return report;
+    });
+  }
+
+  /** Why checkpoint `id` is not in the store, when a prune or a drop removed it (`undefined`: never here, or forgotten). */
+  removal(id: string): Promise<Removal | undefined> {
+    return removalOf(this.state, id);
   }
 
   /** Checks the whole store; problems are reported, never thrown. */
@@ -405,7 +416,8 @@ export class CheckpointStore {
           if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot delete checkpoint', file);
         }
       }
-      if (removed === 0) throw new CheckpointError('UNKNOWN_CHECKPOINT', `no checkpoint ${checked}`, { found: checked });
+      if (removed === 0) throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(checked, await removalOf(this.state, checked)), { found: checked });
+      await recordRemovals(this.state, [{ id: checked, reason: 'dropped' }]);
     });
   }
 }

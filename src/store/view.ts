@@ -1,6 +1,7 @@
 import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointManifest, CheckpointMeta } from '../core/model.js';
+import type { Removal } from './removals.js';
 import type { PruneOptions, PruneReport } from './retention.js';
 import { CheckpointStore } from './store.js';
 import type { VerifyReport } from './verify.js';
@@ -32,6 +33,8 @@ export interface StoreView {
   verify(): Promise<VerifyReport>;
   /** Total bytes of every file under the store root. */
   storeSizeBytes(): Promise<number>;
+  /** Why checkpoint `id` is gone (pruned, cleared, dropped), or `undefined` when it never existed here. */
+  removal(id: string): Promise<Removal | undefined>;
   /** Seals this process's open pack and closes descriptors. */
   close(): Promise<void>;
 }
@@ -50,6 +53,7 @@ export function viewOf(store: CheckpointStore): StoreView {
     prune: (options?: PruneOptions) => store.prune(options),
     verify: () => store.verify(),
     storeSizeBytes: () => store.storeSizeBytes(),
+    removal: (id: string) => store.removal(id),
     close: () => store.close(),
   });
   behind.set(view, store);

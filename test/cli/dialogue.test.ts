@@ -66,7 +66,8 @@ describe('helpers', () => {
   it('maps failures to exit codes', () => {
     expect(describeFailure(new CheckpointError('STORE_BUSY', 'x')).exitCode).toBe(EXIT.busy);
     expect(describeFailure(new CheckpointError('INVALID_ID', 'x')).exitCode).toBe(EXIT.usage);
-    expect(describeFailure(new CheckpointError('UNKNOWN_CHECKPOINT', 'x')).message).toMatch(/was cleared \(older than keep_days, or the store was full\)/);
+    // The store's own words say which (never existed, pruned, cleared, dropped): passed on as they are.
+    expect(describeFailure(new CheckpointError('UNKNOWN_CHECKPOINT', 'no checkpoint x in this store (it never existed here)')).message).toBe('no checkpoint x in this store (it never existed here)');
     expect(describeFailure(new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project'))).toEqual({ exitCode: 3, reason: 'NOTHING', message: 'no checkpoints in this project' });
     expect(describeFailure(new Error('boom')).exitCode).toBe(EXIT.error);
   });

@@ -308,7 +308,7 @@ describe('turnback undo and redo', () => {
     expect(outside.stderr).toContain('undo takes a path inside the project');
     const cleared = tb(['undo', '1700000000000-0000-abcdef01', '--yes']);
     expect(cleared.code).toBe(1);
-    expect(cleared.stderr).toContain('the checkpoint 1700000000000-0000-abcdef01 was cleared (older than keep_days, or the store was full)');
+    expect(cleared.stderr).toContain('no checkpoint 1700000000000-0000-abcdef01 in this store (it never existed here)');
     const bad = tb(['show', 'nonsense', '--json']);
     expect(bad.code).toBe(2);
     expect(json<{ error: { reason: string } }>(bad).error.reason).toBe('INVALID_ID');
