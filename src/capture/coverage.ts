@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import ignore from 'ignore';
 import type { Ignore } from 'ignore';
-import { DEFAULTS, type Defaults } from '../core/defaults.js';
+import { DEFAULTS, MAX_FILE_MIB_CEILING, type Defaults } from '../core/defaults.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 
 /** The numeric limits of one picture. Every limit stops the picture early and marks it partial. */
@@ -83,6 +83,9 @@ export function resolveCoverage(options: CoverageOptions = {}): ResolvedCoverage
       });
     }
     limits[key] = value;
+  }
+  if (limits.maxFileMib > MAX_FILE_MIB_CEILING) {
+    throw new CheckpointError('INVALID_CONFIG', `maxFileMib is at most ${MAX_FILE_MIB_CEILING} (a copy is read into one buffer); larger files are recorded, never copied`);
   }
   const skip: unknown = options.skip ?? [];
   if (!Array.isArray(skip) || !skip.every((p): p is string => typeof p === 'string' && p.length > 0 && !p.includes('\0'))) {

@@ -4,7 +4,7 @@
 
 /** The shape of {@link DEFAULTS}: every default turnback has, by its resolved name. */
 export interface Defaults {
-  /** Largest file copied, in MiB; larger files are recorded `uncopied: 'too-large'`, never copied. @default 100 */
+  /** Largest file copied, in MiB (at most 1024); larger files are recorded `uncopied: 'too-large'`, never copied. @default 100 */
   maxFileMib: number;
   /** Files one picture copies; later files are recorded `uncopied: 'picture-budget'`. @default 10000 */
   maxPictureFiles: number;
@@ -42,6 +42,13 @@ export const DEFAULTS: Readonly<Defaults> = Object.freeze({
   snapshotCapMib: 1024,
   restoreLockTimeoutMs: 5000,
 });
+
+/**
+ * The largest `max_file_mib` accepted. A file is read into one buffer, and a single read past
+ * 2 GiB aborts Node on a native assertion; a copy of up to 1 GiB stays well inside what one
+ * buffer and one deflate pass hold. Larger files are recorded, never copied.
+ */
+export const MAX_FILE_MIB_CEILING = 1024;
 
 /** Bytes in one MiB. */
 export const MIB: number = 1024 * 1024;

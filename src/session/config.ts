@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { CheckpointError } from '../core/errors.js';
-import { DEFAULTS } from '../core/defaults.js';
+import { DEFAULTS, MAX_FILE_MIB_CEILING } from '../core/defaults.js';
 
 /**
  * The `[capabilities.checkpoint]` table (and the CLI's `[checkpoints]` table): keys as they are
@@ -116,6 +116,9 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
       throw new CheckpointError('INVALID_CONFIG', `${key} must be a positive ${integer ? 'integer' : 'number'}`);
     }
     resolved[field] = value;
+  }
+  if (resolved.maxFileMib > MAX_FILE_MIB_CEILING) {
+    throw new CheckpointError('INVALID_CONFIG', `max_file_mib is at most ${MAX_FILE_MIB_CEILING} (a copy is read into one buffer); larger files are recorded, never copied`);
   }
   return resolved;
 }
