@@ -127,18 +127,20 @@ export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
 }
 
 /**
- * Every object key any state document (`state/*.json`) mentions. The stat cache, picture bases
+ * Every object key any state document (`state/*.json`) mentions, with the first document that
+ * names it. The stat cache, picture bases
  * and open call baselines name stored copies that no checkpoint may name yet: a later picture
  * reuses a cached record without copying the file again, and a call ends from its baseline, so
  * their objects are as live as a checkpoint's. Read as text (the formats belong to the layers
  * above), erring towards keeping.
  */
-async function stateReferences(ctx: StoreContext): Promise<Set<string>> {
-  const refs = new Set<string>();
+export async function stateReferences(ctx: Pick<StoreContext, 'fs' | 'layout'>): Promise<Map<string, string>> {
+  const refs = new Map<string, string>();
   for (const name of await listNames(ctx.fs, ctx.layout.stateDir)) {
     if (!name.endsWith('.json')) continue;
-    const text = await readText(ctx.fs, path.join(ctx.layout.stateDir, name));
-    if (text !== undefined) for (const key of salvageRefs(text)) refs.add(key);
+    const file = path.join(ctx.layout.stateDir, name);
+    const text = await readText(ctx.fs, file);
+    if (text !== undefined) for (const key of salvageRefs(text)) if (!refs.has(key)) refs.set(key, file);
   }
   return refs;
 }
@@ -158,7 +160,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const held = await loadReferences(ctx);
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
-    for (const key of await stateReferences(ctx)) refcount.set(key, (refcount.get(key) ?? 0) + 1);
+    for (const key of (await stateReferences(ctx)).keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);
     const objects = new Map((await ctx.objects.listLoose()).map((info) => [info.key, info]));
     const removed = new Set<CheckpointId>();
 

@@ -1,3 +1,4 @@
+import * as path from 'node:path';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
 import type { CheckpointId } from '../core/id.js';
@@ -8,7 +9,7 @@ import { STORE_FORMAT, STORE_VERSION } from './layout.js';
 import { readManifest } from './manifests.js';
 import { checkObjectBytes, parseObjectKey } from './object-codec.js';
 import { closeReads, isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
-import type { StoreContext } from './retention.js';
+import { stateReferences, type StoreContext } from './retention.js';
 
 /** What kind of damage `verify` found. */
 export type VerifyProblemKind = 'layout' | 'manifest' | 'journal' | 'missing-object' | 'corrupt-object';
@@ -211,12 +212,22 @@ async function checkPacks(ctx: StoreContext, problems: VerifyProblem[], present:
   return counts;
 }
 
-/** Step 5: every referenced object is present. */
-function checkReferences(ctx: StoreContext, problems: VerifyProblem[], references: ReadonlyMap<string, Reference>, present: ReadonlySet<string>): number {
+/**
+ * Step 5: every referenced object is present: those the checkpoints name, and those any state
+ * document names (a stat cache record, a picture base, an open call's baseline: a later call's
+ * pre-image may be one of them, so a missing one is a loss waiting to happen).
+ */
+async function checkReferences(ctx: StoreContext, problems: VerifyProblem[], references: ReadonlyMap<string, Reference>, present: ReadonlySet<string>): Promise<number> {
   for (const [key, ref] of references) {
     if (!present.has(key)) problems.push({ kind: 'missing-object', id: ref.id, path: ctx.layout.objectPath(key), detail: `object ${key} is missing` });
   }
-  return references.size;
+  let fromState = 0;
+  for (const [key, document] of await stateReferences(ctx)) {
+    if (references.has(key)) continue;
+    fromState += 1;
+    if (!present.has(key)) problems.push({ kind: 'missing-object', path: ctx.layout.objectPath(key), detail: `object ${key}, named by ${path.basename(document)}, is missing` });
+  }
+  return references.size + fromState;
 }
 
 /**
