@@ -65,6 +65,10 @@ export function planReasonText(reason: string | undefined, maxFileMib: number = 
       return 'a special file is in the way';
     case 'not-changed-since':
       return 'not changed since';
+    case 'unreadable':
+      return 'cannot be read now (left as it is)';
+    case 'object-missing':
+      return 'its stored copy is missing or damaged (turnback verify)';
     default:
       return reason;
   }

@@ -42,6 +42,8 @@ export interface Prepared {
   /** Object bytes held from preflight; `undefined` for symlinks, deletes, and past the memory budget. */
   bytes?: Buffer;
   mode: number;
+  /** Set when the entry cannot be written (its stored copy is missing or damaged): it is left, with this reason. */
+  left?: PlanReason;
 }
 
 /**

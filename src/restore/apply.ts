@@ -109,6 +109,12 @@ export async function applyRestore(
     return result;
   }
 
+  // Entries preflight could not prepare (a missing or damaged object) are left, reported.
+  prepared = prepared.filter((item) => {
+    if (item.left === undefined) return true;
+    result.skipped.push({ ...item.entry, action: 'leave', reason: item.left });
+    return false;
+  });
   const tx = new RestoreTransaction(context, options.durable === true);
   const done: WritingEntry[] = [];
   const launched: Staged[] = [];

@@ -18,6 +18,10 @@ export interface PlanInput {
   incomplete?: boolean;
   /** The path's state on disk now (from `readDiskState`). */
   disk: DiskState;
+  /** Set when the disk state could not be read (an errno or a message): the path is left. */
+  unreadable?: string;
+  /** True when the target's stored copy is not in the store: the path is left, the rest goes ahead. */
+  objectMissing?: boolean;
 }
 
 /** Restore choices, resolved by the caller. */
@@ -48,6 +52,10 @@ export type PlanReason =
   | 'not-a-file'
   | 'directory-in-the-way'
   | 'special-file-in-the-way'
+  /** The path could not be read now (the guard has nothing to compare): left as it is. */
+  | 'unreadable'
+  /** The stored copy to write back is missing or damaged: left; the other paths are restored. */
+  | 'object-missing'
   /** Set by the session layer: a path the caller named that no checkpoint since changed. */
   | 'not-changed-since'
   /** Set by the session layer: the pre-restore save could not copy the file that would be overwritten. */
@@ -99,9 +107,19 @@ export function planRestore(inputs: PlanInput[], options: PlanOptions): PlanEntr
 }
 
 function planOne(input: PlanInput, options: PlanOptions): PlanEntry {
-  const { path, target, lastAfter, disk } = input;
+  const { path, target, disk } = input;
   const found = diskFingerprint(disk);
   if (input.incomplete === true) return { path, action: 'refuse', reason: 'incomplete-attribution', target, foundHash: found };
+  if (input.unreadable !== undefined) return { path, action: 'leave', reason: 'unreadable', target };
+  const planned = planByState(input, options, found);
+  if (input.objectMissing === true && (planned.action === 'restore' || planned.action === 'recreate') && planned.reason !== 'mode-only') {
+    return { path, action: 'leave', reason: 'object-missing', target };
+  }
+  return planned;
+}
+
+function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint): PlanEntry {
+  const { path, target, lastAfter, disk } = input;
 
   if (fingerprintOf(target) === found) {
     if (options.modePolicy === 'exact' && target.type === 'file' && disk.type === 'file') {

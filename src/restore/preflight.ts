@@ -29,7 +29,8 @@ export class PreflightFailure {
 /**
  * The read-only first phase of an apply: every writing entry's path is re-validated (canonical,
  * inside the root, no symlinked or non-folder ancestor, never `.git`, never a turnback temp name)
- * and every object is read and verified against its record.
+ * and every object is read and verified against its record. An entry whose object is missing or
+ * damaged comes back `left` (`object-missing`); any other failure fails them all.
  *
  * @throws PreflightFailure naming the first entry (in plan order) that failed.
  */
@@ -65,6 +66,8 @@ export async function preflight(context: ApplyContext, writing: WritingEntry[]):
       try {
         return await prepareOne(context, entry, hold[index] === true);
       } catch (error) {
+        // A stored copy missing or damaged leaves that entry (reported); the others go ahead.
+        if (isCheckpointError(error, 'INTEGRITY')) return { entry, mode: 0, left: 'object-missing' as const };
         throw new PreflightFailure(entry, error);
       }
     },

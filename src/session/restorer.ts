@@ -162,13 +162,20 @@ export class Restorer {
     const inputs: PlanInput[] = await mapLimit(
       selected,
       PLAN_READS_IN_FLIGHT,
-      async (p) => ({
-        path: p.path,
-        target: p.target,
-        ...(p.lastAfter !== undefined ? { lastAfter: p.lastAfter } : {}),
-        incomplete: p.incomplete,
-        disk: await this.#diskStateOrOther(p.path),
-      }),
+      async (p) => {
+        const read = await this.#diskStateOrWhyNot(p.path);
+        // Only a file target needs a stored copy; a missing one leaves that path, not the restore.
+        const objectMissing = p.target.type === 'file' && !(await this.store.hasObject(p.target.object).catch(() => false));
+        return {
+          path: p.path,
+          target: p.target,
+          ...(p.lastAfter !== undefined ? { lastAfter: p.lastAfter } : {}),
+          incomplete: p.incomplete,
+          disk: read.disk,
+          ...(read.unreadable !== undefined ? { unreadable: read.unreadable } : {}),
+          ...(objectMissing ? { objectMissing } : {}),
+        };
+      },
       { yieldEveryMs: YIELD_EVERY_MS },
     );
     let entries = planRestore(inputs, { created, modePolicy });
@@ -186,14 +193,16 @@ export class Restorer {
     };
   }
 
-  async #diskStateOrOther(projectPath: string): Promise<DiskState> {
+  async #diskStateOrWhyNot(projectPath: string): Promise<{ disk: DiskState; unreadable?: string }> {
     try {
       // A file hashed moments ago (a turn's seal) and still the very same version costs one lstat.
-      return (await this.hasher.takeRecent(projectPath)) ?? (await readDiskState(this.capture.fs, this.projectRoot, projectPath));
+      return { disk: (await this.hasher.takeRecent(projectPath)) ?? (await readDiskState(this.capture.fs, this.projectRoot, projectPath)) };
     } catch (error) {
       // A path whose folder became a symlink is planned as "in the way"; apply re-validates anyway.
-      if (isCheckpointError(error, 'INVALID_PATH')) return { type: 'other', kind: 'unknown' };
-      throw error;
+      if (isCheckpointError(error, 'INVALID_PATH')) return { disk: { type: 'other', kind: 'unknown' } };
+      // Unreadable now (EACCES, EIO): that path is left with its reason; the rest is planned.
+      const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
+      return { disk: { type: 'other', kind: 'unknown' }, unreadable: code ?? (error instanceof Error ? error.message : String(error)) };
     }
   }
 

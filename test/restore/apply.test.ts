@@ -430,18 +430,27 @@ describe('preflight failures leave the tree byte-identical', () => {
     await expectUntouched([...entries, evil], '.git/HEAD', 'INVALID_PATH');
   });
 
-  it('a missing object', async () => {
+  // A stored copy that is missing or damaged leaves that one entry (reported), and the rest of
+  // the restore goes ahead: one lost object must not cost every other file.
+  it('a missing object leaves that entry untouched, reported object-missing; the other entry is restored', async () => {
     const entries = await baseEntries();
     const target = entries[1]!.target;
     if (target.type === 'file') objects.objects.delete(target.object);
-    await expectUntouched(entries, 'z', 'INTEGRITY');
+    const result = await apply(entries);
+    expect(result.skipped).toMatchObject([{ path: 'z', action: 'leave', reason: 'object-missing' }]);
+    expect(result.restored.map((e) => e.path)).toEqual(['a']);
+    expect(result.failed).toEqual([]);
+    expect([await bytesOf('a'), await bytesOf('z')]).toEqual(['orig', 'edited z']);
   });
 
-  it('an object whose bytes do not match its record', async () => {
+  it('an object whose bytes do not match its record leaves that entry untouched, the other is restored', async () => {
     const entries = await baseEntries();
     const target = entries[0]!.target;
     if (target.type === 'file') objects.objects.set(target.object, Buffer.from('tampered'));
-    await expectUntouched(entries, 'a', 'INTEGRITY');
+    const result = await apply(entries);
+    expect(result.skipped).toMatchObject([{ path: 'a', action: 'leave', reason: 'object-missing' }]);
+    expect(result.restored.map((e) => e.path)).toEqual(['z']);
+    expect([await bytesOf('a'), await bytesOf('z')]).toEqual(['edited', 'orig z']);
   });
 
   it('a duplicated path and an action that does not fit its target', async () => {
