@@ -52,6 +52,12 @@ export interface PruneReport {
   freedBytes: number;
   /** Each removed checkpoint with the rule that removed it. */
   cleared: { id: CheckpointId; reason: PruneReason }[];
+  /**
+   * The grace period garbage collection used, ms: the one asked for, or the default when a
+   * shorter one was asked while another live session had a checkpoint open (it may have
+   * deduplicated against any object in the store).
+   */
+  graceMs: number;
 }
 
 /** One checkpoint as prune sees it. */
@@ -61,6 +67,8 @@ interface Held {
   refs: Set<string>;
   /** False for a journal whose writer is alive: never removed. */
   removable: boolean;
+  /** True for a journal another live process writes (on this host, or a young one elsewhere). */
+  otherLiveWriter: boolean;
 }
 
 function checkOptions(options: PruneOptions): Required<Pick<PruneOptions, 'retain'>> & PruneOptions {
@@ -97,7 +105,7 @@ export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
   const catalog = await scanCatalog(ctx.fs, ctx.layout);
   const held: Held[] = [];
   for (const entry of catalog.entries) {
-    const item: Held = { id: entry.id, files: [], refs: new Set(), removable: true };
+    const item: Held = { id: entry.id, files: [], refs: new Set(), removable: true, otherLiveWriter: false };
     if (entry.journal) {
       const file = ctx.layout.journalPath(entry.id);
       const text = await readText(ctx.fs, file);
@@ -106,6 +114,7 @@ export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
         const contents = parseJournal(text);
         const header = contents.header;
         if (header && header.hostname === HOSTNAME && isPidAlive(header.pid)) item.removable = false;
+        if (header !== undefined && header.pid !== process.pid && (header.hostname === HOSTNAME ? isPidAlive(header.pid) : checkpointIdTime(entry.id) > Date.now() - GRACE_MS)) item.otherLiveWriter = true;
         for (const key of salvageRefs(text)) item.refs.add(key);
       }
     }
@@ -155,9 +164,12 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
   const resolved = checkOptions(options);
   return ctx.withLock(async () => {
     const now = Date.now();
-    const graceMs = resolved.graceMs ?? GRACE_MS;
-    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [] };
     const held = await loadReferences(ctx);
+    // A shortened grace period is the caller's promise about its own captures. Another live
+    // session with a checkpoint open may have deduplicated against any object here a moment ago
+    // (its journal line follows the hit), so then the full period holds for everything.
+    const graceMs = resolved.graceMs !== undefined && resolved.graceMs < GRACE_MS && held.some((item) => item.otherLiveWriter) ? GRACE_MS : (resolved.graceMs ?? GRACE_MS);
+    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs };
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
     for (const key of (await stateReferences(ctx)).keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);

@@ -1,0 +1,58 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { writeFile } from '../../src/tools/reference-tools.js';
+import { openObserver, sandbox, writeTree } from '../session/helpers.js';
+
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/admin.js');
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+});
+
+/** Another live session on the same store, with a turn open, until it is killed. */
+async function otherLiveSession(project: string, storeDir: string, base: string): Promise<ChildProcess> {
+  const script = path.join(base, 'other.mjs');
+  await fs.writeFile(
+    script,
+    `const { openStore, openObserver } = await import(${JSON.stringify(DIST)});
+const [project, storeDir] = process.argv.slice(2);
+const observer = openObserver(await openStore(storeDir, { projectRoot: project }), { sessionId: 'other' });
+await observer.beginTurn({ label: 'other' });
+process.stdout.write('ready\\n');
+setInterval(() => {}, 1000);
+`,
+  );
+  const child = spawn(process.execPath, [script, project, storeDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the other session exited (${String(code)})`)));
+  });
+  return child;
+}
+
+describe('a drop in one process never deletes what another live session may have deduplicated against', () => {
+  it('drop keeps the full grace period while another session has a turn open, and frees the objects once it is gone', async () => {
+    const { base, project, storeDir } = await sandbox();
+    await writeTree(project, { 'f0.txt': 'f0 before, a pre-image another session could dedupe against' });
+    const mine = await openObserver(project, storeDir, { sessionId: 'mine' });
+    const turn = await mine.beginTurn();
+    await writeFile({ projectRoot: project, observer: mine }, 'f0.txt', 'f0 after');
+    const entry = (await mine.store.manifest(turn)).entries[0];
+    if (entry?.before.type !== 'file') throw new Error('expected a file pre-image');
+    const object = entry.before.object;
+
+    const other = await otherLiveSession(project, storeDir, base);
+    await mine.drop('mine');
+    expect(await mine.store.hasObject(object)).toBe(true);
+
+    other.kill('SIGKILL');
+    await new Promise((resolve) => other.once('exit', resolve));
+    await mine.drop('mine');
+    expect(await mine.store.hasObject(object)).toBe(false);
+    await mine.close();
+  });
+});
