@@ -26,6 +26,7 @@ export interface SyncFileSystem {
   rmdirSync: typeof nodeSyncFs.rmdirSync;
   symlinkSync: typeof nodeSyncFs.symlinkSync;
   readdirSync: typeof nodeSyncFs.readdirSync;
+  lchownSync: typeof nodeSyncFs.lchownSync;
 }
 
 /**
@@ -52,6 +53,7 @@ export interface FileSystem {
   realpath: typeof nodeFs.realpath;
   copyFile: typeof nodeFs.copyFile;
   appendFile: typeof nodeFs.appendFile;
+  lchown: typeof nodeFs.lchown;
   /**
    * Synchronous fast path for small files. Optional: without it every call goes through the
    * promise API (fault-injection tests leave it out so every call can be made to fail).
@@ -79,6 +81,7 @@ export const nodeFileSystem: FileSystem = {
   realpath: nodeFs.realpath,
   copyFile: nodeFs.copyFile,
   appendFile: nodeFs.appendFile,
+  lchown: nodeFs.lchown,
   sync: {
     lstatSync: nodeSyncFs.lstatSync,
     openSync: nodeSyncFs.openSync,
@@ -97,6 +100,7 @@ export const nodeFileSystem: FileSystem = {
     rmdirSync: nodeSyncFs.rmdirSync,
     symlinkSync: nodeSyncFs.symlinkSync,
     readdirSync: nodeSyncFs.readdirSync,
+    lchownSync: nodeSyncFs.lchownSync,
   },
 };
 

@@ -32,6 +32,8 @@ export interface Io {
   unlink(abs: string): Promise<void>;
   rmdir(abs: string): Promise<void>;
   symlink(target: string, abs: string): Promise<void>;
+  /** Sets owner and group without following a link, when they differ from `abs`'s. */
+  ownAs(abs: string, owner: { uid: number; gid: number }): Promise<void>;
   /** False only when nothing is there (ENOENT). */
   exists(abs: string): Promise<boolean>;
 }
@@ -66,6 +68,10 @@ export function promiseIo(fs: FileSystem): Io {
     unlink: (abs) => fs.unlink(abs),
     rmdir: (abs) => fs.rmdir(abs),
     symlink: (target, abs) => fs.symlink(target, abs),
+    async ownAs(abs, owner) {
+      const stats = await fs.lstat(abs);
+      if (stats.uid !== owner.uid || stats.gid !== owner.gid) await fs.lchown(abs, owner.uid, owner.gid);
+    },
     async exists(abs) {
       try {
         await fs.lstat(abs);
@@ -126,6 +132,10 @@ export function syncIo(fs: SyncFileSystem): Io {
     },
     async symlink(target, abs) {
       fs.symlinkSync(target, abs);
+    },
+    async ownAs(abs, owner) {
+      const stats = fs.lstatSync(abs);
+      if (stats.uid !== owner.uid || stats.gid !== owner.gid) fs.lchownSync(abs, owner.uid, owner.gid);
     },
     async exists(abs) {
       try {

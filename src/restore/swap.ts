@@ -7,7 +7,7 @@ import { resolveInsideRoot } from '../fs/paths.js';
 import { Left, Refused, isLarge, throwIfAborted, type GuardSight, type Prepared, type WritingEntry } from './apply-types.js';
 import type { Io } from './io.js';
 import { readVerified } from './preflight.js';
-import { Transaction, tempName, type Step } from './transaction.js';
+import { RUNNING_AS_ROOT, Transaction, tempName, type Step } from './transaction.js';
 
 /** Original bytes held for in-place rewrites; past this, entries are staged and swapped instead. */
 const HELD_ORIGINALS_BUDGET = 64 * 1024 * 1024;
@@ -173,8 +173,11 @@ export class RestoreTransaction extends Transaction {
       if (now.type === 'file' && now.nlink > 1) {
         await this.rewriteInPlace(dest, dir, bytes, item.mode, now.mode);
       } else {
+        // The stage is a new inode, or one another file left: it takes the replaced file's owner.
+        const owner = now.type === 'file' && now.uid !== undefined && now.gid !== undefined ? { uid: now.uid, gid: now.gid } : undefined;
+        if (owner !== undefined && RUNNING_AS_ROOT) await io.ownAs(stage.abs, owner);
         const recyclable = now.type === 'file' && now.nlink === 1 && sight.bytes !== undefined && this.heldOriginals + sight.bytes.length <= HELD_ORIGINALS_BUDGET;
-        if (recyclable && (await this.replaceKeepingOriginal(io, stage, dest, dir, { original: sight.bytes as Buffer, mode: now.mode }))) {
+        if (recyclable && (await this.replaceKeepingOriginal(io, stage, dest, dir, { original: sight.bytes as Buffer, mode: now.mode, ...(owner !== undefined ? { owner } : {}) }))) {
           this.touchedDirs.add(dir);
           return 'done';
         }
@@ -211,7 +214,7 @@ export class RestoreTransaction extends Transaction {
    * second name, becomes the next entry's stage; rollback recreates the original from the held
    * bytes. Two directory operations where displace-and-publish takes four.
    */
-  private async replaceKeepingOriginal(io: Io, stage: Extract<Step, { kind: 'stage' }>, dest: string, dir: string, held: { original: Buffer; mode: number }): Promise<boolean> {
+  private async replaceKeepingOriginal(io: Io, stage: Extract<Step, { kind: 'stage' }>, dest: string, dir: string, held: { original: Buffer; mode: number; owner?: { uid: number; gid: number } }): Promise<boolean> {
     const kept = path.join(dir, tempName('displaced'));
     try {
       await io.link(dest, kept);
@@ -230,7 +233,7 @@ export class RestoreTransaction extends Transaction {
     this.forget(keptStep);
     this.heldOriginals += held.original.length;
     this.steps.push(this.takeSpare(keptStep, held.original.length, held.mode));
-    this.steps.push({ kind: 'recycled', dest, original: held.original, mode: held.mode });
+    this.steps.push({ kind: 'recycled', dest, original: held.original, mode: held.mode, ...(held.owner !== undefined ? { owner: held.owner } : {}) });
     this.steps.push({ kind: 'placed', dest });
     return true;
   }

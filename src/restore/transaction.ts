@@ -8,6 +8,12 @@ import { resolveInsideRoot } from '../fs/paths.js';
 import type { ApplyContext } from './apply-types.js';
 import { promiseIo, syncIo, type Io } from './io.js';
 
+/**
+ * Only root can give a file to another user; then a restored file must keep the owner and group
+ * the replaced file had (a new stage, or a recycled inode, belongs to someone else).
+ */
+export const RUNNING_AS_ROOT: boolean = process.geteuid?.() === 0;
+
 /** Temp files removed at once after the commit. */
 const COMMIT_UNLINKS_IN_FLIGHT = 16;
 
@@ -19,7 +25,7 @@ export type Step =
   | { kind: 'placed'; dest: string }
   | { kind: 'in-place'; dest: string; copy: string; mode: number }
   /** Moved aside and its inode reused as a stage; `original` (the guard's read, also saved first) is recreated on rollback. */
-  | { kind: 'recycled'; dest: string; original: Buffer; mode: number };
+  | { kind: 'recycled'; dest: string; original: Buffer; mode: number; owner?: { uid: number; gid: number } };
 
 /** Random per process; the counter makes each name unique without a random draw per file. */
 const TEMP_NAME_BASE = randomBytes(6).toString('hex');
@@ -92,7 +98,7 @@ export class Transaction {
   }
 
   /** Creates `dest` (create-only) with `bytes` and `mode`: rollback of a recycled original. */
-  protected async recreate(io: Io, dest: string, bytes: Buffer, mode: number): Promise<void> {
+  protected async recreate(io: Io, dest: string, bytes: Buffer, mode: number, owner?: { uid: number; gid: number }): Promise<void> {
     const file = await io.open(dest, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, mode);
     try {
       await file.fill(bytes);
@@ -100,6 +106,7 @@ export class Transaction {
     } finally {
       await file.close();
     }
+    if (owner !== undefined && RUNNING_AS_ROOT) await io.ownAs(dest, owner);
   }
 
   protected async overwrite(dest: string, bytes: Buffer, mode: number): Promise<void> {
@@ -196,7 +203,7 @@ export class Transaction {
         case 'recycled':
           // Like a displaced original: put back only if nothing new is at the destination.
           if (await io.exists(step.dest)) pending.push(this.relative(step.dest));
-          else await this.recreate(io, step.dest, step.original, step.mode & 0o7777).catch(() => pending.push(this.relative(step.dest)));
+          else await this.recreate(io, step.dest, step.original, step.mode & 0o7777, step.owner).catch(() => pending.push(this.relative(step.dest)));
           break;
         case 'in-place':
           try {

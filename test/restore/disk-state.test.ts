@@ -36,6 +36,9 @@ describe('readDiskState', () => {
       nlink: 2,
       // The stat identity of the version read (inode, size, ns mtime and ctime), for lazily hashed post-write records.
       statId: `stat:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`,
+      // The owner, which a restore run as root gives the file it writes back.
+      uid: Number(st.uid),
+      gid: Number(st.gid),
     });
     expect(diskFingerprint(state)).toBe(fingerprintOf({ type: 'file', object: 'x', hash: contentHash(Buffer.from('hello')), size: 5, mode: 0 }));
   });
