@@ -56,7 +56,7 @@ export async function capturePath(context: PathCaptureContext, projectPath: stri
       // dedupe hits only reference packs young enough that prune leaves them alone (see retention.ts).
       // Raw (uncompressed) on this latency-critical path; prune's repack compresses it later.
       const ref = await storeFile(context.store, absolute, undefined, { compress: false }, context.fs);
-      return { state: { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 } };
+      return { state: { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777, ino: Number(stats.ino) } };
     } catch (error) {
       if (isCheckpointError(error, 'STORE_BUSY')) {
         return uncopied(projectPath, 'store-busy', size, mode, 'the checkpoint store is busy (another session is using it)');

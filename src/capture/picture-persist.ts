@@ -265,7 +265,7 @@ function fromTuple(tuple: unknown): PictureRecord | undefined {
   ) {
     return undefined;
   }
-  return { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: (stateMode as number | undefined) ?? mode } };
+  return { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: (stateMode as number | undefined) ?? mode, ino } };
 }
 
 
@@ -280,7 +280,7 @@ function parseRecord(value: unknown): PictureRecord | undefined {
   if (typeof st !== 'object' || st === null) return undefined;
   let state: PathState;
   if (st.type === 'file' && typeof st.object === 'string' && typeof st.hash === 'string' && typeof st.size === 'number' && typeof st.mode === 'number') {
-    state = { type: 'file', object: st.object, hash: st.hash, size: st.size, mode: st.mode };
+    state = { type: 'file', object: st.object, hash: st.hash, size: st.size, mode: st.mode, ...(typeof st.ino === 'number' ? { ino: st.ino } : {}) };
   } else if (st.type === 'symlink' && typeof st.target === 'string') {
     state = { type: 'symlink', target: st.target };
   } else if (st.type === 'uncopied' && typeof st.reason === 'string' && UNCOPIED_REASONS.has(st.reason) && typeof st.size === 'number' && typeof st.mode === 'number') {

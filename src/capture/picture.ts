@@ -215,7 +215,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     if (ref !== undefined) {
       copied += 1;
       copiedBytes += ref.size;
-      results[index] = withState(stat, { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777 });
+      results[index] = withState(stat, { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777, ino: stat.ino });
     } else {
       reservedFiles -= 1;
       reservedBytes -= stat.size;

@@ -6,7 +6,15 @@ import type { CheckpointId } from './id.js';
  */
 export type PathState =
   /** A regular file whose bytes are in the store under `object`. */
-  | { type: 'file'; object: string; hash: string; size: number; mode: number }
+  | {
+      type: 'file';
+      object: string;
+      hash: string;
+      size: number;
+      mode: number;
+      /** The inode it had: a restore rewrites a hard-linked file in place only while it is still that inode. */
+      ino?: number;
+    }
   /** The path did not exist. */
   | { type: 'absent' }
   /** A symbolic link, recorded and never followed. */

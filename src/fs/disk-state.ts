@@ -13,7 +13,7 @@ import { assertCanonicalProjectPath, resolveInsideRoot, resolveInsideRootSync } 
  * hard links share the file's content.
  */
 export type DiskState =
-  | { type: 'file'; hash: string; size: number; mode: number; nlink: number; statId?: Fingerprint; uid?: number; gid?: number }
+  | { type: 'file'; hash: string; size: number; mode: number; nlink: number; statId?: Fingerprint; uid?: number; gid?: number; ino?: number }
   | { type: 'absent' }
   | { type: 'symlink'; target: string }
   | { type: 'other'; kind: 'directory' | 'fifo' | 'socket' | 'device' | 'unknown' };
@@ -154,7 +154,7 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
 
 /** `statId` is taken from the descriptor the bytes were read through, so the two describe one version. */
 function fileState(hash: string, size: number, stats: BigIntStats): DiskState {
-  return { type: 'file', hash, size, mode: Number(stats.mode & 0o7777n), nlink: Number(stats.nlink), statId: statFingerprint(stats), uid: Number(stats.uid), gid: Number(stats.gid) };
+  return { type: 'file', hash, size, mode: Number(stats.mode & 0o7777n), nlink: Number(stats.nlink), statId: statFingerprint(stats), uid: Number(stats.uid), gid: Number(stats.gid), ino: Number(stats.ino) };
 }
 
 /**

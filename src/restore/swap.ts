@@ -170,7 +170,10 @@ export class RestoreTransaction extends Transaction {
       await io.symlink(target.target, dest);
       this.steps.push({ kind: 'placed', dest });
     } else if (stage !== undefined && bytes !== undefined) {
-      if (now.type === 'file' && now.nlink > 1) {
+      // A hard link is rewritten in place (its other names see the restored bytes) only while it is
+      // the inode the checkpoint recorded: a link made since (say, to a file outside the project)
+      // is replaced by a rename, never written through.
+      if (now.type === 'file' && now.nlink > 1 && target.type === 'file' && target.ino !== undefined && now.ino === target.ino) {
         await this.rewriteInPlace(dest, dir, bytes, item.mode, now.mode);
       } else {
         // The stage is a new inode, or one another file left: it takes the replaced file's owner.

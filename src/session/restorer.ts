@@ -305,7 +305,7 @@ export class Restorer {
       try {
         // Raw: the save sits between a guard and its swap, where every microsecond widens the window.
         const ref = await this.store.putBytes(sight.bytes, { compress: false });
-        state = { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: seen.mode };
+        state = { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: seen.mode, ...(seen.ino !== undefined ? { ino: seen.ino } : {}) };
       } catch (error) {
         const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
         return { leave: code === 'ENOSPC' || code === 'EDQUOT' ? 'cannot-save-first:store-full' : 'cannot-save-first:unreadable' };

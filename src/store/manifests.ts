@@ -53,7 +53,8 @@ export function validatePathState(value: unknown): string | undefined {
   if (!isObj(value)) return 'state is not an object';
   switch (value.type) {
     case 'file':
-      if (extraKey(value, ['type', 'object', 'hash', 'size', 'mode'])) return 'file: unexpected field';
+      if (extraKey(value, ['type', 'object', 'hash', 'size', 'mode', 'ino'])) return 'file: unexpected field';
+      if (value.ino !== undefined && !isSize(value.ino)) return 'file: bad inode';
       if (!isObjectKey(value.object)) return 'file: bad object key';
       if (typeof value.hash !== 'string' || !HASH.test(value.hash)) return 'file: bad hash';
       if (!isSize(value.size) || !isMode(value.mode)) return 'file: bad size or mode';

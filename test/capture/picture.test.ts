@@ -272,7 +272,7 @@ describe('repeat pictures reuse what did not change', () => {
 
 describe('picture bases and deltas', () => {
   function fileRecord(i: number): PictureRecord {
-    return { path: `d${i % 7}/f${i}.ts`, type: 'file', size: i, mode: 0o644, mtimeMs: 1_700_000_000_000.125 + i, ino: 1000 + i, state: { type: 'file', object: `o${i}`, hash: `h${i}`, size: i, mode: i % 2 === 0 ? 0o644 : 0o755 } };
+    return { path: `d${i % 7}/f${i}.ts`, type: 'file', size: i, mode: 0o644, mtimeMs: 1_700_000_000_000.125 + i, ino: 1000 + i, state: { type: 'file', object: `o${i}`, hash: `h${i}`, size: i, mode: i % 2 === 0 ? 0o644 : 0o755, ino: 1000 + i } };
   }
 
   it('a base is written in chunks and read back whole; a missing chunk reads as no base', async () => {

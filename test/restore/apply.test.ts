@@ -45,7 +45,8 @@ describe('applyRestore round trips', () => {
     const entries = await plan({
       'src/a.txt': { target: await objects.file('original a', 0o600) },
       'src/b.txt': { target: await objects.file('original b, longer than before') },
-      'src/c.txt': { target: await objects.file('shared original') },
+      // The link existed at the checkpoint: its inode is the one recorded.
+      'src/c.txt': { target: { ...(await objects.file('shared original')), ino: (await fs.lstat(path.join(root, 'src/c.txt'))).ino } },
     });
     const result = await apply(entries);
     expect(result).toMatchObject({ failed: [], cleanupPending: [], rolledBack: false });
@@ -139,7 +140,7 @@ describe('applyRestore round trips', () => {
     const other = path.join(outside, 'other-link');
     await fs.link(path.join(root, 'a'), other);
     const inode = (await fs.stat(other)).ino;
-    const result = await apply(await plan({ a: { target: await objects.file('original', 0o600) } }));
+    const result = await apply(await plan({ a: { target: { ...(await objects.file('original', 0o600)), ino: inode } } }));
     expect(result).toMatchObject({ failed: [], cleanupPending: [] });
     expect(await bytesOf('a')).toBe('original');
     expect(await fs.readFile(other, 'utf8')).toBe('original');
@@ -148,6 +149,21 @@ describe('applyRestore round trips', () => {
     expect(otherSt.nlink).toBe(2);
     expect(st.mode & 0o777).toBe(0o600);
     expect(tempLeftovers(await snapshotTree(root))).toEqual([]);
+  });
+
+  it('a hard link made since the checkpoint (to a file outside the project) is replaced by a rename, never written through', async () => {
+    await writeTree(root, { a: { file: 'original inode' } });
+    const recorded = (await fs.lstat(path.join(root, 'a'))).ino;
+    // A shell call replaces the file with a hard link to a file outside the project.
+    await writeTree(outside, { 'precious.txt': { file: 'outside bytes', mode: 0o640 } });
+    await fs.rm(path.join(root, 'a'));
+    await fs.link(path.join(outside, 'precious.txt'), path.join(root, 'a'));
+    const result = await apply(await plan({ a: { target: { ...(await objects.file('restored', 0o600)), ino: recorded } } }));
+    expect(result).toMatchObject({ failed: [], cleanupPending: [] });
+    expect(await bytesOf('a')).toBe('restored');
+    expect(await fs.readFile(path.join(outside, 'precious.txt'), 'utf8')).toBe('outside bytes');
+    expect((await fs.lstat(path.join(outside, 'precious.txt'))).mode & 0o777).toBe(0o640);
+    expect((await fs.lstat(path.join(outside, 'precious.txt'))).nlink).toBe(1);
   });
 
   it('never-widen keeps a non-executable destination non-executable and an executable one as is', async () => {
@@ -488,7 +504,7 @@ describe('transaction rollback under injected faults', () => {
     await fs.link(path.join(root, 'h1'), path.join(root, 'keep/h2'));
     const entries = await plan({
       'a.txt': { target: await objects.file('orig a', 0o600) },
-      h1: { target: await objects.file('orig h', 0o640) },
+      h1: { target: { ...(await objects.file('orig h', 0o640)), ino: (await fs.lstat(path.join(root, 'h1'))).ino } },
       'new/deep/c.txt': { target: await objects.file('orig c') },
       'junk.txt': { target: { type: 'absent' } },
       ln: { target: { type: 'symlink', target: 'a.txt' } },

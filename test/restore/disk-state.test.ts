@@ -39,6 +39,7 @@ describe('readDiskState', () => {
       // The owner, which a restore run as root gives the file it writes back.
       uid: Number(st.uid),
       gid: Number(st.gid),
+      ino: Number(st.ino),
     });
     expect(diskFingerprint(state)).toBe(fingerprintOf({ type: 'file', object: 'x', hash: contentHash(Buffer.from('hello')), size: 5, mode: 0 }));
   });

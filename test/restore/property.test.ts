@@ -84,8 +84,11 @@ describe('plan + apply round trip (property)', () => {
         const targets: Record<string, { target: PathState; lastAfter?: Fingerprint }> = {};
         for (const [i, rel] of PATHS.entries()) {
           const spec = paths[i]!;
-          const target: PathState =
+          const stored: PathState =
             spec.target.type === 'file' ? await objects.file(Buffer.from(spec.target.bytes), spec.target.mode) : spec.target;
+          // A hard link that existed at the checkpoint: the target records the inode it had.
+          const target: PathState =
+            stored.type === 'file' && spec.hardLinked && spec.disk.type === 'file' ? { ...stored, ino: (await fs.lstat(path.join(root, rel))).ino } : stored;
           targets[rel] = spec.changedOutside ? { target, lastAfter: 'file:ffffffffffffffff' } : { target };
         }
         const entries = planRestore(await inputsFor(root, targets), { created: 'delete', modePolicy: 'exact' });
