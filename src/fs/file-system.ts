@@ -27,6 +27,8 @@ export interface SyncFileSystem {
   symlinkSync: typeof nodeSyncFs.symlinkSync;
   readdirSync: typeof nodeSyncFs.readdirSync;
   lchownSync: typeof nodeSyncFs.lchownSync;
+  /** The kernel's realpath (one call, not a walk in JavaScript). */
+  realpathSync: (path: string) => string;
 }
 
 /**
@@ -101,6 +103,7 @@ export const nodeFileSystem: FileSystem = {
     symlinkSync: nodeSyncFs.symlinkSync,
     readdirSync: nodeSyncFs.readdirSync,
     lchownSync: nodeSyncFs.lchownSync,
+    realpathSync: (p: string) => nodeSyncFs.realpathSync.native(p),
   },
 };
 

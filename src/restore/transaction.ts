@@ -83,15 +83,21 @@ export class Transaction {
   }
 
   /**
-   * One `lstat` instead of a walk: the path still reaches a real folder with the inode a full walk
-   * verified in this restore. A link swapped in for any ancestor (or the folder) since then leads
-   * somewhere else, or is a link itself, and the caller walks again (and refuses the link).
+   * An `lstat` and one kernel `realpath` instead of a walk: the path still reaches a real folder
+   * with the inode a full walk verified in this restore, through no link. A link swapped in for
+   * any ancestor (or the folder) since then leads somewhere else, is a link itself, or makes the
+   * path resolve elsewhere, and the caller walks again (and refuses the link).
    */
   protected async isSameFolder(dir: string, verified: { dev: number; ino: number }): Promise<boolean> {
     try {
       const sync = this.fs.sync;
       const stats = sync !== undefined ? sync.lstatSync(dir) : await this.fs.lstat(dir);
-      return stats.isDirectory() && stats.ino === verified.ino && stats.dev === verified.dev;
+      if (!stats.isDirectory() || stats.ino !== verified.ino || stats.dev !== verified.dev) return false;
+      // The same inode is not enough: an ancestor renamed out of the root, with a link to it put
+      // in its place, keeps the folder's inode. The path must still resolve to itself (no link on
+      // the way; the root is canonical).
+      const real = sync !== undefined ? sync.realpathSync(dir) : await this.fs.realpath(dir);
+      return real === dir;
     } catch {
       return false;
     }

@@ -433,6 +433,34 @@ describe('preflight failures leave the tree byte-identical', () => {
     expect(await fs.readFile(path.join(root, 'd-moved', 'a'), 'utf8')).toBe('orig a');
   });
 
+  it('an ancestor renamed out of the root mid-restore, with a link to it put in its place (same folder inode): no later file is written there', async () => {
+    const files = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`a/d/f${i}`, { file: `agent ${i}` }]));
+    await writeTree(root, files);
+    const entries = await plan(Object.fromEntries(await Promise.all(Array.from({ length: 8 }, async (_, i) => [`a/d/f${i}`, { target: await objects.file(`orig ${i}`) }] as const))));
+    const moved = path.join(outside, 'a-moved');
+    const base = nodeFileSystem.sync as NonNullable<FileSystem['sync']>;
+    let renamed = false;
+    const sync = {
+      ...base,
+      renameSync: (from: nodeFs.PathLike, to: nodeFs.PathLike) => {
+        base.renameSync(from, to);
+        // Right after the first file is published, `a` leaves the root and a link to it takes its place.
+        if (!renamed && String(to) === path.join(root, 'a', 'd', 'f0')) {
+          renamed = true;
+          base.renameSync(path.join(root, 'a'), moved);
+          base.symlinkSync(moved, path.join(root, 'a'));
+        }
+      },
+    } as NonNullable<FileSystem['sync']>;
+    const result = await apply(entries, { ...nodeFileSystem, sync });
+    expect(renamed).toBe(true);
+    // Only the file published before the move is in the moved folder; none after it.
+    for (let i = 1; i < 8; i++) expect(await fs.readFile(path.join(moved, 'd', `f${i}`), 'utf8')).toBe(`agent ${i}`);
+    expect(result.rolledBack).toBe(true);
+    expect(result.restored).toEqual([]);
+    expect(result.failed.find((f) => f.path === 'a/d/f1')).toMatchObject({ code: 'INVALID_PATH' });
+  });
+
   it('a .. segment in an entry path', async () => {
     const entries = await baseEntries();
     const evil: PlanEntry = { path: 'd/../../etc', action: 'recreate', target: await objects.file('x'), expectedHash: 'absent', mode: 0o644 };
