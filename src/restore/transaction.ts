@@ -29,6 +29,11 @@ export type Step =
 
 /** Random per process; the counter makes each name unique without a random draw per file. */
 const TEMP_NAME_BASE = randomBytes(6).toString('hex');
+
+/** This process's part of every stage and displaced name: what a record of an apply in progress names. */
+export function tempNameBase(): string {
+  return TEMP_NAME_BASE;
+}
 let tempNameCounter = 0;
 
 /** A unique name for a stage or a displaced original, recognised by the scanner as turnback's. */

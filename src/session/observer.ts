@@ -189,7 +189,11 @@ export class CheckpointObserver implements WriteObserver {
     this.#assertOpen();
     // Writes made after a restore must capture the restored content as their pre-image.
     await this.#turns.seal();
-    return this.#store.withLock(() => this.#restorer.restoreLocked(id, options), { timeoutMs: this.#restoreLockTimeoutMs });
+    return this.#store.withLock(async () => {
+      const removedLeftovers = await this.#restorer.removeInterruptedLeftovers();
+      const report = await this.#restorer.restoreLocked(id, options);
+      return { ...report, removedLeftovers };
+    }, { timeoutMs: this.#restoreLockTimeoutMs });
   }
 
   /** Seals the open turn and stops the helper thread of repeat pictures. The observer cannot be used afterwards. */

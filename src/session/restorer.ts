@@ -6,7 +6,9 @@ import { loadHasher } from '../core/hash.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { fingerprintOf, type CheckpointManifest, type Fingerprint, type PathState } from '../core/model.js';
 import { readDiskState, type DiskState } from '../fs/disk-state.js';
-import { toProjectPath } from '../fs/paths.js';
+import { resolveInsideRoot, toProjectPath } from '../fs/paths.js';
+import { isPidAlive } from '../core/pid.js';
+import { tempNameBase } from '../restore/transaction.js';
 import { applyRestore, type GuardSight, type RestoreFailureCode, type SwapDecision } from '../restore/apply.js';
 import type { ModePolicy } from '../restore/modes.js';
 import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '../restore/plan.js';
@@ -69,12 +71,17 @@ export interface RestoreReport {
   irreversible: IrreversibleCall[];
   /** Temporary files the restore could not remove; inspect them by hand. */
   cleanupPending: string[];
+  /** Stage and displaced files an earlier restore left when its process died, removed now (their content was saved first). */
+  removedLeftovers: string[];
 }
 
 interface Planned {
   plan: RestorePlan;
   irreversible: IrreversibleCall[];
 }
+
+/** State documents that record an apply in progress (its name base and folders). */
+const APPLYING_STATE_PREFIX = 'applying-';
 
 /** Disk states read for a plan at once (small files are hashed synchronously). */
 const PLAN_READS_IN_FLIGHT = 32;
@@ -107,6 +114,43 @@ export class Restorer {
   async plan(idInput: CheckpointId, options: RestoreOptions): Promise<Planned> {
     const id = parseCheckpointId(idInput);
     return this.#planFrom(id, await this.#timelineFrom(id, await readDiscards(this.store)), options, false);
+  }
+
+  /**
+   * Removes what restores of dead processes left in the project: the stage and displaced files
+   * named with the base their record gives, in the folders it lists (never anything else).
+   * Returns the project paths removed. The caller holds the store lock.
+   */
+  async removeInterruptedLeftovers(): Promise<string[]> {
+    const removed: string[] = [];
+    for (const name of await this.store.listState(APPLYING_STATE_PREFIX).catch(() => [] as string[])) {
+      const record = (await this.store.readState(name).catch(() => undefined)) as { pid?: unknown; base?: unknown; folders?: unknown } | undefined;
+      const pid = typeof record?.pid === 'number' ? record.pid : undefined;
+      if (pid === process.pid || (pid !== undefined && isPidAlive(pid))) continue;
+      const base = typeof record?.base === 'string' && /^[0-9a-f]{12}$/.test(record.base) ? record.base : undefined;
+      const folders = Array.isArray(record?.folders) ? (record.folders as unknown[]).filter((f): f is string => typeof f === 'string') : [];
+      if (base !== undefined) {
+        const ours = (file: string): boolean => file.startsWith(`.turnback-stage-${base}`) || file.startsWith(`.turnback-displaced-${base}`);
+        for (const folder of folders) {
+          let projectFolder: string;
+          try {
+            projectFolder = folder === '' ? '' : toProjectPath(this.projectRoot, folder);
+            // Never through a link: every folder on the way must still be a real folder inside the root.
+            if (projectFolder !== '') await resolveInsideRoot(this.capture.fs, this.projectRoot, `${projectFolder}/x`);
+          } catch {
+            continue;
+          }
+          const abs = projectFolder === '' ? this.projectRoot : `${this.projectRoot}/${projectFolder}`;
+          for (const file of await this.capture.fs.readdir(abs).catch(() => [] as string[])) {
+            if (!ours(file)) continue;
+            const rel = projectFolder === '' ? file : `${projectFolder}/${file}`;
+            await this.capture.fs.unlink(`${abs}/${file}`).then(() => removed.push(rel), () => undefined);
+          }
+        }
+      }
+      await this.store.deleteState(name).catch(() => undefined);
+    }
+    return removed.sort();
   }
 
   /** Restores to `id`; the caller holds the store lock. */
@@ -233,6 +277,7 @@ export class Restorer {
       failed: [],
       irreversible,
       cleanupPending: [],
+      removedLeftovers: [],
     };
     if (writing.length === 0) {
       // Nothing to write, but a killed earlier restore may have left temp files beside these paths.
@@ -254,6 +299,11 @@ export class Restorer {
       toApply.push(entry);
     }
     const saved = new Set<string>();
+    // Recorded before any stage exists: if this process dies mid-apply, the next restore (of any
+    // process) finds the folders and the name base, and removes what was left (its content is in
+    // the pre-restore checkpoint, saved before each swap).
+    const inProgress = `${APPLYING_STATE_PREFIX}${process.pid}-${tempNameBase()}`;
+    await this.store.writeState(inProgress, { pid: process.pid, base: tempNameBase(), folders: foldersOf(toApply) }, { durable: false }).catch(() => undefined);
     const applied = await applyRestore(
       {
         fs: this.capture.fs,
@@ -279,6 +329,7 @@ export class Restorer {
       if (entry?.expectedHash !== undefined && saved.has(entry.path)) await saver.append({ op: 'after', path: entry.path, after: entry.expectedHash });
     }
     await saver.seal({ complete: applied.failed.length === 0 });
+    await this.store.deleteState(inProgress).catch(() => undefined);
     report.restored = applied.restored;
     report.refused.push(...applied.refused);
     report.skipped.push(...applied.skipped);
@@ -350,6 +401,11 @@ export class Restorer {
     }
     return strays.sort();
   }
+}
+
+/** The folders (project paths, `''` for the root) the entries live in. */
+function foldersOf(entries: readonly PlanEntry[]): string[] {
+  return [...new Set(entries.map((e) => (e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : '')))].sort();
 }
 
 function targetFingerprint(target: PathState, action: PlanEntry['action']): Fingerprint {
