@@ -14,6 +14,7 @@ export interface UndoOptions extends GlobalOptions {
   yes?: boolean;
   dryRun?: boolean;
   deleteCreated?: boolean;
+  force?: string[];
 }
 
 /** One restore to make: a checkpoint and, optionally, the paths to limit it to. */
@@ -21,6 +22,7 @@ interface Step {
   meta: CheckpointMeta;
   label: string;
   paths?: string[];
+  force?: string[];
   plan: RestorePlan;
   preview: UndoPreview;
 }
@@ -54,11 +56,11 @@ async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context
   return { context, store, observer: observerFor(context, store) };
 }
 
-async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string): Promise<Step> {
-  const plan = await observer.plan(meta.id, { created, modePolicy: 'never-widen', ...(paths !== undefined ? { paths } : {}) });
+async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
+  const plan = await observer.plan(meta.id, { created, modePolicy: 'never-widen', ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}) });
   const label = displayLabel(meta);
   const preview = buildUndoPreview(label, plan.entries, maxFileMib, title);
-  return { meta, label, ...(paths !== undefined ? { paths } : {}), plan, preview };
+  return { meta, label, ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}), plan, preview };
 }
 
 /** Asks before restoring: Enter on a terminal, `y` on a pipe. `--yes` skips it. */
@@ -79,6 +81,7 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
       created,
       modePolicy: 'never-widen',
       ...(step.paths !== undefined ? { paths: step.paths } : {}),
+      ...(step.force !== undefined ? { force: step.force } : {}),
       expect: step.plan,
     });
     reports.push({ checkpoint: step.meta.id, label: step.label, report });
@@ -108,11 +111,12 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
     // An undone picture cannot be restored until the undo is redone: it is not offered.
     const pictures = (await undoablePictures(store)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
     const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p));
+    const forced = options.force === undefined ? undefined : options.force.map((p) => projectPathOf(context.projectRoot, p));
     const steps: Step[] = [];
 
     if (id !== undefined) {
       const meta = await resolveId(store, id);
-      steps.push(await planStep(observer, meta, created, paths.length > 0 ? paths : undefined, maxFileMib));
+      steps.push(await planStep(observer, meta, created, paths.length > 0 ? paths : undefined, maxFileMib, undefined, forced));
     } else if (paths.length > 0) {
       // Each path goes back to its state before its own latest change.
       const byCheckpoint = new Map<string, { meta: CheckpointMeta; paths: string[] }>();
@@ -123,7 +127,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         group.paths.push(p);
         byCheckpoint.set(meta.id, group);
       }
-      for (const group of byCheckpoint.values()) steps.push(await planStep(observer, group.meta, created, group.paths, maxFileMib));
+      for (const group of byCheckpoint.values()) steps.push(await planStep(observer, group.meta, created, group.paths, maxFileMib, undefined, forced));
     } else {
       if (pictures.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
       let chosen: CheckpointMeta | undefined;
@@ -134,7 +138,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         const index = await picker.pick('undo to which picture? (↑/↓ move · Enter previews · Esc cancels)', pictures.map(pictureLine), '');
         chosen = index === undefined ? undefined : pictures[index];
         if (chosen !== undefined) {
-          const step = await planStep(observer, chosen, created, undefined, maxFileMib);
+          const step = await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced);
           if (!step.preview.writes) return nothingToChange(io, [step]);
           const ok = await picker.confirm(renderUndoPreview(step.preview, io.style), 'Enter restores · Esc cancels');
           if (!ok) return cancelled(io);
@@ -146,7 +150,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         chosen = index === undefined ? undefined : pictures[index];
       }
       if (chosen === undefined) return cancelled(io);
-      steps.push(await planStep(observer, chosen, created, undefined, maxFileMib));
+      steps.push(await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced));
     }
 
     if (!steps.some((s) => s.preview.writes)) return nothingToChange(io, steps);

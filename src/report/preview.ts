@@ -63,7 +63,7 @@ export function buildUndoPreview(label: string, entries: readonly PlanEntry[], m
       continue;
     }
     counts[verb] += 1;
-    const note = entry.reason === 'mode-only' || verb === 'kept' ? planReasonText(entry.reason, maxFileMib) : verb === 'write back' || verb === 'recreate' || verb === 'delete' ? '' : planReasonText(entry.reason, maxFileMib);
+    const note = entry.reason === 'mode-only' || entry.reason === 'forced' || verb === 'kept' ? planReasonText(entry.reason, maxFileMib) : verb === 'write back' || verb === 'recreate' || verb === 'delete' ? '' : planReasonText(entry.reason, maxFileMib);
     rows.push({ verb, path: entry.path, note });
   }
   rows.sort((a, b) => VERB_ORDER.indexOf(a.verb) - VERB_ORDER.indexOf(b.verb) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

@@ -67,6 +67,8 @@ export function planReasonText(reason: string | undefined, maxFileMib: number = 
       return 'not changed since';
     case 'unreadable':
       return 'cannot be read now (left as it is)';
+    case 'forced':
+      return 'forced: no record of its last change (a write cut short)';
     case 'object-missing':
       return 'its stored copy is missing or damaged (turnback verify)';
     default:

@@ -30,6 +30,11 @@ export interface PlanOptions {
   created: 'delete' | 'keep';
   /** How file modes are restored. */
   modePolicy: ModePolicy;
+  /**
+   * Paths to restore although their last change has no record (a write killed mid-way leaves a
+   * torn file whose pre-image is kept): asked for by name, never implied. @default none
+   */
+  force?: ReadonlySet<string>;
 }
 
 /** What restore does with one path. `restore`, `recreate` and `delete` write; the rest do not. */
@@ -56,6 +61,8 @@ export type PlanReason =
   | 'unreadable'
   /** The stored copy to write back is missing or damaged: left; the other paths are restored. */
   | 'object-missing'
+  /** A writing entry the caller forced: its last change has no record (see {@link PlanOptions.force}). */
+  | 'forced'
   /** Set by the session layer: a path the caller named that no checkpoint since changed. */
   | 'not-changed-since'
   /** Set by the session layer: the pre-restore save could not copy the file that would be overwritten. */
@@ -131,8 +138,9 @@ function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint)
     return { path, action: 'skip', reason: 'already-matches', target };
   }
 
-  if (lastAfter === undefined) return { path, action: 'refuse', reason: 'no-post-record', target, foundHash: found };
-  if (!matchesLastAfter(disk, found, lastAfter)) {
+  const forced = lastAfter === undefined && options.force?.has(path) === true;
+  if (lastAfter === undefined && !forced) return { path, action: 'refuse', reason: 'no-post-record', target, foundHash: found };
+  if (lastAfter !== undefined && !matchesLastAfter(disk, found, lastAfter)) {
     return { path, action: 'refuse', reason: 'changed-outside', target, expectedHash: lastAfter, foundHash: found };
   }
 
@@ -144,7 +152,7 @@ function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint)
     case 'file':
     case 'symlink':
     case 'absent':
-      return planWrite(input, target, found, options);
+      return forced ? markForced(planWrite(input, target, found, options)) : planWrite(input, target, found, options);
     default:
       return assertNever(target);
   }
@@ -158,6 +166,11 @@ function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint)
 function matchesLastAfter(disk: DiskState, found: Fingerprint, lastAfter: Fingerprint): boolean {
   if (found === lastAfter) return true;
   return isStatFingerprint(lastAfter) && disk.type === 'file' && disk.statId === lastAfter;
+}
+
+/** A forced writing entry says so (the preview shows it); a non-writing one is left as it is. */
+function markForced(entry: PlanEntry): PlanEntry {
+  return entry.action === 'restore' || entry.action === 'recreate' || entry.action === 'delete' ? { ...entry, reason: 'forced' } : entry;
 }
 
 function planWrite(

@@ -39,6 +39,12 @@ export interface RestoreOptions {
    */
   expect?: RestorePlan;
   /**
+   * Paths (absolute or project-relative) to restore although their last change has no record: a
+   * write killed mid-way leaves a torn file whose pre-image is kept. Only these, only for that
+   * reason; the preview shows each as forced. @default none
+   */
+  force?: string[];
+  /**
    * fsync every restored file before it is published and its folder after (power-loss
    * durability). Off by default: like `git checkout`, a restore survives a process crash but not
    * necessarily a power loss right after it (see the durability table in CHECKPOINT-DESIGN.md).
@@ -200,6 +206,7 @@ export class Restorer {
     if (created !== 'delete' && created !== 'keep') throw new CheckpointError('INVALID_ARGUMENT', `created must be 'delete' or 'keep'`);
     if (modePolicy !== 'exact' && modePolicy !== 'never-widen') throw new CheckpointError('INVALID_ARGUMENT', `modePolicy must be 'exact' or 'never-widen'`);
     const only = this.pathFilter(options.paths);
+    const force = options.force === undefined ? undefined : this.pathFilter(options.force);
     const { paths, irreversible } = foldTimeline(manifests, anyKind);
     await loadHasher();
     const selected = only === undefined ? paths : paths.filter((p) => only.has(p.path));
@@ -222,7 +229,7 @@ export class Restorer {
       },
       { yieldEveryMs: YIELD_EVERY_MS },
     );
-    let entries = planRestore(inputs, { created, modePolicy });
+    let entries = planRestore(inputs, { created, modePolicy, ...(force !== undefined ? { force } : {}) });
     if (options.expect !== undefined) entries = holdToPreview(entries, options.expect);
     if (only !== undefined) {
       const covered = new Set(selected.map((p) => p.path));
