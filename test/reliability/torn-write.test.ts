@@ -3,12 +3,13 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import type { CheckpointId } from '../../src/core/id.js';
 import { openObserver, sandbox, writeTree } from '../session/helpers.js';
 
 const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
 
 /** A turn whose write of `torn.txt` was cut short: its pre-image is kept, its after record never came. */
-async function tornTurn(): Promise<{ base: string; project: string; storeDir: string; turn: string }> {
+async function tornTurn(): Promise<{ base: string; project: string; storeDir: string; turn: CheckpointId }> {
   const { base, project, storeDir } = await sandbox();
   await writeTree(project, { 'torn.txt': 'whole original', 'fine.txt': 'fine before' });
   const observer = await openObserver(project, storeDir);
