@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Gap, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
+import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import { isCredentialPath, type IgnoreStack, type ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
@@ -273,19 +274,16 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     await putReserved(index, stat);
   }
 
-  let next = 0;
-  const copyOne = async (index: number): Promise<void> => {
-    const stat = toCopy[index] as StatRecord;
-    if (reserve(index, stat)) await putReserved(index, stat);
-  };
-
-  const worker = async (): Promise<void> => {
-    while (next < later.length) {
+  await mapLimit(
+    later,
+    COPY_CONCURRENCY,
+    async (index) => {
       signal?.throwIfAborted();
-      await copyOne(later[next++] as number);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(COPY_CONCURRENCY, later.length) }, worker));
+      const stat = toCopy[index] as StatRecord;
+      if (reserve(index, stat)) await putReserved(index, stat);
+    },
+    { stopOnError: true },
+  );
   signal?.throwIfAborted();
   for (const record of results) if (record !== undefined) records.set(record.path, record);
   results.length = 0;

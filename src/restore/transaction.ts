@@ -2,6 +2,7 @@ import { constants as fsConstants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { errnoCode } from '../core/errors.js';
+import { mapLimit } from '../core/pool.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { TEMP_PREFIX } from '../fs/file-system.js';
 import { resolveInsideRoot } from '../fs/paths.js';
@@ -258,14 +259,11 @@ export class Transaction {
     // Through the thread pool, many at once: freeing the displaced originals (often files written
     // moments ago) is most of a restore's kernel work, and it overlaps well; measured 2-3x faster
     // than one synchronous unlink after another.
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < leftovers.length) {
-        const leftover = leftovers[next++] as string;
-        await ignoreMissing(() => this.fs.unlink(leftover)).catch(() => pending.push(this.relative(leftover)));
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(COMMIT_UNLINKS_IN_FLIGHT, leftovers.length) }, worker));
+    await mapLimit(leftovers, COMMIT_UNLINKS_IN_FLIGHT, (leftover) =>
+      ignoreMissing(() => this.fs.unlink(leftover)).catch(() => {
+        pending.push(this.relative(leftover));
+      }),
+    );
     // Folders made for entries the guard then refused, kept while later stages used them: removed
     // now if empty (a folder holding a restored file, or a writer's new file, stays).
     for (const step of [...this.steps].reverse()) {
