@@ -30,11 +30,11 @@ const HASH_CHUNK = 1 << 20;
  * @throws CheckpointError `INVALID_PATH` for non-canonical paths, `.git` paths, or an ancestor
  *   that is a symlink or not a folder; `IO` for other operating-system failures.
  */
-export async function readDiskState(fs: FileSystem, projectRoot: string, projectPath: string): Promise<DiskState> {
+export async function readDiskState(fs: FileSystem, projectRoot: string, projectPath: string, reach: Reach = {}): Promise<DiskState> {
   await loadHasher();
   // A path that keeps changing type under us is reported as a conflict rather than chased forever.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const state = await readOnce(fs, projectRoot, projectPath);
+    const state = await readOnce(fs, projectRoot, projectPath, reach);
     if (state !== RETRY) return state;
   }
   throw new CheckpointError('CONFLICT', `${projectPath} kept changing while it was read`, { path: projectPath });
@@ -42,14 +42,23 @@ export async function readDiskState(fs: FileSystem, projectRoot: string, project
 
 const RETRY: unique symbol = Symbol('retry');
 
-async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string): Promise<DiskState | typeof RETRY> {
+/**
+ * How the path is reached. By default every ancestor is checked with `lstat` on the way;
+ * `reachedAt` is the absolute path to read instead (the leaf through a held folder's descriptor,
+ * see fs/anchors.ts), its folder checked by the caller.
+ */
+export interface Reach {
+  reachedAt?: string;
+}
+
+async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string, reach: Reach): Promise<DiskState | typeof RETRY> {
   if (fs.sync !== undefined) {
-    const state = readOnceSync(fs.sync, projectRoot, projectPath, false);
+    const state = readOnceSync(fs.sync, projectRoot, projectPath, reach);
     if (state instanceof SmallFile) return state.state;
     if (!(state instanceof LargeFile)) return state;
     return hashRegularFile(fs, state.absolute, projectPath, state.stats);
   }
-  const resolved = await resolveInsideRoot(fs, projectRoot, projectPath);
+  const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : await resolveInsideRoot(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: BigIntStats;
   try {
@@ -98,15 +107,16 @@ export function readDiskStateSync(
   fs: SyncFileSystem,
   projectRoot: string,
   projectPath: string,
-  options: { ancestorsChecked?: boolean } = {},
+  options: Reach = {},
 ): { state: DiskState; bytes?: Buffer } | undefined {
-  const read = readOnceSync(fs, projectRoot, projectPath, options.ancestorsChecked === true);
+  const read = readOnceSync(fs, projectRoot, projectPath, options);
   if (read === RETRY || read instanceof LargeFile) return undefined;
   return read instanceof SmallFile ? { state: read.state, bytes: read.bytes } : { state: read };
 }
 
-function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string, ancestorsChecked: boolean): DiskState | SmallFile | LargeFile | typeof RETRY {
-  const resolved = ancestorsChecked ? { absolute: path.join(projectRoot, ...assertCanonicalProjectPath(projectPath).split('/')), missingDirs: [] } : resolveInsideRootSync(fs, projectRoot, projectPath);
+function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string, reach: Reach): DiskState | SmallFile | LargeFile | typeof RETRY {
+  if (reach.reachedAt !== undefined) assertCanonicalProjectPath(projectPath);
+  const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : resolveInsideRootSync(fs, projectRoot, projectPath);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: BigIntStats;
   try {

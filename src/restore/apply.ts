@@ -155,6 +155,17 @@ export async function applyRestore(
       return result;
     }
   }
+  try {
+    // The last publish may have raced a move of its folder: nothing is reported restored unless
+    // every folder written in is still where it was.
+    await tx.confirmWritten();
+  } catch (error) {
+    result.cleanupPending.push(...(await tx.rollback()));
+    result.rolledBack = true;
+    for (const entry of done) result.failed.push({ path: entry.path, error: 'rolled back' });
+    result.failed.push(describeFailure(done.at(-1)?.path ?? '.', error));
+    return result;
+  }
   result.cleanupPending.push(...(await tx.commit()));
   result.restored = done;
   return result;

@@ -1,4 +1,5 @@
 import { errnoCode } from '../core/errors.js';
+import type { FolderAnchors } from '../fs/anchors.js';
 import type { FileSystem, SyncFileSystem } from '../fs/file-system.js';
 
 /** A file opened for writing by a stage or an in-place rewrite. */
@@ -148,3 +149,32 @@ export function syncIo(fs: SyncFileSystem): Io {
   };
 }
 
+
+/**
+ * The {@link Io} whose every path is reached through its folder's held descriptor
+ * ({@link FolderAnchors.at}): a folder renamed or swapped for a link after it was checked never
+ * redirects a step through the link. A symlink's target is data, never translated.
+ */
+export function anchoredIo(inner: Io, anchors: FolderAnchors): Io {
+  return {
+    open: async (abs, flags, mode) => inner.open(await anchors.at(abs), flags, mode),
+    mkdir: async (abs) => inner.mkdir(await anchors.at(abs)),
+    rename: async (from, to) => inner.rename(await anchors.at(from), await anchors.at(to)),
+    link: async (from, to) => inner.link(await anchors.at(from), await anchors.at(to)),
+    unlink: async (abs) => inner.unlink(await anchors.at(abs)),
+    rmdir: async (abs) => inner.rmdir(await anchors.at(abs)),
+    symlink: async (target, abs) => inner.symlink(target, await anchors.at(abs)),
+    ownAs: async (abs, owner) => inner.ownAs(await anchors.at(abs), owner),
+    async exists(abs) {
+      let reached: string;
+      try {
+        reached = await anchors.at(abs);
+      } catch (error) {
+        // The folder itself is gone: nothing is there.
+        if (errnoCode(error) === 'ENOENT') return false;
+        throw error;
+      }
+      return inner.exists(reached);
+    },
+  };
+}

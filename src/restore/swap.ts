@@ -3,7 +3,6 @@ import * as path from 'node:path';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import type { PathState } from '../core/model.js';
 import { diskFingerprint, readDiskState, readDiskStateSync } from '../fs/disk-state.js';
-import { resolveInsideRoot } from '../fs/paths.js';
 import { Left, Refused, isLarge, throwIfAborted, type GuardSight, type Prepared, type WritingEntry } from './apply-types.js';
 import type { Io } from './io.js';
 import { readVerified } from './preflight.js';
@@ -91,23 +90,16 @@ export class RestoreTransaction extends Transaction {
   private async makeFolders(entry: WritingEntry, staged: Staged): Promise<void> {
     const dest = path.join(this.context.projectRoot, ...entry.path.split('/'));
     const dir = path.dirname(dest);
-    const verified = this.verifiedFolders.get(dir);
-    if (verified !== undefined && (await this.isSameFolder(dir, verified))) {
-      staged.dest = dest;
-      staged.dir = dir;
-      return;
-    }
-    const resolved = await resolveInsideRoot(this.fs, this.context.projectRoot, entry.path);
-    staged.dest = resolved.absolute;
-    staged.dir = path.dirname(resolved.absolute);
-    if (resolved.folder !== undefined) this.verifiedFolders.set(staged.dir, resolved.folder);
-    for (const folder of resolved.missingDirs) {
-      const abs = path.join(this.context.projectRoot, ...folder.split('/'));
-      await this.fast.mkdir(abs);
+    staged.dest = dest;
+    staged.dir = dir;
+    // Reached before in this restore: it must still be there (a folder moved since stops the
+    // restore; it is never reached anew, which could name a different folder mid-restore).
+    if (this.anchors.isReached(dir)) return this.confirmFolder(dir);
+    await this.anchors.hold(dir, (abs) => {
       const step: Step = { kind: 'mkdir', abs };
       this.steps.push(step);
       staged.own.push(step);
-    }
+    });
   }
 
   private async createStage(item: Prepared, target: Extract<PathState, { type: 'file' }>, staged: Staged, io: Io = this.slow): Promise<void> {
@@ -141,6 +133,9 @@ export class RestoreTransaction extends Transaction {
     if (deferred) {
       await this.makeFolders(entry, staged);
       await this.stageRecycled(item, target, staged);
+    } else {
+      // Staged ahead: the folder is confirmed again now, just before the swap.
+      await this.confirmFolder(dir);
     }
 
     // No early guard: the one just before the swap decides, and a path that diverged since the
@@ -148,7 +143,7 @@ export class RestoreTransaction extends Transaction {
     // A deferred stage's folders were checked a moment ago, just before its stage was written:
     // the guard reads only the path itself.
     throwIfAborted(signal);
-    const sight = await this.guard(entry, deferred);
+    const sight = await this.guard(entry);
     if (sight instanceof Refused) {
       await this.undoOwn(staged.own);
       return sight;
@@ -195,10 +190,12 @@ export class RestoreTransaction extends Transaction {
   }
 
   /** Reads the disk state (and a small file's bytes) and compares it with the plan's fingerprint. */
-  private async guard(entry: WritingEntry, ancestorsChecked: boolean): Promise<Refused | GuardSight> {
+  private async guard(entry: WritingEntry): Promise<Refused | GuardSight> {
     const sync = this.fs.sync;
-    const sight = (sync === undefined ? undefined : readDiskStateSync(sync, this.context.projectRoot, entry.path, { ancestorsChecked })) ?? {
-      state: await readDiskState(this.fs, this.context.projectRoot, entry.path),
+    // Read through the held folder: what the guard sees is what the swap then replaces.
+    const reachedAt = await this.anchors.at(path.join(this.context.projectRoot, ...entry.path.split('/')));
+    const sight = (sync === undefined ? undefined : readDiskStateSync(sync, this.context.projectRoot, entry.path, { reachedAt })) ?? {
+      state: await readDiskState(this.fs, this.context.projectRoot, entry.path, { reachedAt }),
     };
     const found = diskFingerprint(sight.state);
     return found === entry.expectedHash ? sight : new Refused(found);
@@ -301,7 +298,7 @@ export class RestoreTransaction extends Transaction {
    */
   private async rewriteInPlace(dest: string, dir: string, bytes: Buffer, mode: number, originalMode: number): Promise<void> {
     const copy = path.join(dir, tempName('displaced'));
-    await this.fs.copyFile(dest, copy, fsConstants.COPYFILE_EXCL);
+    await this.fs.copyFile(await this.anchors.at(dest), await this.anchors.at(copy), fsConstants.COPYFILE_EXCL);
     this.steps.push({ kind: 'in-place', dest, copy, mode: originalMode });
     if (this.durable) await this.syncPath(copy);
     await this.overwrite(dest, bytes, mode);

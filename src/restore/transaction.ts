@@ -1,13 +1,13 @@
 import { constants as fsConstants } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
-import { errnoCode } from '../core/errors.js';
+import { CheckpointError, errnoCode } from '../core/errors.js';
 import { mapLimit } from '../core/pool.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { TEMP_PREFIX } from '../fs/file-system.js';
-import { resolveInsideRoot } from '../fs/paths.js';
+import { FolderAnchors } from '../fs/anchors.js';
 import type { ApplyContext } from './apply-types.js';
-import { promiseIo, syncIo, type Io } from './io.js';
+import { anchoredIo, promiseIo, syncIo, type Io } from './io.js';
 
 /**
  * Only root can give a file to another user; then a restored file must keep the owner and group
@@ -62,51 +62,56 @@ export class Transaction {
   protected readonly inflight: Promise<void>[] = [];
   /** Set once a folder phase or stage write failed: nothing more is started. */
   protected stopped = false;
-  /** Folders a full ancestor walk verified in this restore: absolute path → device and inode. */
-  protected readonly verifiedFolders: Map<string, { dev: number; ino: number }> = new Map();
+  /**
+   * The folders this restore writes in, reached from the root without following a link and held
+   * open: every step names its file through its held folder, and each publish first confirms the
+   * folder is still where it was.
+   */
+  protected readonly anchors: FolderAnchors;
 
   constructor(
     protected readonly context: ApplyContext,
     protected readonly durable: boolean,
   ) {
     this.fs = context.fs;
-    this.slow = promiseIo(context.fs);
-    this.fast = context.fs.sync === undefined ? this.slow : syncIo(context.fs.sync);
+    this.anchors = new FolderAnchors(context.fs, context.projectRoot);
+    this.slow = anchoredIo(promiseIo(context.fs), this.anchors);
+    this.fast = context.fs.sync === undefined ? this.slow : anchoredIo(syncIo(context.fs.sync), this.anchors);
   }
 
-  /** True when `abs`'s folder is still the one verified for it, or a fresh ancestor walk passes. */
+  /**
+   * True when a step at `abs` may be undone: its folder, reached in this restore, is inside the
+   * root now (where it was, or where a rename inside the root took it: the step is undone in the
+   * folder it was made in); or, not reached yet, a walk from the root reaches it through no link.
+   */
   protected async isStillInside(abs: string): Promise<boolean> {
     const dir = path.dirname(abs);
-    const verified = this.verifiedFolders.get(dir);
-    if (verified !== undefined && (await this.isSameFolder(dir, verified))) return true;
+    if (this.anchors.isReached(dir)) return this.anchors.insideRootNow(dir);
     try {
-      // Missing folders are fine: the step then finds nothing to undo, and says so.
-      await resolveInsideRoot(this.fs, this.context.projectRoot, this.relative(abs));
+      await this.anchors.hold(dir);
       return true;
-    } catch {
-      return false;
+    } catch (error) {
+      // A missing folder is fine: the step then finds nothing to undo, and says so.
+      return errnoCode(error) === 'ENOENT';
     }
   }
 
   /**
-   * An `lstat` and one kernel `realpath` instead of a walk: the path still reaches a real folder
-   * with the inode a full walk verified in this restore, through no link. A link swapped in for
-   * any ancestor (or the folder) since then leads somewhere else, is a link itself, or makes the
-   * path resolve elsewhere, and the caller walks again (and refuses the link).
+   * Before a publish, and once more before the commit: the folder is still reached from the root
+   * by its path as the folder held for it (a folder renamed out, or swapped for a link, since it
+   * was reached fails, and the restore stops and rolls back).
+   *
+   * @throws CheckpointError `INVALID_PATH`
    */
-  protected async isSameFolder(dir: string, verified: { dev: number; ino: number }): Promise<boolean> {
-    try {
-      const sync = this.fs.sync;
-      const stats = sync !== undefined ? sync.lstatSync(dir) : await this.fs.lstat(dir);
-      if (!stats.isDirectory() || stats.ino !== verified.ino || stats.dev !== verified.dev) return false;
-      // The same inode is not enough: an ancestor renamed out of the root, with a link to it put
-      // in its place, keeps the folder's inode. The path must still resolve to itself (no link on
-      // the way; the root is canonical).
-      const real = sync !== undefined ? sync.realpathSync(dir) : await this.fs.realpath(dir);
-      return real === dir;
-    } catch {
-      return false;
-    }
+  protected async confirmFolder(dir: string): Promise<void> {
+    if (await this.anchors.confirm(dir)) return;
+    const shown = this.relative(dir) || '.';
+    throw new CheckpointError('INVALID_PATH', `${shown} was moved or replaced by a link during the restore; turnback never writes through it`, { path: shown });
+  }
+
+  /** The final check of every folder written in: none was moved out or swapped since its last write. */
+  async confirmWritten(): Promise<void> {
+    for (const dir of this.touchedDirs) await this.confirmFolder(dir);
   }
 
   /** Creates `dest` (create-only) with `bytes` and `mode`: rollback of a recycled original. */
@@ -189,7 +194,11 @@ export class Transaction {
     this.stopped = true;
     // Stages still being written must be logged before the undo walks the log.
     await Promise.allSettled(this.inflight);
-    return [...this.leftovers, ...(await this.undo(this.steps.splice(0)))];
+    try {
+      return [...this.leftovers, ...(await this.undo(this.steps.splice(0)))];
+    } finally {
+      await this.anchors.release();
+    }
   }
 
   protected async undo(steps: Step[]): Promise<string[]> {
@@ -219,9 +228,9 @@ export class Transaction {
           break;
         case 'in-place':
           try {
-            const original = await this.fs.readFile(step.copy);
+            const original = await this.fs.readFile(await this.anchors.at(step.copy));
             await this.overwrite(step.dest, original, step.mode & 0o7777);
-            await this.fs.unlink(step.copy);
+            await this.fs.unlink(await this.anchors.at(step.copy));
           } catch {
             pending.push(this.relative(step.copy));
           }
@@ -260,7 +269,7 @@ export class Transaction {
     // moments ago) is most of a restore's kernel work, and it overlaps well; measured 2-3x faster
     // than one synchronous unlink after another.
     await mapLimit(leftovers, COMMIT_UNLINKS_IN_FLIGHT, (leftover) =>
-      ignoreMissing(() => this.fs.unlink(leftover)).catch(() => {
+      ignoreMissing(async () => this.fs.unlink(await this.anchors.at(leftover))).catch(() => {
         pending.push(this.relative(leftover));
       }),
     );
@@ -275,6 +284,7 @@ export class Transaction {
       }
     }
     this.steps.length = 0;
+    await this.anchors.release();
     return pending.sort();
   }
 

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { constants as fsConstants } from 'node:fs';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { resolveInsideRoot, toProjectPath } from '../fs/paths.js';
+import { FolderAnchors } from '../fs/anchors.js';
 import { nodeFileSystem } from '../fs/file-system.js';
 import type { WriteObserver, WriteOp } from '../session/write-observer.js';
 
@@ -33,15 +34,45 @@ export async function guardedWrite<T>(
 ): Promise<T> {
   const projectPath = toProjectPath(context.projectRoot, filePath);
   const { absolute } = await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
+  return observed(context, projectPath, kind, () => mutate(absolute));
+}
+
+/** `beforeWrite`, the mutation, then `afterWrite` even when it throws (it may have written part). */
+async function observed<T>(context: ToolContext, projectPath: string, kind: WriteOp['kind'], mutate: () => Promise<T>): Promise<T> {
   const op: WriteOp = context.callId === undefined ? { kind } : { kind, callId: context.callId };
   await context.observer?.beforeWrite(projectPath, op);
   try {
-    return await mutate(absolute);
+    return await mutate();
   } catch (error) {
     // The tool's own failure (EACCES, ENOENT, …), typed, with the cause.
     throw asCheckpointError(error, `cannot ${kind} ${projectPath}`, projectPath);
   } finally {
     await context.observer?.afterWrite(projectPath, op);
+  }
+}
+
+/**
+ * Runs `act` with each path named through its folder's held descriptor (fs/anchors.ts), the
+ * folders reached from the root without following a link (created when `create`), and then checks
+ * each folder is still where it was: a folder swapped for a link meanwhile never redirects the
+ * reference tools' writes through the link, and a write that landed in a folder moved away fails.
+ */
+async function inHeldFolders<T>(projectRoot: string, projectPaths: string[], create: boolean, act: (...reached: string[]) => Promise<T>): Promise<T> {
+  const root = await fs.realpath(projectRoot);
+  const anchors = new FolderAnchors(nodeFileSystem, root);
+  const absolutes = projectPaths.map((projectPath) => path.join(root, ...projectPath.split('/')));
+  try {
+    for (const abs of absolutes) await anchors.hold(path.dirname(abs), create ? () => undefined : undefined);
+    const result = await act(...(await Promise.all(absolutes.map((abs) => anchors.at(abs)))));
+    for (const [i, abs] of absolutes.entries()) {
+      if (!(await anchors.confirm(path.dirname(abs)))) {
+        const shown = projectPaths[i] as string;
+        throw new CheckpointError('INVALID_PATH', `the folder of ${shown} was moved or replaced by a link during the write`, { path: shown });
+      }
+    }
+    return result;
+  } finally {
+    await anchors.release();
   }
 }
 
@@ -126,10 +157,12 @@ export async function writeFile(context: ToolContext, filePath: string, content:
   const { absolute } = await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
   // Refused before the observer is asked, so a bad target changes nothing.
   await refuseOddLeaf(absolute, projectPath);
-  await guardedWrite(context, projectPath, async (abs) => {
-    await fs.mkdir(path.dirname(abs), { recursive: true });
-    await writeRegular(abs, projectPath, content);
-  });
+  await observed(context, projectPath, 'write', () =>
+    inHeldFolders(context.projectRoot, [projectPath], true, async (reached) => {
+      await refuseOddLeaf(reached, projectPath);
+      await writeRegular(reached, projectPath, content);
+    }),
+  );
 }
 
 /**
@@ -149,29 +182,28 @@ export async function editFile(
     throw new CheckpointError('INVALID_ARGUMENT', 'edit needs a non-empty old text and a new text');
   }
   const projectPath = toProjectPath(context.projectRoot, filePath);
-  const { absolute } = await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
-  const before = await readRegular(absolute, projectPath);
+  await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
+  const before = await inHeldFolders(context.projectRoot, [projectPath], false, (reached) => readRegular(reached, projectPath));
   const count = before.split(oldText).length - 1;
   if (count === 0) throw new CheckpointError('INVALID_ARGUMENT', `text to replace not found in ${projectPath}`, { path: projectPath });
   if (count > 1 && options.replaceAll !== true) {
     throw new CheckpointError('INVALID_ARGUMENT', `text to replace occurs ${count} times in ${projectPath}; pass replaceAll or more context`, { path: projectPath });
   }
   const after = options.replaceAll === true ? before.split(oldText).join(newText) : before.replace(oldText, () => newText);
-  await guardedWrite(context, projectPath, (abs) => writeRegular(abs, projectPath, after), 'edit');
+  await observed(context, projectPath, 'edit', () => inHeldFolders(context.projectRoot, [projectPath], false, (reached) => writeRegular(reached, projectPath, after)));
   return { replacements: options.replaceAll === true ? count : 1 };
 }
 
 /** Reference delete tool: removes a file or symlink (never a folder, never following a link). */
 export async function deletePath(context: ToolContext, filePath: string): Promise<void> {
-  await guardedWrite(
-    context,
-    filePath,
-    async (absolute) => {
-      const stats = await fs.lstat(absolute);
+  const projectPath = toProjectPath(context.projectRoot, filePath);
+  await resolveInsideRoot(nodeFileSystem, context.projectRoot, projectPath);
+  await observed(context, projectPath, 'delete', () =>
+    inHeldFolders(context.projectRoot, [projectPath], false, async (reached) => {
+      const stats = await fs.lstat(reached);
       if (stats.isDirectory()) throw new CheckpointError('INVALID_ARGUMENT', `refusing to delete a folder: ${filePath}`, { path: filePath });
-      await fs.unlink(absolute);
-    },
-    'delete',
+      await fs.unlink(reached);
+    }),
   );
 }
 
@@ -180,7 +212,7 @@ export async function movePath(context: ToolContext, from: string, to: string): 
   const source = toProjectPath(context.projectRoot, from);
   const destination = toProjectPath(context.projectRoot, to);
   const sourceAbs = (await resolveInsideRoot(nodeFileSystem, context.projectRoot, source)).absolute;
-  const destinationAbs = (await resolveInsideRoot(nodeFileSystem, context.projectRoot, destination)).absolute;
+  await resolveInsideRoot(nodeFileSystem, context.projectRoot, destination);
   if ((await fs.lstat(sourceAbs)).isDirectory()) {
     throw new CheckpointError('INVALID_ARGUMENT', `refusing to move a folder: ${from}`, { path: from });
   }
@@ -188,8 +220,7 @@ export async function movePath(context: ToolContext, from: string, to: string): 
   await context.observer?.beforeWrite(source, op);
   await context.observer?.beforeWrite(destination, op);
   try {
-    await fs.mkdir(path.dirname(destinationAbs), { recursive: true });
-    await fs.rename(sourceAbs, destinationAbs);
+    await inHeldFolders(context.projectRoot, [source, destination], true, (sourceAt, destinationAt) => fs.rename(sourceAt as string, destinationAt as string));
   } finally {
     await context.observer?.afterWrite(source, op);
     await context.observer?.afterWrite(destination, op);

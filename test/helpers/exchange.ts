@@ -1,0 +1,93 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+/**
+ * Atomic swaps of two names (Linux `renameat2(RENAME_EXCHANGE)`), the attack no check-then-write
+ * survives: Node has no call for it, so python3's ctypes makes the system call, as an attacker's
+ * process would.
+ */
+const EXCHANGE = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def swap(a, b):
+    if libc.renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), a)
+`;
+
+/** Swaps `a` and `b` in one step (both must exist). */
+export function exchange(a: string, b: string): void {
+  execFileSync('python3', ['-c', `${EXCHANGE}\nswap(sys.argv[1], sys.argv[2])`, a, b], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** True where this machine can swap two names atomically (Linux with python3). */
+export const canExchange: boolean = (() => {
+  if (process.platform !== 'linux') return false;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'turnback-exchange-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'a'), 'a');
+    fs.symlinkSync('elsewhere', path.join(dir, 'b'));
+    exchange(path.join(dir, 'a'), path.join(dir, 'b'));
+    return fs.lstatSync(path.join(dir, 'a')).isSymbolicLink();
+  } catch {
+    return false;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+})();
+
+/** A process swapping two names over and over, at most `limit` times, until stopped. */
+export interface Exchanger {
+  /** Stops the loop; resolves with how many swaps it made. The names end as they began. */
+  stop(): Promise<number>;
+}
+
+/**
+ * Starts a loop that swaps `a` and `b` back and forth (at most `limit` swaps, an even number, so
+ * the names end as they began), and resolves once it has made its first swap.
+ */
+export async function startExchanger(a: string, b: string, limit = 200_000): Promise<Exchanger> {
+  const script = `${EXCHANGE}
+import signal
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+count = 0
+limit = int(sys.argv[3])
+while count < limit:
+    swap(sys.argv[1], sys.argv[2])
+    count += 1
+    if count == 1:
+        sys.stdout.write("first\\n"); sys.stdout.flush()
+    if stop and count % 2 == 0:
+        break
+if count % 2 == 1:
+    swap(sys.argv[1], sys.argv[2]); count += 1
+sys.stdout.write("swaps %d\\n" % count); sys.stdout.flush()
+`;
+  const child: ChildProcess = spawn('python3', ['-c', script, a, b, String(limit - (limit % 2))], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  const closed = once(child, 'close');
+  child.stdout?.setEncoding('utf8');
+  const first = new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: string) => {
+      output += chunk;
+      if (output.includes('first')) resolve();
+    });
+    child.once('exit', () => reject(new Error(`exchanger ended before its first swap: ${output}`)));
+  });
+  await first;
+  return {
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await closed;
+      const match = /swaps (\d+)/.exec(output);
+      if (match === null) throw new Error(`exchanger printed no count: ${output}`);
+      return Number(match[1]);
+    },
+  };
+}
