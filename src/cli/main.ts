@@ -81,7 +81,7 @@ export function buildProgram(): Command {
       .option('--yes', 'do not ask')
       .option('--dry-run', 'show the preview, change nothing')
       .option('--delete-created', 'also delete files created since the picture')
-      .addOption(new Option('--force <path>', 'also write back this path though its last change has no record (a write cut short; shown in the preview; repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
+      .addOption(new Option('--force <path>', 'also write back this path though it would be refused (a write cut short, or changed since; what is there now is saved first; shown in the preview; repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
       .addHelpText('after', '\nOn a terminal, bare undo opens a picker (↑/↓, Enter previews, Enter restores, Esc cancels).\nOtherwise it prints a numbered list and reads a number, then asks: restore? type y to confirm.'),
   ).action((id: string | undefined, options: UndoOptions) => guarded(options.json, (io) => undoCommand(id, options, io)));
 

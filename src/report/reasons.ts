@@ -68,7 +68,7 @@ export function planReasonText(reason: string | undefined, maxFileMib: number = 
     case 'unreadable':
       return 'cannot be read now (left as it is)';
     case 'forced':
-      return 'forced: no record of its last change (a write cut short)';
+      return 'forced by name (what is there now is saved first)';
     case 'object-missing':
       return 'its stored copy is missing or damaged (turnback verify)';
     default:

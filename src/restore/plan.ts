@@ -31,8 +31,10 @@ export interface PlanOptions {
   /** How file modes are restored. */
   modePolicy: ModePolicy;
   /**
-   * Paths to restore although their last change has no record (a write killed mid-way leaves a
-   * torn file whose pre-image is kept): asked for by name, never implied. @default none
+   * Paths to restore although their last change has no record or what is there now is not what
+   * the session last recorded (a write killed mid-way, or before its record was down, leaves a
+   * file whose pre-image is kept): asked for by name, never implied; still guarded against what
+   * the plan found. @default none
    */
   force?: ReadonlySet<string>;
 }
@@ -138,9 +140,9 @@ function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint)
     return { path, action: 'skip', reason: 'already-matches', target };
   }
 
-  const forced = lastAfter === undefined && options.force?.has(path) === true;
+  const forced = options.force?.has(path) === true;
   if (lastAfter === undefined && !forced) return { path, action: 'refuse', reason: 'no-post-record', target, foundHash: found };
-  if (lastAfter !== undefined && !matchesLastAfter(disk, found, lastAfter)) {
+  if (lastAfter !== undefined && !forced && !matchesLastAfter(disk, found, lastAfter)) {
     return { path, action: 'refuse', reason: 'changed-outside', target, expectedHash: lastAfter, foundHash: found };
   }
 

@@ -39,9 +39,11 @@ export interface RestoreOptions {
    */
   expect?: RestorePlan;
   /**
-   * Paths (absolute or project-relative) to restore although their last change has no record: a
-   * write killed mid-way leaves a torn file whose pre-image is kept. Only these, only for that
-   * reason; the preview shows each as forced. @default none
+   * Paths (absolute or project-relative) to restore although they would be refused: their last
+   * change has no record, or what is there now is not what the session last recorded (a write
+   * killed mid-way, or killed before its record was written, leaves such a file while its
+   * pre-image is kept). Only these paths, by name; the preview shows each as forced, and what
+   * they hold now is saved first. @default none
    */
   force?: string[];
   /**
