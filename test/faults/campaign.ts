@@ -30,6 +30,8 @@ export class Tally {
   broke = 0;
   readonly failures: string[] = [];
   skipped: string | undefined;
+  /** What the class saw along the way (how many swaps, gaps, …), printed after the counts. */
+  note = '';
   readonly random: Seeded;
 
   constructor(
@@ -53,7 +55,7 @@ export class Tally {
 
   /** The class's line: printed, recorded for the campaign's summary, and asserted (nothing broke). */
   finish(): void {
-    const line = this.skipped !== undefined ? `${this.name.padEnd(34)} skipped: ${this.skipped}` : `${this.name.padEnd(34)} tried ${String(this.tried).padStart(5)}  held ${String(this.held).padStart(5)}  broke ${this.broke}`;
+    const line = this.skipped !== undefined ? `${this.name.padEnd(34)} skipped: ${this.skipped}` : `${this.name.padEnd(34)} tried ${String(this.tried).padStart(5)}  held ${String(this.held).padStart(5)}  broke ${this.broke}${this.note === '' ? '' : `  (${this.note})`}`;
     console.log(line);
     const results = process.env.TURNBACK_FAULTS_RESULTS;
     if (results !== undefined) {

@@ -66,8 +66,80 @@ if (job.kind === 'capture') {
   armed = true;
   const report = await store.prune({ retain: job.retain, graceMs: 0 });
   say({ removed: report.removedCheckpoints.length });
+} else if (job.kind === 'mixed') {
+  await mixed();
 } else {
   throw new Error(`unknown job ${job.kind}`);
+}
+
+/**
+ * One of several processes on one store: seeded turns (writing its own files, with contents drawn
+ * from a pool all processes share, so captures dedupe against each other's objects), restores of
+ * its last turn (checked against what it wrote), listings, verifies, prunes, and a drop of its
+ * own session now and then (the zero-grace prune that once deleted another process's object).
+ * One line per operation: `{ op, ok }` or `{ op, broke }`.
+ */
+async function mixed() {
+  let seed = job.seed >>> 0;
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) >>> 0;
+    let t = seed;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const pick = (n) => Math.floor(random() * n);
+  const pool = Array.from({ length: 12 }, (_, i) => `shared content ${i} `.repeat(1 + i * 40));
+  const files = Array.from({ length: 5 }, (_, i) => `${job.name}/f${i}.txt`);
+  await fsp.mkdir(path.join(job.project, job.name), { recursive: true });
+  for (const file of files) await fsp.writeFile(path.join(job.project, file), `start of ${file}`);
+  const read = async () => Object.fromEntries(await Promise.all(files.map(async (file) => [file, await fsp.readFile(path.join(job.project, file), 'utf8')])));
+  let generation = 0;
+  let observer = openObserver(store, { sessionId: `${job.name}-0` });
+  let last; // { turn, before }
+  for (let op = 0; op < job.ops; op++) {
+    const roll = random();
+    const kind = roll < 0.45 ? 'turn' : roll < 0.65 ? 'restore' : roll < 0.75 ? 'list' : roll < 0.85 ? 'verify' : roll < 0.95 ? 'prune' : 'drop';
+    try {
+      if (kind === 'turn') {
+        const before = await read();
+        const turn = await observer.beginTurn({ label: `${job.name} op ${op}` });
+        for (let w = 0; w < 3; w++) {
+          const file = files[pick(files.length)];
+          await observer.beforeWrite(file);
+          await fsp.writeFile(path.join(job.project, file), pool[pick(pool.length)]);
+          await observer.afterWrite(file);
+        }
+        last = { turn, before };
+      } else if (kind === 'restore' && last !== undefined) {
+        // Its own files only: a restore of a turn takes the whole project back, other processes' work too.
+        const report = await observer.restore(last.turn, { paths: files });
+        if (report.failed.length > 0 || report.refused.length > 0) throw new Error(`restore: ${JSON.stringify({ failed: report.failed, refused: report.refused.map((e) => [e.path, e.reason]) })}`);
+        const now = await read();
+        for (const file of files) if (now[file] !== last.before[file]) throw new Error(`restore left ${file} wrong`);
+        last = undefined;
+      } else if (kind === 'list') {
+        await store.list();
+      } else if (kind === 'verify') {
+        const report = await store.verify();
+        if (!report.ok) throw new Error(`verify: ${JSON.stringify(report.problems.slice(0, 3))}`);
+      } else if (kind === 'prune') {
+        await store.prune({ retain: 40 });
+      } else if (kind === 'drop') {
+        await observer.drop(`${job.name}-${generation}`);
+        await observer.close();
+        generation += 1;
+        observer = openObserver(store, { sessionId: `${job.name}-${generation}` });
+        last = undefined;
+      }
+      say({ op: kind, ok: true });
+    } catch (error) {
+      // A typed refusal that says why (the store busy past its wait) is an honest answer, not a broken promise.
+      if (error?.code === 'STORE_BUSY') say({ op: kind, busy: true });
+      else say({ op: kind, broke: `${error?.code ?? ''} ${error?.message ?? String(error)}` });
+    }
+  }
+  await observer.close();
 }
 say({ calls });
 await store.close();

@@ -69,25 +69,71 @@ if count % 2 == 1:
     swap(sys.argv[1], sys.argv[2]); count += 1
 sys.stdout.write("swaps %d\\n" % count); sys.stdout.flush()
 `;
-  const child: ChildProcess = spawn('python3', ['-c', script, a, b, String(limit - (limit % 2))], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return startLoop(script, [a, b, String(limit - (limit % 2))]);
+}
+
+/** Runs a python loop that prints "first" after its first cycle and "swaps N" when it stops. */
+async function startLoop(script: string, args: string[]): Promise<Exchanger> {
+  const child: ChildProcess = spawn('python3', ['-c', script, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   const closed = once(child, 'close');
   child.stdout?.setEncoding('utf8');
-  const first = new Promise<void>((resolve, reject) => {
+  await new Promise<void>((resolve, reject) => {
     child.stdout?.on('data', (chunk: string) => {
       output += chunk;
       if (output.includes('first')) resolve();
     });
-    child.once('exit', () => reject(new Error(`exchanger ended before its first swap: ${output}`)));
+    child.once('exit', () => reject(new Error(`the loop ended before its first swap: ${output}`)));
   });
-  await first;
   return {
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await closed;
       const match = /swaps (\d+)/.exec(output);
-      if (match === null) throw new Error(`exchanger printed no count: ${output}`);
+      if (match === null) throw new Error(`the loop printed no count: ${output}`);
       return Number(match[1]);
     },
   };
+}
+
+/**
+ * Starts a loop that moves `name` aside, puts a symlink to `target` in its place, then takes the
+ * link away and moves `name` back (at most `limit` cycles, each ending as it began), and resolves
+ * once the first cycle is done: the non-atomic way to swap a folder or a file for a link.
+ */
+export async function startRelinker(name: string, target: string, limit = 100_000): Promise<Exchanger> {
+  const script = `
+import os, signal, sys, time
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+name, target, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+away = name + ".away"
+count = 0
+def back():
+    # What it races may have put an empty folder (or nothing yet) in the name's place meanwhile:
+    # retry for a bounded time, then give up loudly.
+    for _ in range(50000):
+        try:
+            os.rename(away, name)
+            return
+        except OSError:
+            time.sleep(0.0001)
+    raise SystemExit("could not move " + name + " back")
+while count < limit and not stop:
+    os.rename(name, away)
+    try:
+        os.symlink(target, name)
+        os.unlink(name)
+    except OSError:
+        pass
+    back()
+    count += 1
+    if count == 1:
+        sys.stdout.write("first\\n"); sys.stdout.flush()
+sys.stdout.write("swaps %d\\n" % count); sys.stdout.flush()
+`;
+  return startLoop(script, [name, target, String(limit)]);
 }
