@@ -18,8 +18,8 @@ export function trials(full: number, quick: number): number {
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** The built package the campaign's processes load. */
-export const DIST: string = path.resolve(here, '../../dist');
+/** The built package the campaign's processes load (TURNBACK_FAULTS_DIST: a private build, see bench/build.mjs). */
+export const DIST: string = process.env.TURNBACK_FAULTS_DIST ?? path.resolve(here, '../../dist');
 /** The campaign's child process program. */
 export const CHILD: string = path.join(here, 'child.mjs');
 

@@ -33,6 +33,28 @@ for (const name of ASYNC) {
     return original.apply(this, args);
   };
 }
+// With `pauseAtJournal` (a FIFO), the first journal line written after arming waits until the
+// campaign writes to the FIFO: a point inside a capture, after its dedupe hit and before its
+// record is down, where another process can act.
+const journals = new Set();
+let pauseArmed = false;
+const openSyncCounted = fsSync.openSync;
+fsSync.openSync = function (file, ...rest) {
+  const fd = openSyncCounted.call(this, file, ...rest);
+  if (String(file).endsWith('.journal')) journals.add(fd);
+  return fd;
+};
+const writeSyncCounted = fsSync.writeSync;
+fsSync.writeSync = function (fd, ...rest) {
+  if (pauseArmed && journals.has(fd)) {
+    pauseArmed = false;
+    say({ paused: true });
+    const fifo = openSyncCounted(job.pauseAtJournal, 'r');
+    fsSync.readSync(fifo, Buffer.alloc(1));
+    fsSync.closeSync(fifo);
+  }
+  return writeSyncCounted.call(this, fd, ...rest);
+};
 syncBuiltinESMExports();
 
 const { openStore, openObserver } = await import(path.join(job.dist, 'admin.js'));
@@ -66,6 +88,17 @@ if (job.kind === 'capture') {
   armed = true;
   const report = await store.prune({ retain: job.retain, graceMs: 0 });
   say({ removed: report.removedCheckpoints.length });
+} else if (job.kind === 'dedupe') {
+  // Captures f0.txt (whose bytes another process already stored) paused before its record, then
+  // overwrites it, and ends: its turn is restored by another process later.
+  const observer = openObserver(store, { sessionId: job.sessionId });
+  const turn = await observer.beginTurn({ label: 'dedupes against another process' });
+  pauseArmed = true;
+  await observer.beforeWrite('f0.txt');
+  await fsp.writeFile(path.join(job.project, 'f0.txt'), 'overwritten by the agent');
+  await observer.afterWrite('f0.txt');
+  say({ turn });
+  await observer.close();
 } else if (job.kind === 'mixed') {
   await mixed();
 } else {

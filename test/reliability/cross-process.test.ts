@@ -1,9 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { CheckpointId } from '../../src/core/id.js';
 import { writeFile } from '../../src/tools/reference-tools.js';
+import { CHILD, DIST as DIST_FOLDER } from '../faults/campaign.js';
 import { openObserver, sandbox, writeTree } from '../session/helpers.js';
 
 const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/admin.js');
@@ -53,6 +55,47 @@ describe('a drop in one process never deletes what another live session may have
     await new Promise((resolve) => other.once('exit', resolve));
     await mine.drop('mine');
     expect(await mine.store.hasObject(object)).toBe(false);
+    await mine.close();
+  });
+
+  it('replays the race: another process dedupes against this session\'s object, this session drops before that capture\'s record is down, the other process still restores its file', async () => {
+    const { base, project, storeDir } = await sandbox();
+    const original = 'f0 original, stored by this session first';
+    await writeTree(project, { 'f0.txt': original, 'f1.txt': 'f1 original' });
+    const mine = await openObserver(project, storeDir, { sessionId: 'mine' });
+    await mine.beginTurn();
+    await writeFile({ projectRoot: project, observer: mine }, 'f0.txt', 'f0 after');
+    await writeFile({ projectRoot: project, observer: mine }, 'f1.txt', 'f1 after');
+    // f0 back to its original bytes, so the other process's capture of it dedupes against ours.
+    await fs.writeFile(path.join(project, 'f0.txt'), original);
+    const fifo = path.join(base, 'pause');
+    execFileSync('mkfifo', [fifo]);
+    const child = spawn(process.execPath, [CHILD, JSON.stringify({ dist: DIST_FOLDER, kind: 'dedupe', project, storeDir, sessionId: 'other', pauseAtJournal: fifo })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let output = '';
+    child.stdout?.setEncoding('utf8');
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on('data', (chunk: string) => {
+        output += chunk;
+        if (output.includes('"paused"')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`the other process exited (${String(code)}) before its pause: ${output}`)));
+    });
+    // The other process holds a dedupe hit on our object, its record not yet written: we drop.
+    await mine.drop('mine');
+    await fs.writeFile(fifo, 'g');
+    await closed;
+    const line = output.split('\n').find((candidate) => candidate.includes('"turn"'));
+    if (line === undefined) throw new Error(`the other process said: ${output}`);
+    const { turn } = JSON.parse(line) as { turn: CheckpointId };
+    // Its process is gone (no descriptor of ours keeps the pack alive): a new session restores its turn.
+    const later = await openObserver(project, storeDir, { sessionId: 'later' });
+    const report = await later.restore(turn, { paths: ['f0.txt'] });
+    expect(report.failed).toEqual([]);
+    expect(report.skipped).toEqual([]);
+    expect(await fs.readFile(path.join(project, 'f0.txt'), 'utf8')).toBe(original);
+    await later.close();
     await mine.close();
   });
 });
