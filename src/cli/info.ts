@@ -94,7 +94,8 @@ function sizeText(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-type Side = { kind: 'text'; text: string } | { kind: 'absent' } | { kind: 'summary'; text: string; bytes?: Buffer };
+/** One side of a diff; `mode` (permission bits) for a regular file. */
+type Side = { kind: 'text'; text: string; mode?: number } | { kind: 'absent' } | { kind: 'summary'; text: string; bytes?: Buffer; mode?: number };
 
 async function recordedSide(store: Awaited<ReturnType<typeof openStore>>, state: PathState, maxFileMib: number): Promise<Side> {
   switch (state.type) {
@@ -102,7 +103,8 @@ async function recordedSide(store: Awaited<ReturnType<typeof openStore>>, state:
       return { kind: 'absent' };
     case 'file': {
       const bytes = await store.readObject(state.object);
-      return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes } : { kind: 'text', text: bytes.toString('utf8') };
+      const mode = state.mode & 0o777;
+      return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes, mode } : { kind: 'text', text: bytes.toString('utf8'), mode };
     }
     case 'symlink':
       return { kind: 'summary', text: `symlink to ${state.target}` };
@@ -123,13 +125,31 @@ async function diskSide(projectRoot: string, projectPath: string): Promise<Side>
   }
   if (stats.isSymbolicLink()) return { kind: 'summary', text: `symlink to ${await readlink(absolute)}` };
   if (!stats.isFile()) return { kind: 'summary', text: stats.isDirectory() ? 'a folder' : 'a special file' };
-  if (stats.size > 16 * 1024 * 1024) return { kind: 'summary', text: `${sizeText(stats.size)}, too large to diff` };
+  const mode = stats.mode & 0o777;
+  if (stats.size > 16 * 1024 * 1024) return { kind: 'summary', text: `${sizeText(stats.size)}, too large to diff`, mode };
   const bytes = await readFile(absolute);
-  return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes } : { kind: 'text', text: bytes.toString('utf8') };
+  return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes, mode } : { kind: 'text', text: bytes.toString('utf8'), mode };
 }
 
 /** One path's diff from the checkpoint to now: a unified diff for text, one line otherwise. */
 export function diffOne(projectPath: string, before: Side, now: Side): string {
+  const modes = modeLine(projectPath, before, now);
+  if (modes !== '' && sameContent(before, now)) return modes;
+  return modes + contentDiff(projectPath, before, now);
+}
+
+/** `path: mode 755 → 644` when both sides are files whose permission bits differ, else nothing. */
+function modeLine(projectPath: string, before: Side, now: Side): string {
+  if (before.kind === 'absent' || now.kind === 'absent' || before.mode === undefined || now.mode === undefined || before.mode === now.mode) return '';
+  return `${shownPath(projectPath)}: mode ${before.mode.toString(8)} → ${now.mode.toString(8)}\n`;
+}
+
+function sameContent(before: Side, now: Side): boolean {
+  if (before.kind === 'text' && now.kind === 'text') return before.text === now.text;
+  return before.kind === 'summary' && now.kind === 'summary' && before.bytes !== undefined && now.bytes !== undefined && before.bytes.equals(now.bytes);
+}
+
+function contentDiff(projectPath: string, before: Side, now: Side): string {
   if (before.kind !== 'summary' && now.kind !== 'summary') {
     const oldName = before.kind === 'absent' ? '/dev/null' : `a/${shownPath(projectPath)}`;
     const newName = now.kind === 'absent' ? '/dev/null' : `b/${shownPath(projectPath)}`;
@@ -147,7 +167,7 @@ export async function diffCommand(id: string, paths: string[], options: GlobalOp
   const meta = await resolveId(store, id);
   const observer = observerFor(context, store);
   const only = paths.map((p) => projectPathOf(context.projectRoot, p));
-  const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'never-widen', ...(only.length > 0 ? { paths: only } : {}) });
+  const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'exact', ...(only.length > 0 ? { paths: only } : {}) });
   await observer.close();
   const entries = plan.entries.filter((e: PlanEntry) => !(e.action === 'skip' && (e.reason === 'already-matches' || (e.reason as string) === 'not-changed-since')));
   const diffs: { path: string; diff: string }[] = [];

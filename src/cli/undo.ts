@@ -57,7 +57,7 @@ async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context
 }
 
 async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
-  const plan = await observer.plan(meta.id, { created, modePolicy: 'never-widen', ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}) });
+  const plan = await observer.plan(meta.id, { created, modePolicy: 'exact', ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}) });
   const label = displayLabel(meta);
   const preview = buildUndoPreview(label, plan.entries, maxFileMib, title);
   return { meta, label, ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}), plan, preview };
@@ -79,7 +79,7 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
   for (const step of steps) {
     const report = await observer.restore(step.meta.id as CheckpointId, {
       created,
-      modePolicy: 'never-widen',
+      modePolicy: 'exact',
       ...(step.paths !== undefined ? { paths: step.paths } : {}),
       ...(step.force !== undefined ? { force: step.force } : {}),
       expect: step.plan,

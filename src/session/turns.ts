@@ -181,12 +181,13 @@ export function storeFailureGap(path: string, error: unknown): Gap {
     : { path, reason: 'journal-write-failed', detail: `the checkpoint store failed (${message}): ${path} was written without a checkpoint` };
 }
 
-/** A manifest's entries as a change list; entries whose content ended where it began are dropped. */
+/** A manifest's entries as a change list; entries whose content and mode ended where they began are dropped. */
 export function turnChangesOf(manifest: CheckpointManifest): TurnChanges {
   const changes: Change[] = [];
   for (const entry of manifest.entries) {
     const before = fingerprintOf(entry.before);
-    if (entry.after !== undefined && before !== undefined && before === entry.after) continue;
+    const sameMode = entry.before.type !== 'file' || entry.afterMode === undefined || (entry.afterMode & 0o777) === (entry.before.mode & 0o777);
+    if (entry.after !== undefined && before !== undefined && before === entry.after && sameMode) continue;
     if (entry.before.type === 'absent') changes.push({ path: entry.path, kind: 'created', before: entry.before });
     else if (entry.after === 'absent') changes.push({ path: entry.path, kind: 'deleted', before: entry.before });
     else changes.push({ path: entry.path, kind: 'changed', before: entry.before });

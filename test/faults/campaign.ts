@@ -41,6 +41,14 @@ export class Tally {
     this.random = seededRandom(testSeed(seedFallback));
   }
 
+  /** Unless `possible`, marks the class skipped with the reason and prints its line; true when skipped. */
+  skipUnless(possible: boolean, reason: string): boolean {
+    if (possible) return false;
+    this.skipped = reason;
+    this.finish();
+    return true;
+  }
+
   /** Runs one trial; `label` names its point (printed with the seed when it broke). */
   async trial(label: string, body: () => Promise<void>): Promise<void> {
     this.tried += 1;

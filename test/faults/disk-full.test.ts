@@ -14,11 +14,7 @@ import { Tally, trials } from './campaign.js';
 describe('fault campaign: a full disk under the store', () => {
   it('write tools on a store with a seeded amount of space left', async () => {
     const tally = new Tally('disk full under the store', 1301);
-    if (!canMountSmallDisk) {
-      tally.skipped = 'cannot mount a tmpfs here (needs root)';
-      tally.finish();
-      return;
-    }
+    if (tally.skipUnless(canMountSmallDisk, 'cannot mount a tmpfs here (needs root)')) return;
     let gapsSeen = 0;
     for (let t = 0; t < trials(40, 3); t++) {
       const { base, project } = await sandbox();

@@ -69,11 +69,7 @@ async function restoreRaced(project: string, outside: string, outsideBefore: Rec
 
 async function restoreCampaign(name: string, seedFallback: number, race: (project: string, outside: string) => Promise<Exchanger>): Promise<void> {
   const tally = new Tally(name, seedFallback);
-  if (!canRace) {
-    tally.skipped = 'this machine cannot swap names atomically (needs Linux and python3)';
-    tally.finish();
-    return;
-  }
+  if (tally.skipUnless(canRace, 'this machine cannot swap names atomically (needs Linux and python3)')) return;
   let swaps = 0;
   for (let round = 0; round < trials(30, 2); round++) {
     const count = tally.random.int(50, 200);
@@ -94,11 +90,7 @@ async function restoreCampaign(name: string, seedFallback: number, race: (projec
 
 async function toolCampaign(name: string, seedFallback: number, target: 'folder' | 'file'): Promise<void> {
   const tally = new Tally(name, seedFallback);
-  if (!canRace) {
-    tally.skipped = 'this machine cannot swap names atomically (needs Linux and python3)';
-    tally.finish();
-    return;
-  }
+  if (tally.skipUnless(canRace, 'this machine cannot swap names atomically (needs Linux and python3)')) return;
   let swaps = 0;
   let refused = 0;
   for (let round = 0; round < trials(10, 1); round++) {
