@@ -1,5 +1,7 @@
 import { discardedCheckpoints, goneMessage, isPidAlive } from '../admin.js';
 import { shownText } from '../report/escape.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit } from './io.js';
 import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 
 /** Checkpoint kinds the user can undo to: runs, restores' saves, and calls attributed after a restart. */
@@ -107,20 +109,27 @@ export function stateText(state: PictureState): string {
  * @throws CheckpointError `UNKNOWN_CHECKPOINT` when none matches (cleared or never taken),
  *   `INVALID_ID` when the text is neither form or a short id is ambiguous.
  */
-export async function resolveId(store: StoreView, text: string): Promise<CheckpointMeta> {
+export async function resolveId(store: StoreView, given: string): Promise<CheckpointMeta> {
+  const text = given.trim().toLowerCase();
   const metas = await store.list();
   const exact = metas.find((m) => m.id === text);
   if (exact !== undefined) return exact;
-  if (/^[0-9]{13}-[0-9a-z]{4}-[0-9a-f]{8}$/.test(text)) {
-    throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(text, await store.removal(text)));
+  // A short id is 8 hex digits; a full id starts with 13 digits of milliseconds.
+  if (!/^[0-9a-f]{4,8}$|^[0-9]{4,13}(-[0-9a-z]{0,4}(-[0-9a-f]{0,8})?)?$/.test(text)) {
+    throw new CheckpointError('INVALID_ID', `not a checkpoint id: ${shownText(given.slice(0, 80))} (a full id, or 4 or more of its first or last characters, as turnback list shows)`);
   }
-  if (!/^[0-9a-f]{8}$/.test(text)) throw new CheckpointError('INVALID_ID', `not a checkpoint id: ${JSON.stringify(text.slice(0, 80))}`);
-  const matches = metas.filter((m) => m.id.endsWith(`-${text}`));
+  // Any unique prefix of 4 or more characters, of the full id or of the short id `list` shows.
+  const matches = metas.filter((m) => m.id.startsWith(text) || shortId(m.id).startsWith(text));
   if (matches.length === 1) return matches[0] as CheckpointMeta;
-  if (matches.length > 1) throw new CheckpointError('INVALID_ID', `the short id ${text} is ambiguous; give the full id (turnback list --json)`);
-  // A short id of a removed checkpoint is found by its tail in the removal record.
-  throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(text, await store.removal(text)));
+  if (matches.length > 1) {
+    throw new CheckpointError('INVALID_ID', `${text} matches ${matches.length} pictures (${matches.slice(0, 5).map((m) => shortId(m.id)).join(', ')}${matches.length > 5 ? ', …' : ''}); give more of the id`);
+  }
+  const removal = await store.removal(text);
+  if (removal === undefined) throw new CliExit(EXIT.usage, 'UNKNOWN_CHECKPOINT', `no picture ${text} in this project (turnback list shows them)`);
+  // Pruned by retain, cleared by keep_days or the store cap, dropped: the store's words say which.
+  throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(text, removal));
 }
+
 
 /** The undo target for one path: the newest undoable checkpoint with an entry for it. */
 export async function latestCheckpointFor(store: StoreView, projectPath: string): Promise<Picture | undefined> {

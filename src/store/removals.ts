@@ -35,12 +35,17 @@ export async function recordRemovals(state: StateDocumentFolder, removals: reado
   await state.writeState(REMOVALS_STATE, { version: 1, removals: next }, { durable: false }).catch(() => undefined);
 }
 
-/** The removal of `id` (a full id, or the 8-hex tail `list` shows), if the record still remembers it. */
+/**
+ * The newest removal of `id` (a full id, the 8-hex tail `list` shows, or a prefix of 4 or more
+ * characters of either), if the record still remembers it.
+ */
 export async function removalOf(state: StateDocumentFolder, id: string): Promise<Removal | undefined> {
   const known = parse(await state.readState(REMOVALS_STATE).catch(() => undefined));
   for (let i = known.length - 1; i >= 0; i--) {
     const removal = known[i] as Removal;
     if (removal.id === id || removal.id.endsWith(`-${id}`)) return removal;
+    const tail = removal.id.slice(removal.id.lastIndexOf('-') + 1);
+    if (id.length >= 4 && (removal.id.startsWith(id) || tail.startsWith(id))) return removal;
   }
   return undefined;
 }

@@ -307,8 +307,8 @@ describe('turnback undo and redo', () => {
     expect(outside.code).toBe(2);
     expect(outside.stderr).toContain('undo takes a path inside the project');
     const cleared = tb(['undo', '1700000000000-0000-abcdef01', '--yes']);
-    expect(cleared.code).toBe(1);
-    expect(cleared.stderr).toContain('no checkpoint 1700000000000-0000-abcdef01 in this store (it never existed here)');
+    expect(cleared.code).toBe(2);
+    expect(cleared.stderr).toContain('no picture 1700000000000-0000-abcdef01 in this project');
     const bad = tb(['show', 'nonsense', '--json']);
     expect(bad.code).toBe(2);
     expect(json<{ error: { reason: string } }>(bad).error.reason).toBe('INVALID_ID');
