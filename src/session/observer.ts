@@ -1,6 +1,6 @@
 import type { PathCaptureContext } from '../capture/capture-path.js';
 import { PictureKeeper } from '../capture/picture-keeper.js';
-import { CheckpointError } from '../core/errors.js';
+import { CheckpointError, isCheckpointError } from '../core/errors.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { isStatFingerprint, type Gap } from '../core/model.js';
 import { readPostWriteState } from '../fs/disk-state.js';
@@ -302,11 +302,20 @@ export class CheckpointObserver implements WriteObserver {
     }
     await this.#snapshots.sealSession(sessionId);
     const metas = (await this.#store.list()).filter((m) => m.sessionId === sessionId);
-    for (const meta of metas) await this.#store.deleteCheckpoint(meta.id);
+    let removed = 0;
+    for (const meta of metas) {
+      try {
+        await this.#store.deleteCheckpoint(meta.id);
+        removed += 1;
+      } catch (error) {
+        // Pruned by another process since the listing: it is gone, which is what a drop wants.
+        if (!isCheckpointError(error) || error.code !== 'UNKNOWN_CHECKPOINT') throw error;
+      }
+    }
     // With no grace period, the objects this process's unsaved stat cache names must be on record.
     await this.#pictures.saveNow();
     await this.#store.prune({ retain: Number.MAX_SAFE_INTEGER, graceMs: 0 });
-    return { removedCheckpoints: metas.length };
+    return { removedCheckpoints: removed };
   }
 
   /**

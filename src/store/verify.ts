@@ -218,16 +218,48 @@ async function checkPacks(ctx: StoreContext, problems: VerifyProblem[], present:
  * pre-image may be one of them, so a missing one is a loss waiting to happen).
  */
 async function checkReferences(ctx: StoreContext, problems: VerifyProblem[], references: ReadonlyMap<string, Reference>, present: ReadonlySet<string>): Promise<number> {
+  const state = await stateReferences(ctx);
+  const missing = [...references.keys(), ...state.keys()].filter((key) => !present.has(key));
+  // Verify takes no lock: a prune in another process may have removed a checkpoint and its
+  // objects, or repacked a record, between the steps. A missing object is confirmed by a second
+  // look before it is reported: its checkpoint is still there, and a fresh listing of loose
+  // objects and packs still does not find it.
+  const confirmed = missing.length === 0 ? new Set<string>() : await confirmMissing(ctx, missing);
+  const live = missing.length === 0 ? new Set<string>() : new Set((await scanCatalog(ctx.fs, ctx.layout)).entries.map((entry) => entry.id));
   for (const [key, ref] of references) {
-    if (!present.has(key)) problems.push({ kind: 'missing-object', id: ref.id, path: ctx.layout.objectPath(key), detail: `object ${key} is missing` });
+    if (confirmed.has(key) && live.has(ref.id)) problems.push({ kind: 'missing-object', id: ref.id, path: ctx.layout.objectPath(key), detail: `object ${key} is missing` });
   }
   let fromState = 0;
-  for (const [key, document] of await stateReferences(ctx)) {
+  const stateNow = missing.length === 0 ? state : await stateReferences(ctx);
+  for (const [key, document] of state) {
     if (references.has(key)) continue;
     fromState += 1;
-    if (!present.has(key)) problems.push({ kind: 'missing-object', path: ctx.layout.objectPath(key), detail: `object ${key}, named by ${path.basename(document)}, is missing` });
+    if (confirmed.has(key) && stateNow.has(key)) problems.push({ kind: 'missing-object', path: ctx.layout.objectPath(key), detail: `object ${key}, named by ${path.basename(document)}, is missing` });
   }
   return references.size + fromState;
+}
+
+/** The keys of `missing` that a fresh listing of loose objects and packs still does not find. */
+async function confirmMissing(ctx: StoreContext, missing: readonly string[]): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const info of await ctx.objects.listLoose()) found.add(info.key);
+  let names: string[] = [];
+  try {
+    names = await ctx.fs.readdir(ctx.layout.packsDir);
+  } catch {
+    // No packs folder: nothing packed to find.
+  }
+  for (const name of names.filter(isPackName)) {
+    const pack = packFile(ctx.layout.packsDir, name);
+    try {
+      if (scanPack(pack, () => undefined)) for (const loc of pack.records) found.add(loc.key);
+    } catch {
+      // Gone or unreadable since: the packs step reported what it saw.
+    } finally {
+      closeReads(pack);
+    }
+  }
+  return new Set(missing.filter((key) => !found.has(key)));
 }
 
 /**

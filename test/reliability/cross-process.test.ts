@@ -4,7 +4,11 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CheckpointId } from '../../src/core/id.js';
+import { nodeFileSystem } from '../../src/fs/file-system.js';
+import { CheckpointObserver } from '../../src/session/observer.js';
+import { CheckpointStore } from '../../src/store/store.js';
 import { writeFile } from '../../src/tools/reference-tools.js';
+import { faultFs } from '../helpers/fault-fs.js';
 import { CHILD, DIST as DIST_FOLDER } from '../faults/campaign.js';
 import { openObserver, sandbox, writeTree } from '../session/helpers.js';
 
@@ -96,6 +100,33 @@ describe('a drop in one process never deletes what another live session may have
     expect(report.skipped).toEqual([]);
     expect(await fs.readFile(path.join(project, 'f0.txt'), 'utf8')).toBe(original);
     await later.close();
+    await mine.close();
+  });
+
+  it('a drop finishes when another process pruned one of its checkpoints between its listing and its delete', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'a' });
+    const setup = await openObserver(project, storeDir, { sessionId: 'mine' });
+    const turns: CheckpointId[] = [];
+    for (let i = 0; i < 3; i++) {
+      turns.push(await setup.beginTurn());
+      await writeFile({ projectRoot: project, observer: setup }, 'a.txt', `a ${i}`);
+    }
+    await setup.close();
+    // The first unlink of the drop is the moment another process's prune removes the last turn.
+    let pruned = false;
+    const racing = faultFs(nodeFileSystem, {
+      before: async (op) => {
+        if (op !== 'unlink' || pruned) return;
+        pruned = true;
+        await fs.rm(path.join(storeDir, 'checkpoints', `${turns[2] as string}.json`));
+      },
+    });
+    const mine = new CheckpointObserver({ store: await CheckpointStore.open(storeDir, { projectRoot: project, fs: racing.fs }), sessionId: 'mine' });
+    const dropped = await mine.drop('mine');
+    expect(pruned).toBe(true);
+    expect(dropped.removedCheckpoints).toBe(2);
+    expect(await mine.store.list()).toEqual([]);
     await mine.close();
   });
 });
