@@ -7,9 +7,26 @@ import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView
 /** Checkpoint kinds the user can undo to: runs, restores' saves, and calls attributed after a restart. */
 const UNDOABLE = new Set<CheckpointMeta['kind']>(['turn', 'pre-restore', 'call']);
 
-/** What a person calls a checkpoint: `before ./tidy.sh`, or `before undo` for a restore's save. */
+/** The longest label the command gives a picture: one line, cut with `…`. */
+export const LABEL_MAX_CHARS = 60;
+
+/** `text` on one line (control characters and runs of white space as one space), cut to {@link LABEL_MAX_CHARS}. */
+export function shortLabel(text: string): string {
+  const line = text.replace(/[\u0000-\u001f\u007f\s]+/g, ' ').trim();
+  return line.length <= LABEL_MAX_CHARS ? line : `${line.slice(0, LABEL_MAX_CHARS - 1).trimEnd()}…`;
+}
+
+/** A label without its leading `before ` (`before undo of sed -i …`, not `before undo of before sed …`). */
+export function withoutBefore(label: string): string {
+  return label.startsWith('before ') ? label.slice('before '.length) : label;
+}
+
+/**
+ * What a person calls a checkpoint: `before ./tidy.sh`, or, for a restore's save, its own label
+ * (`before undo of ./tidy.sh`, `before redo`) or `before undo` when it has none.
+ */
 export function displayLabel(meta: Pick<CheckpointMeta, 'kind' | 'label'>): string {
-  if (meta.kind === 'pre-restore') return 'before undo';
+  if (meta.kind === 'pre-restore') return meta.label !== undefined && meta.label.length > 0 ? shownText(meta.label) : 'before undo';
   // A call checkpoint is an interrupted run recorded later; its label is the bare command.
   if (meta.kind === 'call' && meta.label !== undefined && meta.label.length > 0) return `before ${shownText(meta.label)}`;
   if (meta.label !== undefined && meta.label.length > 0) return shownText(meta.label);

@@ -7,6 +7,7 @@ import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { Progress } from './progress.js';
+import { shortLabel } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
 
 /** Options of `turnback run`. */
@@ -66,7 +67,7 @@ export interface RunJson {
 export async function runCommand(argv: string[], options: RunOptions, io: Io): Promise<number> {
   if (argv.length === 0) throw new CliExit(EXIT.usage, 'USAGE', 'run needs a command: turnback run -- CMD ARGS…');
   const commandLine = argv.map(shellQuote).join(' ');
-  const label = options.label ?? `before ${commandLine}`;
+  const label = options.label ?? shortLabel(`before ${commandLine}`);
   const context = await loadContext(options);
   const notes: string[] = [];
   let interrupted: InterruptedReport[] = [];

@@ -6,7 +6,7 @@ import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
-import { displayLabel, displayTime, latestCheckpointFor, resolveId, stateText, undoablePictures, type Picture } from './pictures.js';
+import { displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
 export interface UndoOptions extends GlobalOptions {
@@ -43,7 +43,7 @@ export function projectPathOf(projectRoot: string, input: string, cwd: string = 
 function pictureLine(meta: Picture): string {
   const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'}`;
   const state = stateText(meta.state);
-  return `${displayLabel(meta)} · ${displayTime(meta.shownAt)}   (${files}${state === '' ? '' : `; ${state}`})`;
+  return `${shortId(meta.id)}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   (${files}${state === '' ? '' : `; ${state}`})`;
 }
 
 async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: StoreView; observer: CheckpointObserver }> {
@@ -73,7 +73,7 @@ async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineRea
   return isYes(await reader().ask(process.stdout, 'restore? type y to confirm '));
 }
 
-async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete'): Promise<number> {
+async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete', redo = false): Promise<number> {
   const reports: { checkpoint: string; label: string; report: RestoreReport }[] = [];
   let failed = false;
   for (const step of steps) {
@@ -83,6 +83,7 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
       ...(step.paths !== undefined ? { paths: step.paths } : {}),
       ...(step.force !== undefined ? { force: step.force } : {}),
       expect: step.plan,
+      saveLabel: redo ? 'before redo' : shortLabel(`before undo of ${withoutBefore(step.label)}`),
     });
     reports.push({ checkpoint: step.meta.id, label: step.label, report });
     io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib }));
@@ -202,7 +203,7 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
       return EXIT.ok;
     }
     if (!(await confirm(io, options, () => (lines ??= new LineReader(process.stdin))))) return cancelled(io);
-    return await applySteps(io, context, observer, [step], 'delete');
+    return await applySteps(io, context, observer, [step], 'delete', true);
   } finally {
     lines?.close();
     await observer.close().catch(() => undefined);

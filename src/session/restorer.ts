@@ -47,6 +47,11 @@ export interface RestoreOptions {
    */
   force?: string[];
   /**
+   * The label of the `pre-restore` checkpoint that saves what this restore overwrites (the
+   * command passes `before undo of …` or `before redo`). @default none
+   */
+  saveLabel?: string;
+  /**
    * fsync every restored file before it is published and its folder after (power-loss
    * durability). Off by default: like `git checkout`, a restore survives a process crash but not
    * necessarily a power loss right after it (see the durability table in CHECKPOINT-DESIGN.md).
@@ -296,7 +301,12 @@ export class Restorer {
 
     // Save first: record what each write will overwrite, so this restore can itself be undone.
     // The save happens inside the apply, from what the guard just read (see #saveFirst).
-    const saver = await this.store.openCheckpoint({ kind: 'pre-restore', sessionId: this.sessionId, restoreOf: plan.checkpointId as CheckpointId });
+    const saver = await this.store.openCheckpoint({
+      kind: 'pre-restore',
+      sessionId: this.sessionId,
+      restoreOf: plan.checkpointId as CheckpointId,
+      ...(options.saveLabel !== undefined ? { label: options.saveLabel } : {}),
+    });
     report.preRestoreId = saver.id;
     const toApply: PlanEntry[] = [];
     for (const entry of writing) {

@@ -47,7 +47,9 @@ describe('terminal picker', () => {
 describe('helpers', () => {
   it('labels checkpoints the way people read them', () => {
     expect(displayLabel({ kind: 'turn', label: 'before ./tidy.sh' })).toBe('before ./tidy.sh');
-    expect(displayLabel({ kind: 'pre-restore', label: 'whatever' })).toBe('before undo');
+    // A restore's save shows its own label (before undo of …, before redo), else `before undo`.
+    expect(displayLabel({ kind: 'pre-restore', label: 'before redo' })).toBe('before redo');
+    expect(displayLabel({ kind: 'pre-restore' })).toBe('before undo');
     // A call checkpoint is an interrupted run recorded later: its label is the bare command.
     expect(displayLabel({ kind: 'call', label: "sh -c 'make all'" })).toBe("before sh -c 'make all'");
     const now = new Date(2024, 4, 2, 15, 0);

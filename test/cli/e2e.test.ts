@@ -237,7 +237,8 @@ describe('turnback undo and redo', () => {
     tb(['run', '--', ...EDIT]);
     const garbage = tb(['undo'], { input: 'garbage\n' });
     expect(garbage.code).toBe(3);
-    expect(garbage.stdout).toContain('  1  before sh -c');
+    // Each line starts with the picture's short id.
+    expect(garbage.stdout).toMatch(/ {2}1 {2}[0-9a-f]{8} {2}before sh -c/);
     expect(garbage.stdout).toContain('undo cancelled');
 
     const no = tb(['undo'], { input: '1\nn\n' });
@@ -476,7 +477,7 @@ describe('signals, crashes and concurrency', () => {
     expect(tb(['status']).stdout).toMatch(/last picture: before sh -c .*\(6 files changed; interrupted: turnback was killed while it ran\)/);
 
     const undo = tb(['undo'], { input: '1\ny\n' });
-    expect(undo.stdout).toMatch(/ {2}1 {2}before sh -c .* \(6 files; interrupted: turnback was killed while it ran\)/);
+    expect(undo.stdout).toMatch(/ {2}1 {2}[0-9a-f]{8} {2}before sh -c .* \(6 files; interrupted: turnback was killed while it ran\)/);
     expect(undo.code, undo.stderr).toBe(0);
     expect(await readFile(path.join(proj, 'Cargo.toml'), 'utf8')).toBe('[package]\nname = "p"\n');
     expect(await readFile(path.join(proj, 'docs', 'notes', 'draft.md'), 'utf8')).toBe('not committed\n');
@@ -570,9 +571,10 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
     const command = `env ${envArgs.map((a) => `'${a}'`).join(' ')} ${process.execPath} --no-warnings ${CLI} undo; echo EXIT=$?; sleep 30`;
     spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '120', '-y', '30', '-c', proj, command]);
     await until(() => capture().includes('undo to which picture?'), 'the picker');
-    expect(capture()).toContain('› third');
+    // The picker shows each picture's short id before its label.
+    expect(capture()).toMatch(/› [0-9a-f]{8} {2}third/);
     keys('Down');
-    await until(() => capture().includes('› second'), 'the highlight to move');
+    await until(() => /› [0-9a-f]{8} {2}second/.test(capture()), 'the highlight to move');
     keys('Enter');
     await until(() => capture().includes('Enter restores'), 'the preview');
     expect(capture()).toContain('undo to second: 1 to write back');
