@@ -12,6 +12,18 @@ export interface GlobalOptions {
   project?: string;
   store?: string;
   json?: boolean;
+  /** Every row of every list. */
+  all?: boolean;
+  /** Rows of each list before the rest folds (`-n N`). */
+  rows?: number;
+}
+
+/** Rows a list prints before the rest folds into one line. */
+export const DEFAULT_ROWS = 10;
+
+/** The row limit `--all` / `-n N` ask for. */
+export function rowLimit(options: Pick<GlobalOptions, 'all' | 'rows'>): number {
+  return options.all === true ? Number.POSITIVE_INFINITY : (options.rows ?? DEFAULT_ROWS);
 }
 
 /** Where a command works: the project, its config, and its store folder. */
@@ -20,6 +32,8 @@ export interface CliContext {
   projectRoot: string;
   config: CliConfig;
   storeDir: string;
+  /** Rows each list prints before folding (`--all`, `-n N`). */
+  maxRows: number;
   /** Where the store folder came from. */
   storeFrom: '--store' | 'TURNBACK_DIR' | 'config' | 'default';
   /** Why this project takes no pictures (home folder, `/`), when it does not. */
@@ -88,7 +102,7 @@ export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv
     storeFrom = 'default';
   }
   const refusal = refusalOf(projectRoot, env.HOME ?? os.homedir());
-  return { projectRoot, config, storeDir, storeFrom, ...(refusal !== undefined ? { refusal } : {}) };
+  return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), ...(refusal !== undefined ? { refusal } : {}) };
 }
 
 /** Opens the store (creating it when missing). */

@@ -4,6 +4,7 @@ import { createTwoFilesPatch } from 'diff';
 import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry } from '../index.js';
 import { noCopyText } from '../report/reasons.js';
 import { shownPath } from '../report/escape.js';
+import { rowsShown } from '../report/folding.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -48,16 +49,25 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
     if (!io.json) printInterrupted(io, context, interrupted);
     pictures = await undoablePictures(store);
   }
+  // Finished pictures in which nothing changed are noise in a person's list; --all (and --json)
+  // show them. A running or cut-short one always shows: its count is not final.
+  const everything = options.all === true;
+  const quiet = (meta: Picture): boolean => meta.entryCount === 0 && meta.state === 'complete';
+  const unchanged = pictures.filter(quiet).length;
+  const listed = everything ? pictures : pictures.filter((meta) => !quiet(meta));
   io.emit({ checkpoints: pictures.map(metaJson), interrupted });
   if (pictures.length === 0) {
     io.out('no checkpoints in this project');
     return EXIT.ok;
   }
-  for (const meta of pictures) {
+  const shown = rowsShown(listed.length, context.maxRows);
+  for (const meta of listed.slice(0, shown)) {
     const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'} changed`;
     const state = stateText(meta.state);
     io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${state === '' ? '' : io.style.dim(`   (${state})`)}`);
   }
+  if (listed.length > shown) io.out(io.style.dim(`… and ${listed.length - shown} older ${listed.length - shown === 1 ? 'picture' : 'pictures'} (--all lists every one)`));
+  if (!everything && unchanged > 0) io.out(io.style.dim(`${unchanged} ${unchanged === 1 ? 'picture' : 'pictures'} in which nothing changed not shown (--all shows them)`));
   return EXIT.ok;
 }
 
@@ -219,7 +229,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)})` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
   for (const report of interrupted) {
-    io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib }, io.style));
+    io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.style));
   }
   return EXIT.ok;
 }

@@ -60,6 +60,6 @@ async function handleOne(context: CliContext, store: StoreView, run: Interrupted
 /** Prints the notice for each interrupted run on stderr. */
 export function printInterrupted(io: Io, context: CliContext, reports: readonly InterruptedReport[]): void {
   for (const report of reports) {
-    io.err(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib }, io.errStyle));
+    io.err(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.errStyle));
   }
 }

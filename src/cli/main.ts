@@ -1,4 +1,4 @@
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { pruneCommand, switchCommand, verifyCommand } from './admin.js';
 import type { GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
@@ -20,7 +20,15 @@ function common(command: Command): Command {
     .option('--project <dir>', 'the project root (default: the git toplevel of the current folder, else the current folder)')
     .option('--store <dir>', 'the checkpoint store folder (default: TURNBACK_DIR, then dir in config, then the per-project data folder)')
     .option('--json', 'print one JSON document on stdout, for scripts')
+    .option('--all', 'print every row of every list (and every picture in list)')
+    .addOption(new Option('-n, --rows <N>', 'rows of each list before the rest folds into one line (default 10)').argParser(positiveCount))
     .addHelpText('after', EXIT_CODES_HELP);
+}
+
+/** Parses `-n N`: a whole number of at least 1. */
+function positiveCount(value: string): number {
+  if (!/^[1-9][0-9]{0,6}$/.test(value)) throw new InvalidArgumentError('needs a whole number of at least 1');
+  return Number(value);
 }
 
 /** Runs one command, turning thrown failures into a message and an exit code. */

@@ -72,5 +72,6 @@ export async function turnEndListFor(context: CliContext, set: ChangeSet): Promi
     protected: context.config.resolved.protected,
     wholeFolders: whole,
     maxFileMib: context.config.resolved.maxFileMib,
+    maxRows: context.maxRows,
   });
 }

@@ -86,7 +86,7 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
       saveLabel: redo ? 'before redo' : shortLabel(`before undo of ${withoutBefore(step.label)}`),
     });
     reports.push({ checkpoint: step.meta.id, label: step.label, report });
-    io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib }));
+    io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
     if (report.failed.length > 0) failed = true;
   }
   await observer.close();
@@ -94,8 +94,8 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
   return failed ? EXIT.error : EXIT.ok;
 }
 
-function showPreviews(io: Io, steps: readonly Step[]): void {
-  for (const step of steps) io.out(...renderUndoPreview(step.preview, io.style));
+function showPreviews(io: Io, steps: readonly Step[], maxRows: number): void {
+  for (const step of steps) io.out(...renderUndoPreview(step.preview, io.style, maxRows));
 }
 
 /**
@@ -140,8 +140,8 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         chosen = index === undefined ? undefined : pictures[index];
         if (chosen !== undefined) {
           const step = await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced);
-          if (!step.preview.writes) return nothingToChange(io, [step]);
-          const ok = await picker.confirm(renderUndoPreview(step.preview, io.style), 'Enter restores · Esc cancels');
+          if (!step.preview.writes) return nothingToChange(io, [step], context.maxRows);
+          const ok = await picker.confirm(renderUndoPreview(step.preview, io.style, context.maxRows), 'Enter restores · Esc cancels');
           if (!ok) return cancelled(io);
           return await applySteps(io, context, observer, [step], created);
         }
@@ -154,8 +154,8 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
       steps.push(await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced));
     }
 
-    if (!steps.some((s) => s.preview.writes)) return nothingToChange(io, steps);
-    showPreviews(io, steps);
+    if (!steps.some((s) => s.preview.writes)) return nothingToChange(io, steps, context.maxRows);
+    showPreviews(io, steps, context.maxRows);
     if (options.dryRun === true) {
       io.emit({ dryRun: true, previews: steps.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries })) });
       await observer.close();
@@ -175,8 +175,8 @@ function cancelled(io: Io): number {
   return EXIT.nothing;
 }
 
-function nothingToChange(io: Io, steps: readonly Step[]): number {
-  showPreviews(io, steps);
+function nothingToChange(io: Io, steps: readonly Step[], maxRows: number): number {
+  showPreviews(io, steps, maxRows);
   io.out('nothing to undo: every file is already as it was, or was changed since');
   io.emit({ restored: false, reason: 'nothing-to-change', previews: steps.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries })) });
   return EXIT.nothing;
@@ -196,8 +196,8 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
     const lastWasRedo = last !== undefined && saves.some((s) => s.id === last.restoreOf);
     if (last === undefined || lastWasRedo) throw new CliExit(EXIT.nothing, 'NOTHING', last === undefined ? 'nothing to redo: no undo in this project' : 'nothing to redo: the last undo was already redone');
     const step = await planStep(observer, last, 'delete', undefined, context.config.resolved.maxFileMib, 'redo (back to before the last undo)');
-    if (!step.preview.writes) return nothingToChange(io, [step]);
-    showPreviews(io, [step]);
+    if (!step.preview.writes) return nothingToChange(io, [step], context.maxRows);
+    showPreviews(io, [step], context.maxRows);
     if (options.dryRun === true) {
       io.emit({ dryRun: true, previews: [{ checkpoint: step.meta.id, ...step.preview, entries: step.plan.entries }] });
       return EXIT.ok;

@@ -1,6 +1,7 @@
 import type { Gap } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { shownPath, shownText } from './escape.js';
+import { moreLine, rowsShown } from './folding.js';
 import { noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 import type { ReportChange } from './turn-end-list.js';
@@ -42,14 +43,18 @@ export function renderInterruptedNotice(input: InterruptedInput, style: LineStyl
     lines.push('  Since it started: no files changed.');
   } else {
     lines.push('  Since it started:');
-    const width = Math.min(40, Math.max(...input.changes.slice(0, maxRows).map((c) => c.path.length)));
-    for (const change of input.changes.slice(0, maxRows)) {
+    const allowed = rowsShown(input.changes.length, maxRows);
+    const width = Math.min(40, Math.max(...input.changes.slice(0, allowed).map((c) => c.path.length)));
+    for (const change of input.changes.slice(0, allowed)) {
       const word = change.kind === 'created' ? 'new' : change.kind;
       const reason = change.kind === 'created' ? undefined : uncopiedReasonOf(change.before);
       const tail = change.kind === 'created' ? '' : reason !== undefined ? noCopyText(reason, maxFileMib) : style.bold(`${undo} restores`);
       lines.push(`    ${word.padEnd(8)}  ${shownPath(change.path).padEnd(width)}${tail.length > 0 ? `   ${tail}` : ''}`.trimEnd());
     }
-    if (input.changes.length > maxRows) lines.push(style.dim(`    … and ${input.changes.length - maxRows} more`));
+    if (input.changes.length > allowed) {
+      const rest = input.changes.slice(allowed);
+      lines.push(style.dim(`    ${moreLine([['changed', rest.filter((c) => c.kind === 'changed').length], ['new', rest.filter((c) => c.kind === 'created').length], ['deleted', rest.filter((c) => c.kind === 'deleted').length]])}`));
+    }
   }
   if (input.partial === true) {
     lines.push(style.dim(`  checkpoint partial: ${input.summary !== undefined && input.summary.length > 0 ? shownText(input.summary) : 'the picture stopped early'}`));

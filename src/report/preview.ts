@@ -1,6 +1,7 @@
 import type { PlanEntry, RestoreReport } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { shownPath, shownText } from './escape.js';
+import { moreLine, rowsShown } from './folding.js';
 import { planReasonText } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
@@ -88,20 +89,25 @@ export function previewHeader(preview: UndoPreview): string {
 export function renderUndoPreview(preview: UndoPreview, style: LineStyle = plainStyle, maxRows = 10): string[] {
   const lines = [style.bold(previewHeader(preview))];
   // Writes past maxRows fold into one line; rows that are not written (kept, left, skipped) always show.
+  const isWrite = (verb: string): boolean => verb === 'write back' || verb === 'recreate' || verb === 'delete';
+  const allowed = rowsShown(preview.rows.filter((row) => isWrite(row.verb)).length, maxRows);
   let writes = 0;
-  let hidden = 0;
+  const hidden = new Map<string, number>([['to write back', 0], ['to recreate', 0], ['to delete', 0]]);
+  let hiddenRows = 0;
   for (const row of preview.rows) {
-    if (row.verb === 'write back' || row.verb === 'recreate' || row.verb === 'delete') {
+    if (isWrite(row.verb)) {
       writes += 1;
-      if (writes > maxRows) {
-        hidden += 1;
+      if (writes > allowed) {
+        const word = `to ${row.verb}`;
+        hidden.set(word, (hidden.get(word) ?? 0) + 1);
+        hiddenRows += 1;
         continue;
       }
     }
     const note = row.note.length > 0 ? `   ${row.verb === 'skip' || row.verb === 'leave' ? style.warn(row.note) : style.dim(row.note)}` : '';
     lines.push(`  ${row.verb.padEnd(10)}  ${shownPath(row.path)}${note}`);
   }
-  if (hidden > 0) lines.splice(1 + maxRows, 0, style.dim(`  … and ${hidden} more to write back, recreate or delete`));
+  if (hiddenRows > 0) lines.splice(1 + allowed, 0, style.dim(`  ${moreLine([...hidden])}`));
   return lines;
 }
 
@@ -142,10 +148,14 @@ export function renderReceipt(
   const row = (verb: string, path: string, note = ''): string => `  ${verb.padEnd(10)}  ${shownPath(path)}${note.length > 0 ? `   ${note}` : ''}`;
   const order = { written: 0, recreated: 1, deleted: 2 } as Record<string, number>;
   const restored = [...report.restored].sort((a, b) => (order[doneVerb(a)] ?? 0) - (order[doneVerb(b)] ?? 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  for (const entry of restored.slice(0, maxRows)) {
+  const allowed = rowsShown(restored.length, maxRows);
+  for (const entry of restored.slice(0, allowed)) {
     lines.push(row(doneVerb(entry), entry.path, entry.reason === 'mode-only' ? planReasonText(entry.reason, maxFileMib) : ''));
   }
-  if (restored.length > maxRows) lines.push(style.dim(`  … and ${restored.length - maxRows} more`));
+  if (restored.length > allowed) {
+    const rest = restored.slice(allowed);
+    lines.push(style.dim(`  ${moreLine(['written', 'recreated', 'deleted'].map((verb) => [verb, rest.filter((entry) => doneVerb(entry) === verb).length] as const))}`));
+  }
   const kept: PlanEntry[] = [];
   for (const entry of [...report.refused, ...report.skipped]) {
     if (entry.action === 'skip' && (entry.reason === 'already-matches' || entry.reason === 'not-changed-since' as string)) continue;

@@ -2,6 +2,7 @@ import ignore from 'ignore';
 import type { Gap, PathState } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
 import { shownPath, shownText } from './escape.js';
+import { moreLine, rowsShown } from './folding.js';
 import { noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
@@ -80,6 +81,8 @@ export interface TurnEndList {
   rows: TurnEndRow[];
   /** Files in rows that were not shown. */
   hidden: number;
+  /** Those files by kind, for the line that stands for them. */
+  hiddenByKind: { changed: number; created: number; deleted: number };
   /** Every gap, in words, so a partial list never reads as "nothing changed". */
   notes: string[];
 }
@@ -210,9 +213,12 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
   // Up to maxRows rows; flagged rows always show and take room first.
   let shown = rows;
   let hidden = 0;
-  if (rows.length > maxRows) {
-    const flagged = rows.filter((r) => r.flags.length > 0).length;
-    let room = Math.max(0, maxRows - flagged);
+  const hiddenByKind = { changed: 0, created: 0, deleted: 0 };
+  const flagged = rows.filter((r) => r.flags.length > 0).length;
+  const plain = rows.length - flagged;
+  const plainShown = rowsShown(plain, Math.max(0, maxRows - flagged));
+  if (plainShown < plain) {
+    let room = plainShown;
     shown = rows.filter((r) => {
       if (r.flags.length > 0) return true;
       if (room > 0) {
@@ -220,11 +226,12 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
         return true;
       }
       hidden += r.files;
+      hiddenByKind[r.kind === 'new' ? 'created' : r.kind] += r.files;
       return false;
     });
   }
 
-  return { counts, rows: shown, hidden, notes: notesFor(input, maxFileMib) };
+  return { counts, rows: shown, hidden, hiddenByKind, notes: notesFor(input, maxFileMib) };
 }
 
 function notesFor(input: TurnEndInput, maxFileMib: number): string[] {
@@ -300,7 +307,10 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
     if (row.undo !== undefined) tail.push(style.bold(row.undo));
     lines.push(`${marker}${row.kind.padEnd(7)}  ${name}${tail.length > 0 ? `   ${tail.join('   ')}` : ''}`);
   }
-  if (list.hidden > 0) lines.push(style.dim(`  … and ${list.hidden} more`));
+  if (list.hidden > 0) {
+    const by = list.hiddenByKind;
+    lines.push(style.dim(`  ${moreLine([['changed', by.changed], ['new', by.created], ['deleted', by.deleted]])}`));
+  }
   for (const note of list.notes) lines.push(style.dim(`note: ${shownText(note)}`));
   return lines;
 }

@@ -79,11 +79,15 @@ describe('turnback run, list, show, diff, status', () => {
     expect(missing.code).toBe(127);
     expect(missing.stderr).toContain('command not found');
 
-    const list = tb(['list']);
+    const list = tb(['list', '--all']);
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
     expect(lines).toHaveLength(4);
     expect(lines[3]).toMatch(/^[0-9a-f]{8} {2}before sh -c .* · \d\d:\d\d {3}6 files changed$/);
+    // Without --all, the two runs that changed nothing are left out, and the list says so.
+    const quiet = tb(['list']).stdout.trim().split('\n');
+    expect(quiet).toHaveLength(3);
+    expect(quiet[2]).toBe('2 pictures in which nothing changed not shown (--all shows them)');
 
     const listed = json<{ checkpoints: { id: string; shortId: string; kind: string; label: string; files: number }[] }>(tb(['list', '--json']));
     expect(listed.checkpoints).toHaveLength(4);

@@ -98,10 +98,10 @@ describe('long previews', () => {
     many.push({ path: 'zz.txt', action: 'leave', reason: 'created-since', target: absent });
     const lines = renderUndoPreview(buildUndoPreview('before x', many));
     expect(lines).toHaveLength(1 + 10 + 1 + 1);
-    expect(lines[11]).toBe('  … and 3 more to write back, recreate or delete');
+    expect(lines[11]).toBe('  … and 3 more: 3 to write back (--all lists every one)');
     expect(lines[12]).toBe('  kept        zz.txt   (created since)');
     const receipt = renderReceipt('before x', { restored: many.slice(0, 13), refused: [], skipped: [], failed: [], preRestoreId: undefined, cleanupPending: [] });
     expect(receipt).toHaveLength(1 + 10 + 1);
-    expect(receipt.at(-1)).toBe('  … and 3 more');
+    expect(receipt.at(-1)).toBe('  … and 3 more: 3 written (--all lists every one)');
   });
 });

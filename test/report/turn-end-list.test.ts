@@ -38,14 +38,22 @@ describe('turn-end list', () => {
     ]);
   });
 
-  it('shows up to 10 rows then "… and N more"', () => {
-    const changes = Array.from({ length: 14 }, (_, i) => changed(`f${String(i).padStart(2, '0')}.txt`));
+  it('shows up to 10 rows then "… and N more", naming what the folded rows did', () => {
+    const changes = [...Array.from({ length: 12 }, (_, i) => changed(`f${String(i).padStart(2, '0')}.txt`)), { path: 'g.txt', kind: 'created' as const }];
     const list = buildTurnEndList({ changes });
     expect(list.rows).toHaveLength(10);
-    expect(list.hidden).toBe(4);
+    expect(list.hidden).toBe(3);
+    expect(list.hiddenByKind).toEqual({ changed: 2, created: 1, deleted: 0 });
     const lines = renderTurnEndList(list);
-    expect(lines.at(-1)).toBe('  … and 4 more');
-    expect(lines[0]).toBe('files: 14 changed');
+    expect(lines.at(-1)).toBe('  … and 3 more: 2 changed, 1 new (--all lists every one)');
+    expect(lines[0]).toBe('files: 12 changed, 1 new');
+  });
+
+  it('never folds a single row: eleven rows under a limit of ten all show', () => {
+    const list = buildTurnEndList({ changes: Array.from({ length: 11 }, (_, i) => changed(`f${String(i).padStart(2, '0')}.txt`)) });
+    expect(list.rows).toHaveLength(11);
+    expect(list.hidden).toBe(0);
+    expect(renderTurnEndList(list).some((line) => line.includes('more'))).toBe(false);
   });
 
   it('always shows flagged rows, even past the limit', () => {
