@@ -1,6 +1,9 @@
 import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
 import { constants as osConstants } from 'node:os';
 import type { CheckpointId, CheckpointObserver, Gap } from '../index.js';
+import { shownText } from '../report/escape.js';
 import { renderTurnEndList, shellQuote, type ReportChange, type TurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -13,6 +16,8 @@ import { turnEndListFor } from './turn-list.js';
 /** Options of `turnback run`. */
 export interface RunOptions extends GlobalOptions {
   label?: string;
+  /** Where the JSON report goes: stdout and stderr belong to the command. */
+  report?: string;
 }
 
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -66,6 +71,9 @@ export interface RunJson {
  */
 export async function runCommand(argv: string[], options: RunOptions, io: Io): Promise<number> {
   if (argv.length === 0) throw new CliExit(EXIT.usage, 'USAGE', 'run needs a command: turnback run -- CMD ARGS…');
+  // The command's stdout is the command's: a JSON report there would be mixed with its output.
+  if (io.json) throw new CliExit(EXIT.usage, 'USAGE', "run keeps stdout for the command's own output: write the JSON report with --report FILE");
+  const reportFile = options.report === undefined ? undefined : path.resolve(options.report);
   const commandLine = argv.map(shellQuote).join(' ');
   const label = options.label ?? shortLabel(`before ${commandLine}`);
   const context = await loadContext(options);
@@ -152,7 +160,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
   } else {
     io.err(...notes.map((note) => io.errStyle.dim(`turnback: ${note}`)));
   }
-  io.emit({
+  const report = {
     checkpoint: checkpoint ?? null,
     label,
     command: argv,
@@ -162,6 +170,14 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     changes: changes.map((c) => ({ path: c.path, kind: c.kind })),
     notes: list?.notes ?? notes,
     interrupted,
-  } satisfies RunJson);
+  } satisfies RunJson;
+  if (reportFile !== undefined) {
+    try {
+      await writeFile(reportFile, `${JSON.stringify(report, null, 2)}\n`);
+    } catch (error) {
+      // The command ran: its exit code stands, and the lost report is said, not thrown.
+      io.err(`turnback: could not write the report to ${shownText(reportFile)}: ${describeFailure(error).message}`);
+    }
+  }
   return end.code;
 }

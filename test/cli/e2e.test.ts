@@ -30,6 +30,13 @@ function json<T = Record<string, unknown>>(result: Result): T {
   return JSON.parse(result.stdout) as T;
 }
 
+/** `turnback run --report FILE ARGS…`: the command's result, and the JSON report read from FILE. */
+async function runReport<T = Record<string, unknown>>(args: string[]): Promise<{ result: Result; report: T }> {
+  const file = path.join(root, `report-${Math.random().toString(16).slice(2)}.json`);
+  const result = tb(['run', '--report', file, ...args]);
+  return { result, report: JSON.parse(await readFile(file, 'utf8')) as T };
+}
+
 function git(...args: string[]): void {
   execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: proj, env, stdio: 'ignore' });
 }
@@ -118,10 +125,14 @@ describe('turnback run, list, show, diff, status', () => {
     expect(statusJson.store.bytes).toBeGreaterThan(0);
   });
 
-  it('prints JSON for scripts after the command output', () => {
-    const run = tb(['run', '--json', '--label', 'tidy', '--', 'sh', '-c', 'echo hi > a.txt']);
+  it('writes the JSON report to --report FILE, leaving stdout to the command; run --json is refused', async () => {
+    const { result: run, report: doc } = await runReport<{ checkpoint: string; label: string; exitCode: number; changes: unknown[]; list: { counts: Record<string, number> } }>(['--label', 'tidy', '--', 'sh', '-c', 'echo hi > a.txt; echo the command says hi']);
     expect(run.code).toBe(0);
-    const doc = json<{ checkpoint: string; label: string; exitCode: number; changes: unknown[]; list: { counts: Record<string, number> } }>(run);
+    expect(run.stdout).toBe('the command says hi\n');
+    const mixed = tb(['run', '--json', '--', 'sh', '-c', 'echo never runs > never.txt']);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain('--report FILE');
+    expect(existsSync(path.join(proj, 'never.txt'))).toBe(false);
     expect(doc.label).toBe('tidy');
     expect(doc.exitCode).toBe(0);
     expect(doc.changes).toEqual([{ path: 'a.txt', kind: 'created' }]);
@@ -129,7 +140,7 @@ describe('turnback run, list, show, diff, status', () => {
   });
 
   it('--json shapes of diff, undo --dry-run, redo, on and off', async () => {
-    const run = json<{ checkpoint: string }>(tb(['run', '--json', '--', ...EDIT]));
+    const { report: run } = await runReport<{ checkpoint: string }>(['--', ...EDIT]);
     const diff = json<{ checkpoint: { id: string }; diffs: { path: string; diff: string }[] }>(tb(['diff', run.checkpoint, '--json']));
     expect(diff.checkpoint.id).toBe(run.checkpoint);
     expect(diff.diffs.map((d) => d.path)).toContain('src/parser.rs');
@@ -159,7 +170,7 @@ describe('turnback run, list, show, diff, status', () => {
   it('diff gives one line for binary files and files it has no copy of', async () => {
     await writeFile(path.join(proj, 'logo.bin'), Buffer.from([0, 1, 2, 3, 0, 255]));
     await writeFile(path.join(proj, '.env'), 'SECRET=1\n');
-    const run = json<{ checkpoint: string }>(tb(['run', '--json', '--', 'sh', '-c', "printf 'a\\000b' > logo.bin; echo SECRET=22 > .env"]));
+    const { report: run } = await runReport<{ checkpoint: string }>(['--', 'sh', '-c', "printf 'a\\000b' > logo.bin; echo SECRET=22 > .env"]);
     const diff = tb(['diff', run.checkpoint]);
     expect(diff.code).toBe(0);
     expect(diff.stdout).toMatch(/^logo\.bin: binary, 6 B → binary, 3 B$/m);
@@ -207,7 +218,7 @@ describe('turnback run, list, show, diff, status', () => {
     }
     const help = tb(['help', 'run']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: turnback run [--label L] -- CMD ARGS…');
+    expect(help.stdout).toContain('Usage: turnback run [--label L] [--report FILE] -- CMD ARGS…');
     expect(tb(['--help']).stdout).toContain('TURNBACK_PROGRESS_AFTER_MS');
   });
 });

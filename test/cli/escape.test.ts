@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -32,7 +32,7 @@ beforeEach(async () => {
 const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f]/u;
 
 describe('names and labels printed for a person are escaped; --json stays exact', () => {
-  it('run, list, show, diff and the undo preview never print a control character of a file name', () => {
+  it('run, list, show, diff and the undo preview never print a control character of a file name', async () => {
     const run = tb(['run', '--', 'node', '-e', `require('fs').writeFileSync(${JSON.stringify(EVIL)}, 'after\\n')`]);
     expect(run.code).toBe(0);
     expect(run.stderr).toContain(`changed  ${shownPath(EVIL)}`);
@@ -52,8 +52,9 @@ describe('names and labels printed for a person are escaped; --json stays exact'
     const preview = tb(['undo', '--dry-run']);
     expect(preview.stdout).toContain(shownPath(EVIL));
     // --json keeps the exact name.
-    const json = tb(['run', '--json', '--', 'node', '-e', `require('fs').writeFileSync(${JSON.stringify(EVIL)}, 'again\\n')`]);
-    expect(json.stdout).toContain(JSON.stringify(EVIL).slice(1, -1));
+    const reportFile = path.join(path.dirname(proj), 'report.json');
+    tb(['run', '--report', reportFile, '--', 'node', '-e', `require('fs').writeFileSync(${JSON.stringify(EVIL)}, 'again\\n')`]);
+    expect(await readFile(reportFile, 'utf8')).toContain(JSON.stringify(EVIL).slice(1, -1));
   });
 
   it('quotes a name git-style only when it holds something unsafe, and escapes free text', () => {
