@@ -167,8 +167,11 @@ async function mixed() {
       }
       say({ op: kind, ok: true });
     } catch (error) {
-      // A typed refusal that says why (the store busy past its wait) is an honest answer, not a broken promise.
+      // A typed refusal that says why is an honest answer, not a broken promise: the store busy
+      // past its wait, or this process's last turn pruned by `retain` (the store keeps the newest
+      // 40 of all processes' checkpoints here).
       if (error?.code === 'STORE_BUSY') say({ op: kind, busy: true });
+      else if (kind === 'restore' && error?.code === 'UNKNOWN_CHECKPOINT' && /was pruned/.test(error.message)) say({ op: kind, pruned: true });
       else say({ op: kind, broke: `${error?.code ?? ''} ${error?.message ?? String(error)}` });
     }
   }

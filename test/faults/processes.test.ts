@@ -13,9 +13,13 @@ async function campaign(name: string, processes: number, opsEach: number, seedFa
   const runs = await Promise.all(
     Array.from({ length: processes }, (_, i) => runChild({ kind: 'mixed', project, storeDir, name: `p${i}`, ops: opsEach, seed: tally.random.int(1, 2 ** 31) })),
   );
+  let busy = 0;
+  let pruned = 0;
   for (const [i, run] of runs.entries()) {
     for (const line of run.lines) {
       if (typeof line.op !== 'string') continue;
+      if (line.busy === true) busy += 1;
+      if (line.pruned === true) pruned += 1;
       await tally.trial(`process ${i} ${line.op}`, async () => {
         if (typeof line.broke === 'string') throw new Error(line.broke);
       });
@@ -33,6 +37,7 @@ async function campaign(name: string, processes: number, opsEach: number, seedFa
       await store.close();
     }
   });
+  tally.note = `${busy} answered store busy, ${pruned} restores found their turn pruned by retain`;
   tally.finish();
 }
 

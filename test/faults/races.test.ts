@@ -6,6 +6,7 @@ import type { CheckpointId } from '../../src/core/id.js';
 import { openObserver, openStore } from '../../src/admin.js';
 import type { CheckpointObserver } from '../../src/session/observer.js';
 import type { RestoreReport } from '../../src/session/restorer.js';
+import type { StoreView } from '../../src/store/view.js';
 import { editFile, writeFile } from '../../src/tools/reference-tools.js';
 import { canExchange, startExchanger, startRelinker, type Exchanger } from '../helpers/exchange.js';
 import { tempFolder } from '../helpers/temp.js';
@@ -39,7 +40,7 @@ async function raceSetUp(count: number, sessionId: string) {
 }
 
 /** One restore under a racing process; throws when a promise broke. */
-async function restoreRaced(project: string, outside: string, outsideBefore: Record<string, string>, observer: CheckpointObserver, turn: CheckpointId, race: () => Promise<Exchanger>, count: number): Promise<number> {
+async function restoreRaced(project: string, outside: string, outsideBefore: Record<string, string>, observer: CheckpointObserver, turn: CheckpointId, race: () => Promise<Exchanger>, count: number, store: StoreView): Promise<number> {
   const racer = await race();
   let report: RestoreReport | undefined;
   let swaps = 0;
@@ -55,8 +56,16 @@ async function restoreRaced(project: string, outside: string, outsideBefore: Rec
   if (JSON.stringify(outsideNow) !== JSON.stringify(outsideBefore)) throw new Error('a byte outside the project changed');
   const files = await listing(path.join(project, 'd'));
   const text = (name: string) => (files[name] === undefined ? undefined : Buffer.from((files[name] as string).split(':')[2] as string, 'base64').toString());
+  const leftovers = Object.keys(files).filter((file) => file.startsWith('.turnback-'));
   for (let i = 0; i < count; i++) {
-    if (!new RegExp(`^(orig|agent) ${i}$`).test(text(`f${i}`) ?? '')) throw new Error(`d/f${i} is lost or wrong: ${String(text(`f${i}`))}`);
+    if (new RegExp(`^(orig|agent) ${i}$`).test(text(`f${i}`) ?? '')) continue;
+    // A step the rollback could not take safely (the folder was swapped at that moment) is left
+    // and named; the agent's bytes must then be in a leftover beside it or saved first.
+    const pending = report?.cleanupPending ?? [];
+    if (!pending.includes(`d/f${i}`) && leftovers.length === 0) throw new Error(`d/f${i} is lost or wrong (${String(text(`f${i}`))}) and not reported`);
+    if (!leftovers.some((name) => text(name) === `agent ${i}`) && !(await savedFirst(store, report?.preRestoreId, `d/f${i}`, `agent ${i}`))) {
+      throw new Error(`d/f${i}: the agent's bytes are neither on disk nor saved first`);
+    }
   }
   for (const entry of report?.restored ?? []) {
     if (text(path.basename(entry.path)) !== `orig ${entry.path.slice('d/f'.length)}`) throw new Error(`${entry.path} reported restored, but is not`);
@@ -65,6 +74,13 @@ async function restoreRaced(project: string, outside: string, outsideBefore: Rec
     if (!(report?.cleanupPending ?? []).includes(`d/${name}`)) throw new Error(`d/${name} left behind, not reported`);
   }
   return swaps;
+}
+
+/** True when the pre-restore checkpoint `id` saved `file` with exactly `text`. */
+async function savedFirst(store: StoreView, id: CheckpointId | undefined, file: string, text: string): Promise<boolean> {
+  if (id === undefined) return false;
+  const entry = (await store.manifest(id)).entries.find((candidate) => candidate.path === file);
+  return entry?.before.type === 'file' && (await store.readObject(entry.before.object)).toString() === text;
 }
 
 async function restoreCampaign(name: string, seedFallback: number, race: (project: string, outside: string) => Promise<Exchanger>): Promise<void> {
@@ -77,7 +93,7 @@ async function restoreCampaign(name: string, seedFallback: number, race: (projec
       const { project, outside, store, turn, outsideBefore } = await raceSetUp(count, `agent-${round}`);
       const observer = openObserver(store, { sessionId: `restorer-${round}` });
       try {
-        swaps += await restoreRaced(project, outside, outsideBefore, observer, turn, () => race(project, outside), count);
+        swaps += await restoreRaced(project, outside, outsideBefore, observer, turn, () => race(project, outside), count, store);
       } finally {
         await observer.close();
         await store.close();
