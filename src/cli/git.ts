@@ -1,8 +1,5 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { GitAnswer } from '../report/turn-end-list.js';
-
-/** Git is asked about at most this many files per list (seed 001). */
-export const GIT_QUESTION_LIMIT = 100;
 
 interface GitResult {
   ok: boolean;
@@ -26,29 +23,46 @@ export async function gitToplevel(cwd: string): Promise<string | undefined> {
 }
 
 /**
- * Asks git which of `paths` (project-relative) it holds a copy of: tracked in the index. At most
- * {@link GIT_QUESTION_LIMIT} are asked; the rest come back `unchecked`. Outside a repository git
- * holds no copy of anything, so every path is `notInGit`.
+ * Asks git, in one call, which of `paths` (project-relative) it holds a copy of: in the index or
+ * in HEAD (`git cat-file --batch-check`, the paths on its standard input, so their number is not
+ * bounded by a command line). Outside a repository git holds no copy of anything, so every path
+ * is `notInGit`. A name with a newline cannot be asked line by line: it comes back `unchecked`.
  */
 export async function askGit(projectRoot: string, paths: readonly string[]): Promise<GitAnswer> {
   if (paths.length === 0) return { notInGit: new Set(), unchecked: new Set() };
-  const asked = paths.slice(0, GIT_QUESTION_LIMIT);
-  const over = new Set(paths.slice(GIT_QUESTION_LIMIT));
-  const overWhy = over.size > 0 ? `git is asked about at most ${GIT_QUESTION_LIMIT} files` : undefined;
   const inside = await git(['rev-parse', '--is-inside-work-tree'], projectRoot);
   if (!inside.ok || inside.stdout.trim() !== 'true') {
-    if (/not a git repository/i.test(inside.stderr)) {
-      return { notInGit: new Set(asked), unchecked: over, ...(overWhy !== undefined ? { uncheckedWhy: overWhy } : {}) };
-    }
+    if (/not a git repository/i.test(inside.stderr)) return { notInGit: new Set(paths), unchecked: new Set() };
     return { notInGit: new Set(), unchecked: new Set(paths), uncheckedWhy: 'git could not answer' };
   }
-  // `:(literal)` keeps names with glob characters from matching other files.
-  const result = await git(['ls-files', '-z', '--', ...asked.map((p) => `:(literal)${p}`)], projectRoot);
-  if (!result.ok) return { notInGit: new Set(), unchecked: new Set(paths), uncheckedWhy: 'git could not answer' };
-  const tracked = new Set(result.stdout.split('\0').filter((p) => p.length > 0));
-  return {
-    notInGit: new Set(asked.filter((p) => !tracked.has(p))),
-    unchecked: over,
-    ...(overWhy !== undefined ? { uncheckedWhy: overWhy } : {}),
-  };
+  const askable = paths.filter((p) => !p.includes('\n'));
+  const unaskable = new Set(paths.filter((p) => p.includes('\n')));
+  const why = unaskable.size > 0 ? { uncheckedWhy: `${unaskable.size === 1 ? 'its name holds' : 'their names hold'} a newline` } : {};
+  // `:path` is the index entry, `HEAD:path` the committed file; each answer is one line, in order.
+  const input = askable.map((p) => `:${p}\nHEAD:${p}\n`).join('');
+  const result = await gitWithInput(['cat-file', '--batch-check'], projectRoot, input);
+  const answers = result.stdout.split('\n');
+  if (!result.ok || answers.length < askable.length * 2) return { notInGit: new Set(), unchecked: new Set(paths), uncheckedWhy: 'git could not answer' };
+  const held = (line: string | undefined): boolean => line !== undefined && !/ (missing|ambiguous)$/.test(line);
+  const notInGit = new Set(askable.filter((_, i) => !held(answers[2 * i]) && !held(answers[2 * i + 1])));
+  return { notInGit, unchecked: unaskable, ...why };
+}
+
+/** Runs git with `input` on its standard input. */
+function gitWithInput(args: string[], cwd: string, input: string, timeoutMs = 10_000): Promise<GitResult> {
+  return new Promise((resolve) => {
+    const child = spawn('git', args, { cwd, env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', () => undefined);
+    child.stdin.on('error', () => undefined);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ ok: code === 0, stdout, stderr });
+    });
+    child.stdin.end(input);
+  });
 }

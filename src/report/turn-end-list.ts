@@ -21,7 +21,7 @@ export interface GitAnswer {
   notInGit: ReadonlySet<string>;
   /** Paths that needed asking but were not answered (over the limit, or git failed). */
   unchecked: ReadonlySet<string>;
-  /** Why `unchecked` is not empty, e.g. `git asked about at most 100 files`. */
+  /** Why `unchecked` is not empty, e.g. `git could not answer`. */
   uncheckedWhy?: string;
 }
 
@@ -299,7 +299,10 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
     const marker = row.flags.length > 0 ? style.warn('⚠ ') : '  ';
     const name = row.path.endsWith('/') ? `${shownPath(row.path)} (${row.files} files)` : shownPath(row.path);
     const tail: string[] = [];
-    const flagText = row.flags.map((f) => (f === 'not in git' && row.notInGit !== undefined ? `not in git (${row.notInGit} of ${row.files})` : f));
+    // In words: `21 files deleted` (this list's deletions), not the flag's name.
+    const flagText = row.flags.map((f) =>
+      f === 'not in git' && row.notInGit !== undefined ? `not in git (${row.notInGit} of ${row.files})` : f === '20+ deleted' ? `${list.counts.deleted} files deleted` : f,
+    );
     if (flagText.length > 0) tail.push(style.warn(flagText.join(', ')));
     if (row.noCopy !== undefined) {
       tail.push(row.files === 1 ? row.noCopy.reason : `${row.noCopy.count} of ${row.files} without a copy: ${row.noCopy.reason}`);
