@@ -5,6 +5,7 @@ import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
 import { isPidAlive } from '../core/pid.js';
+import { otherProcessHasStoreOpen } from './presence.js';
 import { GRACE_MS, HOSTNAME, tempNamePid, type StoreLayout } from './layout.js';
 import { manifestObjects, parseManifest } from './manifests.js';
 import { OBJECT_KEY_SCAN } from './object-codec.js';
@@ -166,9 +167,12 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const now = Date.now();
     const held = await loadReferences(ctx);
     // A shortened grace period is the caller's promise about its own captures. Another live
-    // session with a checkpoint open may have deduplicated against any object here a moment ago
-    // (its journal line follows the hit), so then the full period holds for everything.
-    const graceMs = resolved.graceMs !== undefined && resolved.graceMs < GRACE_MS && held.some((item) => item.otherLiveWriter) ? GRACE_MS : (resolved.graceMs ?? GRACE_MS);
+    // process with the store open may have deduplicated against any object here a moment ago (its
+    // journal line follows the hit, and its turn's journal may not even exist yet), so then the
+    // full period holds for everything.
+    const shortened = resolved.graceMs !== undefined && resolved.graceMs < GRACE_MS;
+    const othersLive = shortened && (held.some((item) => item.otherLiveWriter) || (await otherProcessHasStoreOpen(ctx.fs, ctx.layout, now)));
+    const graceMs = othersLive ? GRACE_MS : (resolved.graceMs ?? GRACE_MS);
     const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs };
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);

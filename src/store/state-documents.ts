@@ -2,6 +2,7 @@ import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { writeAllSync, type FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
+import { PRESENCE_PREFIX } from './presence.js';
 
 /** How {@link StateDocumentFolder.writeState} writes a document. */
 export interface StateWriteOptions {
@@ -59,7 +60,8 @@ export class StateDocumentFolder {
     return names
       .filter((n) => n.endsWith('.json'))
       .map((n) => n.slice(0, -'.json'.length))
-      .filter((n) => STATE_NAME.test(n) && n.startsWith(prefix))
+      // Presence files (store/presence.ts) live beside the documents but are not documents.
+      .filter((n) => STATE_NAME.test(n) && n.startsWith(prefix) && !n.startsWith(PRESENCE_PREFIX))
       .sort();
   }
 

@@ -7,6 +7,7 @@ import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { JournalWriter, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
+import { clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
@@ -77,6 +78,9 @@ export class CheckpointStore {
   /** Entries held by `manifests`, kept at most {@link MANIFEST_CACHE_ENTRIES}. */
   private manifestEntries = 0;
 
+  /** This process's presence file (see store/presence.ts), removed at close. */
+  private presence: string | undefined;
+
   private constructor(fs: FileSystem, layout: StoreLayout, projectRoot: string, lockTimeoutMs: number) {
     this.fs = fs;
     this.layout = layout;
@@ -110,7 +114,9 @@ export class CheckpointStore {
       throw new CheckpointError('UNAVAILABLE', `project root is not an existing folder: ${options.projectRoot}`, { path: options.projectRoot, cause: error });
     }
     const layout = await openLayout(root, { fs, projectRoot });
-    return new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
+    const store = new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
+    store.presence = await markPresence(fs, layout);
+    return store;
   }
 
   /**
@@ -313,8 +319,10 @@ export class CheckpointStore {
    * working after it (the next put starts a new pack), and a pack left unsealed by a process
    * that never called it is sealed by the next prune once that process is gone.
    */
-  close(): Promise<void> {
-    return this.objects.close();
+  async close(): Promise<void> {
+    await clearPresence(this.fs, this.presence);
+    this.presence = undefined;
+    await this.objects.close();
   }
 
   /** Every object (loose files and pack records), for gc and tooling. */

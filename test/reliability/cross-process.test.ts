@@ -18,20 +18,20 @@ afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
 });
 
-/** Another live session on the same store, with a turn open, until it is killed. */
-async function otherLiveSession(project: string, storeDir: string, base: string): Promise<ChildProcess> {
+/** Another live session on the same store, with a turn open (or only the store open), until it is killed. */
+async function otherLiveSession(project: string, storeDir: string, base: string, withTurn = true): Promise<ChildProcess> {
   const script = path.join(base, 'other.mjs');
   await fs.writeFile(
     script,
     `const { openStore, openObserver } = await import(${JSON.stringify(DIST)});
 const [project, storeDir] = process.argv.slice(2);
 const observer = openObserver(await openStore(storeDir, { projectRoot: project }), { sessionId: 'other' });
-await observer.beginTurn({ label: 'other' });
+if (process.argv[4] === 'turn') await observer.beginTurn({ label: 'other' });
 process.stdout.write('ready\\n');
 setInterval(() => {}, 1000);
 `,
   );
-  const child = spawn(process.execPath, [script, project, storeDir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, project, storeDir, withTurn ? 'turn' : 'open'], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   await new Promise<void>((resolve, reject) => {
     child.stdout?.once('data', () => resolve());
@@ -127,6 +127,25 @@ describe('a drop in one process never deletes what another live session may have
     expect(pruned).toBe(true);
     expect(dropped.removedCheckpoints).toBe(2);
     expect(await mine.store.list()).toEqual([]);
+    await mine.close();
+  });
+
+  it('keeps the full grace while another process has the store open even with no turn yet (its first capture may dedupe before its journal exists)', async () => {
+    const { base, project, storeDir } = await sandbox();
+    await writeTree(project, { 'f0.txt': 'f0 before, a pre-image a process with no turn yet could dedupe against' });
+    const mine = await openObserver(project, storeDir, { sessionId: 'mine' });
+    const turn = await mine.beginTurn();
+    await writeFile({ projectRoot: project, observer: mine }, 'f0.txt', 'f0 after');
+    const entry = (await mine.store.manifest(turn)).entries[0];
+    if (entry?.before.type !== 'file') throw new Error('expected a file pre-image');
+    const other = await otherLiveSession(project, storeDir, base, false);
+    await mine.drop('mine');
+    expect(await mine.store.hasObject(entry.before.object)).toBe(true);
+    other.kill('SIGKILL');
+    await new Promise((resolve) => other.once('exit', resolve));
+    // Killed: its presence file names a dead process, which no longer counts.
+    await mine.drop('mine');
+    expect(await mine.store.hasObject(entry.before.object)).toBe(false);
     await mine.close();
   });
 });
