@@ -13,6 +13,8 @@ export const EXIT = {
   nothing: 3,
   /** The store is busy with another session (its lock was held longer than we wait). */
   busy: 4,
+  /** `run` could not take its picture (the store cannot be written): the command did not run. */
+  unprotected: 5,
 } as const;
 
 /** One of the {@link EXIT} values. */
@@ -26,4 +28,6 @@ Exit codes:
   2  bad usage (unknown option, path outside the project, bad id or config)
   3  nothing to undo or redo, or cancelled
   4  the checkpoint store is busy (another session holds it)
+  5  run could not take its picture (the store cannot be written); the command did not run
+     (turnback run --unprotected -- CMD runs it without one)
   turnback run exits with its command's code (128 + signal number when it was killed by a signal).`;

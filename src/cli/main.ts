@@ -60,9 +60,10 @@ export function buildProgram(): Command {
       .description("take a picture, run CMD with this terminal, then list what changed; exits with CMD's code")
       .option('--label <label>', 'what the picture is called (default: "before CMD")')
       .option('--report <file>', "write the JSON report to FILE (stdout and stderr stay the command's)")
+      .option('--unprotected', 'run CMD even when no picture can be taken (the store cannot be written)')
       .argument('<command...>', 'the command and its arguments, after --')
       .passThroughOptions()
-      .usage('[--label L] [--report FILE] -- CMD ARGS…'),
+      .usage('[--label L] [--report FILE] [--unprotected] -- CMD ARGS…'),
   ).action((argv: string[], options: RunOptions) => guarded(options.json, (io) => runCommand(argv, options, io)));
 
   common(program.command('list').description('pictures, newest first: label, time, how many files changed')).action((options: GlobalOptions) =>

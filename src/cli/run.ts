@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { constants as osConstants } from 'node:os';
-import type { CheckpointId, CheckpointObserver, Gap } from '../index.js';
+import { CheckpointError, type CheckpointId, type CheckpointObserver, type Gap } from '../index.js';
 import { shownText } from '../report/escape.js';
 import { renderTurnEndList, shellQuote, type ReportChange, type TurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, type GlobalOptions } from './context.js';
@@ -18,6 +18,8 @@ export interface RunOptions extends GlobalOptions {
   label?: string;
   /** Where the JSON report goes: stdout and stderr belong to the command. */
   report?: string;
+  /** Run the command even when no picture can be taken. */
+  unprotected?: boolean;
 }
 
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -107,6 +109,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
       checkpoint = await observer.beginTurn({ label });
       const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress?.update(p) });
       baselineGaps = begin.gaps;
+      const unwritable = begin.gaps.find((gap) => gap.reason === 'store-full' || gap.reason === 'journal-write-failed');
+      if (unwritable !== undefined) throw new CheckpointError('STORE_UNAVAILABLE', `the store cannot be written: ${unwritable.detail}`);
     } catch (error) {
       progress?.done();
       if (abort.signal.aborted) {
@@ -115,8 +119,13 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
         return 130;
       }
       const failure = describeFailure(error);
-      notes.push(`no checkpoint: ${failure.message}`);
       await observer?.close().catch(() => undefined);
+      // No picture, no protection: the command waits for the person's word (--unprotected).
+      if (options.unprotected !== true) {
+        io.err(`turnback: cannot take a picture: ${failure.message}`, 'turnback: the command did not run; `turnback run --unprotected -- CMD` runs it without a picture');
+        return EXIT.unprotected;
+      }
+      notes.push(`no checkpoint: ${failure.message}`);
       observer = undefined;
       checkpoint = undefined;
     } finally {

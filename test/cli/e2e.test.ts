@@ -218,7 +218,7 @@ describe('turnback run, list, show, diff, status', () => {
     }
     const help = tb(['help', 'run']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain('Usage: turnback run [--label L] [--report FILE] -- CMD ARGS…');
+    expect(help.stdout).toContain('Usage: turnback run [--label L] [--report FILE] [--unprotected] -- CMD ARGS…');
     expect(tb(['--help']).stdout).toContain('TURNBACK_PROGRESS_AFTER_MS');
   });
 });
