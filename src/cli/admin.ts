@@ -3,6 +3,7 @@ import { writeProjectEnabled } from './config-file.js';
 import { EXIT } from './exit-codes.js';
 import type { Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
+import { sizeText } from '../report/size-text.js';
 
 /** `turnback on` / `turnback off`: writes `enabled` in the project's turnback.toml `[checkpoints]` table. */
 export async function switchCommand(enabled: boolean, options: GlobalOptions, io: Io): Promise<number> {
@@ -38,7 +39,11 @@ export async function pruneCommand(options: GlobalOptions, io: Io): Promise<numb
   const byReason = new Map<string, number>();
   for (const c of report.cleared) byReason.set(c.reason, (byReason.get(c.reason) ?? 0) + 1);
   const why = [...byReason].map(([reason, n]) => `${n} ${reason === 'retain' ? `past retain = ${r.retain}` : reason === 'keep-days' ? `older than ${r.keepDays} days` : 'over the store cap'}`).join(', ');
-  io.out(`cleared ${report.removedCheckpoints.length} ${report.removedCheckpoints.length === 1 ? 'checkpoint' : 'checkpoints'}${why.length > 0 ? ` (${why})` : ''}, ${report.removedObjects} objects, freed ${formatBytes(report.freedBytes)}`);
+  io.out(`cleared ${report.removedCheckpoints.length} ${report.removedCheckpoints.length === 1 ? 'checkpoint' : 'checkpoints'}${why.length > 0 ? ` (${why})` : ''}, ${report.removedObjects} objects, freed ${sizeText(report.freedBytes)}`);
+  if (report.keptByGrace > 0) {
+    const minutes = Math.round(report.graceMs / 60_000);
+    io.out(`kept ${report.keptByGrace} unreferenced ${report.keptByGrace === 1 ? 'object' : 'objects'} younger than ${minutes} ${minutes === 1 ? 'minute' : 'minutes'} (a capture elsewhere may be about to use them); a later prune removes them`);
+  }
   return EXIT.ok;
 }
 
@@ -51,15 +56,14 @@ export async function verifyCommand(options: GlobalOptions, io: Io): Promise<num
     io.out('no checkpoints in this project');
     return EXIT.ok;
   }
-  const report = await (await openStore(context)).verify();
-  io.emit(report);
-  io.out(`${report.ok ? 'store ok' : `store has ${report.problems.length} ${report.problems.length === 1 ? 'problem' : 'problems'}`}: ${report.stats.checkpoints} checkpoints, ${report.stats.objects} objects, ${formatBytes(report.stats.bytes)}`);
+  const store = await openStore(context);
+  const report = await store.verify();
+  // The same figure `status` shows: everything under the store folder, not only the objects.
+  const onDisk = await store.storeSizeBytes();
+  io.emit({ ...report, storeBytes: onDisk });
+  io.out(
+    `${report.ok ? 'store ok' : `store has ${report.problems.length} ${report.problems.length === 1 ? 'problem' : 'problems'}`}: ${report.stats.checkpoints} checkpoints, ${report.stats.objects} objects (${sizeText(report.stats.bytes)}); ${sizeText(onDisk)} on disk`,
+  );
   for (const problem of report.problems) io.out(`  ${problem.kind}${problem.path !== undefined ? `  ${shownPath(problem.path)}` : ''}   ${shownText(problem.detail)}`);
   return report.ok ? EXIT.ok : EXIT.error;
-}
-
-function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

@@ -5,6 +5,7 @@ import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry 
 import { noCopyText } from '../report/reasons.js';
 import { shownPath } from '../report/escape.js';
 import { rowsShown } from '../report/folding.js';
+import { sizeText } from '../report/size-text.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -98,11 +99,6 @@ function isBinary(bytes: Buffer): boolean {
   return bytes.subarray(0, BINARY_SNIFF).includes(0);
 }
 
-function sizeText(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
-}
 
 /** One side of a diff; `mode` (permission bits) for a regular file. */
 type Side = { kind: 'text'; text: string; mode?: number } | { kind: 'absent' } | { kind: 'summary'; text: string; bytes?: Buffer; mode?: number };
@@ -226,7 +222,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   });
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
   io.out(`project: ${context.projectRoot}`);
-  io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)})` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
+  io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)} on disk)` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
   for (const report of interrupted) {
     io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.style));

@@ -59,6 +59,8 @@ export interface PruneReport {
    * deduplicated against any object in the store).
    */
   graceMs: number;
+  /** Objects nothing references that were kept because they are younger than the grace period. */
+  keptByGrace: number;
 }
 
 /** One checkpoint as prune sees it. */
@@ -173,7 +175,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const shortened = resolved.graceMs !== undefined && resolved.graceMs < GRACE_MS;
     const othersLive = shortened && (held.some((item) => item.otherLiveWriter) || (await otherProcessHasStoreOpen(ctx.fs, ctx.layout, now)));
     const graceMs = othersLive ? GRACE_MS : (resolved.graceMs ?? GRACE_MS);
-    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs };
+    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs, keptByGrace: 0 };
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
     for (const key of (await stateReferences(ctx)).keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);
@@ -199,7 +201,11 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const collectLoose = async (): Promise<number> => {
       let freed = 0;
       for (const [key, info] of objects) {
-        if ((refcount.get(key) ?? 0) > 0 || now - info.mtimeMs < graceMs) continue;
+        if ((refcount.get(key) ?? 0) > 0) continue;
+        if (now - info.mtimeMs < graceMs) {
+          report.keptByGrace += 1;
+          continue;
+        }
         try {
           await ctx.fs.unlink(info.path);
           freed += info.diskSize;
@@ -316,12 +322,19 @@ async function collectPacks(ctx: StoreContext, c: PackCollection): Promise<numbe
       if (pack.corruptAt !== undefined) continue;
       objects.sealDeadPack(pack);
     }
-    if (c.now - mtimeMs < c.graceMs) continue;
+    const unreferenced = (): number => pack.records.filter((loc) => (c.refcount.get(loc.key) ?? 0) === 0).length;
+    if (c.now - mtimeMs < c.graceMs) {
+      c.report.keptByGrace += unreferenced();
+      continue;
+    }
     if (c.now - mtimeMs < GRACE_MS) {
       // A shortened grace period (forgetting a session) is the caller's promise about its own
       // captures, not another live process's: that one's young packs keep the full period.
       const header = pack.header ?? readPackHeader(pack.path);
-      if (header !== undefined && header.pid !== process.pid && (header.hostname !== HOSTNAME || isPidAlive(header.pid))) continue;
+      if (header !== undefined && header.pid !== process.pid && (header.hostname !== HOSTNAME || isPidAlive(header.pid))) {
+        c.report.keptByGrace += unreferenced();
+        continue;
+      }
     }
     const live = pack.records.filter((loc) => (c.refcount.get(loc.key) ?? 0) > 0);
     const liveBytes = live.reduce((sum, loc) => sum + loc.length, 0);

@@ -7,7 +7,7 @@ import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { JournalWriter, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
-import { clearPresence, markPresence } from './presence.js';
+import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
@@ -381,7 +381,7 @@ export class CheckpointStore {
     return this.state.deleteState(name);
   }
 
-  /** Total bytes of every file under the store root (logical sizes). */
+  /** Total bytes of every file under the store root (logical sizes), less the processes' presence files. */
   async storeSizeBytes(): Promise<number> {
     const walk = async (dir: string): Promise<number> => {
       let entries;
@@ -395,7 +395,7 @@ export class CheckpointStore {
       for (const entry of entries) {
         const full = path.join(dir, entry.name);
         if (entry.isDirectory()) total += await walk(full);
-        else if (entry.isFile()) {
+        else if (entry.isFile() && !entry.name.startsWith(PRESENCE_PREFIX)) {
           try {
             total += (await this.fs.lstat(full)).size;
           } catch (error) {
