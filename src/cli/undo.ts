@@ -76,23 +76,47 @@ async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineRea
 async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete', redo = false): Promise<number> {
   const reports: { checkpoint: string; label: string; report: RestoreReport }[] = [];
   let failed = false;
-  for (const step of steps) {
-    const report = await observer.restore(step.meta.id as CheckpointId, {
-      created,
-      modePolicy: 'exact',
-      ...(step.paths !== undefined ? { paths: step.paths } : {}),
-      ...(step.force !== undefined ? { force: step.force } : {}),
-      expect: step.plan,
-      saveLabel: redo ? 'before redo' : shortLabel(`before undo of ${withoutBefore(step.label)}`),
-    });
-    reports.push({ checkpoint: step.meta.id, label: step.label, report });
-    io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
-    if (report.failed.length > 0) failed = true;
+  // Ctrl-C (or a TERM or HUP) during the restore cancels it before its commit point, which rolls
+  // back what it wrote; past that point it finishes. Either way the tree is whole and no
+  // `.turnback-*` file is left: the process ends only when the restore has.
+  const abort = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (!abort.signal.aborted) io.err(`turnback: ${signal}: cancelling the restore (what it wrote is rolled back)`);
+    abort.abort(new DOMException(`cancelled by ${signal}`, 'AbortError'));
+  };
+  for (const signal of RESTORE_SIGNALS) process.on(signal, onSignal);
+  try {
+    for (const step of steps) {
+      if (abort.signal.aborted) break;
+      const report = await observer.restore(step.meta.id as CheckpointId, {
+        created,
+        modePolicy: 'exact',
+        ...(step.paths !== undefined ? { paths: step.paths } : {}),
+        ...(step.force !== undefined ? { force: step.force } : {}),
+        expect: step.plan,
+        saveLabel: redo ? 'before redo' : shortLabel(`before undo of ${withoutBefore(step.label)}`),
+        signal: abort.signal,
+      });
+      reports.push({ checkpoint: step.meta.id, label: step.label, report });
+      io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
+      if (report.failed.length > 0) failed = true;
+    }
+  } finally {
+    for (const signal of RESTORE_SIGNALS) process.off(signal, onSignal);
   }
   await observer.close();
-  io.emit({ restored: true, restores: reports });
+  const rolledBack = reports.some(({ report }) => report.failed.some((failure) => failure.code === 'ABORT_ERR'));
+  io.emit({ restored: !rolledBack, cancelled: rolledBack, restores: reports });
+  if (rolledBack) {
+    io.err('turnback: the restore was cancelled and rolled back: the files are as they were before it');
+    // The shell's convention for a command ended by Ctrl-C.
+    return 130;
+  }
   return failed ? EXIT.error : EXIT.ok;
 }
+
+/** The signals that cancel a restore instead of killing turnback mid-way. */
+const RESTORE_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 function showPreviews(io: Io, steps: readonly Step[], maxRows: number): void {
   for (const step of steps) io.out(...renderUndoPreview(step.preview, io.style, maxRows));

@@ -52,6 +52,12 @@ export interface RestoreOptions {
    */
   saveLabel?: string;
   /**
+   * Cancels the restore before its commit point: everything it wrote is rolled back (and the
+   * failed entries say `ABORT_ERR`); once past the commit point it finishes. A person's Ctrl-C
+   * reaches a restore this way. @default none
+   */
+  signal?: AbortSignal;
+  /**
    * fsync every restored file before it is published and its folder after (power-loss
    * durability). Off by default: like `git checkout`, a restore survives a process crash but not
    * necessarily a power loss right after it (see the durability table in CHECKPOINT-DESIGN.md).
@@ -331,7 +337,7 @@ export class Restorer {
         beforeSwap: (entry, sight) => this.#saveFirst(saver, saved, entry, sight),
       },
       toApply,
-      options.durable === true ? { durable: true } : {},
+      { ...(options.durable === true ? { durable: true } : {}), ...(options.signal !== undefined ? { signal: options.signal } : {}) },
     );
     await saver.appendMany(
       applied.restored.map((entry) => ({
