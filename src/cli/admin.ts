@@ -67,3 +67,24 @@ export async function verifyCommand(options: GlobalOptions, io: Io): Promise<num
   for (const problem of report.problems) io.out(`  ${problem.kind}${problem.path !== undefined ? `  ${shownPath(problem.path)}` : ''}   ${shownText(problem.detail)}`);
   return report.ok ? EXIT.ok : EXIT.error;
 }
+
+/** The keys of `[checkpoints]`, in the order `turnback config` prints them. */
+const CONFIG_KEYS = ['enabled', 'dir', 'retain', 'keep_days', 'max_store_gib', 'max_file_mib', 'max_picture_files', 'max_picture_mib', 'max_picture_seconds', 'max_walk_entries', 'snapshot_cap_mib', 'skip', 'protected'] as const;
+
+/** `turnback config`: the configuration in effect, each value with where it came from. */
+export async function configCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  const { user, project, resolved } = context.config;
+  const rows = CONFIG_KEYS.map((key) => {
+    if (key === 'enabled') return { key, value: context.config.enabled, from: context.config.enabledBy ?? 'default (on)' };
+    if (key === 'dir') return { key, value: context.storeDir, from: context.storeFrom === 'default' ? 'default (the per-project data folder)' : context.storeFrom === 'config' ? (project.table.dir !== undefined ? project.file : user.file) : context.storeFrom };
+    const camel = key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()) as keyof typeof resolved;
+    const from = (project.table as Record<string, unknown>)[key] !== undefined ? project.file : (user.table as Record<string, unknown>)[key] !== undefined ? user.file : 'default';
+    return { key, value: resolved[camel], from };
+  });
+  io.emit({ config: Object.fromEntries(rows.map(({ key, value, from }) => [key, { value, from }])), files: { user: { file: user.file, found: user.found }, project: { file: project.file, found: project.found } } });
+  const width = Math.max(...rows.map((row) => `${row.key} = ${JSON.stringify(row.value)}`.length));
+  for (const { key, value, from } of rows) io.out(`${`${key} = ${JSON.stringify(value)}`.padEnd(width)}   ${io.style.dim(shownText(from))}`);
+  io.out(io.style.dim(`read: ${shownPath(project.file)}${project.found ? '' : ' (none)'}, ${shownPath(user.file)}${user.found ? '' : ' (none)'}`));
+  return EXIT.ok;
+}

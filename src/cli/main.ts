@@ -1,5 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { pruneCommand, switchCommand, verifyCommand } from './admin.js';
+import { configCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
 import type { GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, listCommand, showCommand, statusCommand } from './info.js';
@@ -117,6 +117,9 @@ export function buildProgram(): Command {
   );
   common(program.command('verify').description('check every stored object and manifest')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => verifyCommand(options, io)),
+  );
+  common(program.command('config').description('the configuration in effect: every [checkpoints] key, its value and where it came from')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => configCommand(options, io)),
   );
   return program;
 }
