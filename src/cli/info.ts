@@ -5,6 +5,7 @@ import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry 
 import { noCopyText } from '../report/reasons.js';
 import { shownPath } from '../report/escape.js';
 import { rowsShown } from '../report/folding.js';
+import { pathMatcher } from './path-patterns.js';
 import { sizeText } from '../report/size-text.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
@@ -80,12 +81,14 @@ async function openExisting(options: GlobalOptions, io: Io): Promise<{ context: 
 }
 
 /** `turnback show ID`: the checkpoint's turn-end list. */
-export async function showCommand(id: string, options: GlobalOptions, io: Io): Promise<number> {
+export async function showCommand(id: string, paths: string[], options: GlobalOptions, io: Io): Promise<number> {
   const { context, store } = await openExisting(options, io);
   const meta = await resolveId(store, id);
   const observer = observerFor(context, store);
-  const turn = await observer.turnChanges(meta.id as CheckpointId);
+  const whole = await observer.turnChanges(meta.id as CheckpointId);
   await observer.close();
+  const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p))) : () => true;
+  const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
   const list = await turnEndListFor(context, turn);
   io.emit({ checkpoint: metaJson(meta), list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
   io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
@@ -172,10 +175,12 @@ export async function diffCommand(id: string, paths: string[], options: GlobalOp
   const { context, store } = await openExisting(options, io);
   const meta = await resolveId(store, id);
   const observer = observerFor(context, store);
+  // Files, folders and globs: each stands for the plan's paths it matches.
   const only = paths.map((p) => projectPathOf(context.projectRoot, p));
-  const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'exact', ...(only.length > 0 ? { paths: only } : {}) });
+  const matches = only.length > 0 ? pathMatcher(only) : () => true;
+  const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'exact' });
   await observer.close();
-  const entries = plan.entries.filter((e: PlanEntry) => !(e.action === 'skip' && (e.reason === 'already-matches' || (e.reason as string) === 'not-changed-since')));
+  const entries = plan.entries.filter((e: PlanEntry) => matches(e.path) && !(e.action === 'skip' && (e.reason === 'already-matches' || (e.reason as string) === 'not-changed-since')));
   const diffs: { path: string; diff: string }[] = [];
   for (const entry of entries) {
     const before = await recordedSide(store, entry.target, context.config.resolved.maxFileMib);

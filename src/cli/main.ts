@@ -70,16 +70,20 @@ export function buildProgram(): Command {
     guarded(options.json, (io) => listCommand(options, io)),
   );
 
-  common(program.command('show').description("a picture's change list").argument('<id>', 'full id or the short id from list')).action(
-    (id: string, options: GlobalOptions) => guarded(options.json, (io) => showCommand(id, options, io)),
-  );
+  common(
+    program
+      .command('show')
+      .description("a picture's change list")
+      .argument('<id>', 'full id or the short id from list')
+      .argument('[paths...]', 'limit to these files, folders or globs'),
+  ).action((id: string, paths: string[], options: GlobalOptions) => guarded(options.json, (io) => showCommand(id, paths, options, io)));
 
   common(
     program
       .command('diff')
       .description('what changed since a picture: unified diffs for text, one line for binary or uncopied files')
       .argument('<id>', 'full id or the short id from list')
-      .argument('[paths...]', 'limit to these paths'),
+      .argument('[paths...]', 'limit to these files, folders or globs'),
   ).action((id: string, paths: string[], options: GlobalOptions) => guarded(options.json, (io) => diffCommand(id, paths, options, io)));
 
   common(
@@ -87,7 +91,7 @@ export function buildProgram(): Command {
       .command('undo')
       .description('bring files back to a picture: preview, confirm, restore (never deletes new files unless --delete-created)')
       .argument('[id]', 'the picture (default: pick one; with --yes or --dry-run, the newest)')
-      .addOption(new Option('--path <path>', 'restore only this path, to its state before its latest change (repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
+      .addOption(new Option('--path <path>', 'restore only this path (a file, a folder or a glob), to its state before its latest change (repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
       .option('--yes', 'do not ask')
       .option('--dry-run', 'show the preview, change nothing')
       .option('--delete-created', 'also delete files created since the picture')

@@ -6,6 +6,8 @@ import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
+import { shownPath } from '../report/escape.js';
+import { pathMatcher } from './path-patterns.js';
 import { displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
@@ -115,6 +117,15 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
   return failed ? EXIT.error : EXIT.ok;
 }
 
+/** The paths of `meta`'s plan that `patterns` (files, folders, globs) match; exits when none does. */
+async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', patterns: string[]): Promise<string[]> {
+  const matches = pathMatcher(patterns);
+  const plan = await observer.plan(meta.id as CheckpointId, { created, modePolicy: 'exact' });
+  const chosen = plan.entries.map((entry) => entry.path).filter(matches);
+  if (chosen.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', `nothing in ${displayLabel(meta)} matches ${patterns.map((p) => shownPath(p)).join(', ')}`);
+  return chosen;
+}
+
 /** The signals that cancel a restore instead of killing turnback mid-way. */
 const RESTORE_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
@@ -141,13 +152,20 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
 
     if (id !== undefined) {
       const meta = await resolveId(store, id);
-      steps.push(await planStep(observer, meta, created, paths.length > 0 ? paths : undefined, maxFileMib, undefined, forced));
+      // A folder or a glob stands for the picture's paths it matches.
+      const chosen = paths.length > 0 ? await matchingInPlan(observer, meta, created, paths) : undefined;
+      steps.push(await planStep(observer, meta, created, chosen, maxFileMib, undefined, forced));
     } else if (paths.length > 0) {
-      // Each path goes back to its state before its own latest change.
+      // Each path goes back to its state before its own latest change; a folder or a glob
+      // stands for every changed path it matches.
       const byCheckpoint = new Map<string, { meta: CheckpointMeta; paths: string[] }>();
-      for (const p of paths) {
+      const matches = pathMatcher(paths);
+      const changed = new Set<string>();
+      for (const meta of pictures) for (const entry of (await store.manifest(meta.id as CheckpointId)).entries) if (matches(entry.path)) changed.add(entry.path);
+      if (changed.size === 0) throw new CliExit(EXIT.nothing, 'NOTHING', `no checkpoint holds a change of ${paths.map((p) => shownPath(p)).join(', ')}`);
+      for (const p of [...changed].sort()) {
         const meta = await latestCheckpointFor(store, p);
-        if (meta === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', `no checkpoint holds a change of ${p}`);
+        if (meta === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', `no checkpoint holds a change of ${shownPath(p)}`);
         const group = byCheckpoint.get(meta.id) ?? { meta, paths: [] };
         group.paths.push(p);
         byCheckpoint.set(meta.id, group);
