@@ -5,7 +5,7 @@ import { isCheckpointError } from '../../src/core/errors.js';
 import type { CheckpointId } from '../../src/core/id.js';
 import { openObserver, openStore } from '../../src/admin.js';
 import type { CheckpointObserver } from '../../src/session/observer.js';
-import type { RestoreReport } from '../../src/session/restorer.js';
+import type { RestoreReport } from '../../src/session/restore-types.js';
 import type { StoreView } from '../../src/store/view.js';
 import { editFile, writeFile } from '../../src/tools/reference-tools.js';
 import { canExchange, startExchanger, startRelinker, type Exchanger } from '../helpers/exchange.js';
