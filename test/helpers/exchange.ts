@@ -103,7 +103,7 @@ async function startLoop(script: string, args: string[]): Promise<Exchanger> {
  */
 export async function startRelinker(name: string, target: string, limit = 100_000): Promise<Exchanger> {
   const script = `
-import os, signal, sys, time
+import os, signal, sys
 stop = False
 def on_term(*_):
     global stop
@@ -114,13 +114,13 @@ away = name + ".away"
 count = 0
 def back():
     # What it races may have put an empty folder (or nothing yet) in the name's place meanwhile:
-    # retry for a bounded time, then give up loudly.
-    for _ in range(50000):
+    # retry a bounded number of times, yielding the processor between tries, then give up loudly.
+    for _ in range(500000):
         try:
             os.rename(away, name)
             return
         except OSError:
-            time.sleep(0.0001)
+            os.sched_yield()
     raise SystemExit("could not move " + name + " back")
 while count < limit and not stop:
     os.rename(name, away)
