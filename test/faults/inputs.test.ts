@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { deflateRawSync } from 'node:zlib';
@@ -6,10 +6,12 @@ import { describe, it } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import type { CheckpointId } from '../../src/core/id.js';
 import { openObserver, openStore } from '../../src/admin.js';
-import { openCheckpoints } from '../../src/session/open.js';
+import { observerForConfig, openCheckpoints } from '../../src/session/open.js';
 import { isUnavailable } from '../../src/session/unavailable.js';
 import { deletePath, editFile, movePath, writeFile } from '../../src/tools/reference-tools.js';
+import { canMountSmallDisk, mountSmallDisk } from '../helpers/small-disk.js';
 import { tempFolder } from '../helpers/temp.js';
+import { CLI } from '../cli/harness.js';
 import { listing, sandbox, writeTree } from '../session/helpers.js';
 import { Tally, trials } from './campaign.js';
 
@@ -156,6 +158,50 @@ const ATTACKS: { name: string; run(w: World): Promise<void> }[] = [
       const opened = await openCheckpoints(`[capabilities.checkpoint]\nenabled = true\ndir = ${JSON.stringify(shared)}`, { projectRoot: w.project, sessionId: 'x' });
       if (!isUnavailable(opened)) throw new Error('opened a world-writable store');
       if (((await fs.stat(shared)).mode & 0o7777) !== 0o1777) throw new Error('changed the mode of a folder turnback did not create');
+    },
+  },
+  ...(canMountSmallDisk
+    ? [
+        {
+          name: 'a read-only store: one warning and the unavailable stand-in, never a throwing write',
+          async run(w: World) {
+            const disk = mountSmallDisk(path.join(w.base, 'ro-disk'), 1024);
+            if (disk === undefined) throw new Error('cannot mount a tmpfs');
+            try {
+              const dir = path.join(disk.dir, 'store');
+              const first = await openCheckpoints(`[capabilities.checkpoint]\nenabled = true\ndir = ${JSON.stringify(dir)}`, { projectRoot: w.project, sessionId: 'ro' });
+              if (isUnavailable(first)) throw new Error('could not open the store before it was made read-only');
+              await first.close();
+              execFileSync('mount', ['-o', 'remount,ro', disk.dir]);
+              const warnings: string[] = [];
+              const observer = await observerForConfig(`[capabilities.checkpoint]\nenabled = true\ndir = ${JSON.stringify(dir)}`, { projectRoot: w.project, sessionId: 'ro', onWarning: (message: string) => warnings.push(message) });
+              if (!isUnavailable(await openCheckpoints(`[capabilities.checkpoint]\nenabled = true\ndir = ${JSON.stringify(dir)}`, { projectRoot: w.project, sessionId: 'ro' }))) throw new Error('opened a read-only store');
+              if (warnings.length !== 1) throw new Error(`${warnings.length} warnings`);
+              if (observer !== undefined) throw new Error('observerForConfig returned an observer for a read-only store');
+              await writeFile({ projectRoot: w.project, observer }, 'd/a.txt', 'the agent still writes');
+              if ((await fs.readFile(path.join(w.project, 'd', 'a.txt'), 'utf8')) !== 'the agent still writes') throw new Error('the write was blocked');
+            } finally {
+              disk.unmount();
+            }
+          },
+        },
+      ]
+    : []),
+  {
+    name: 'a file name with terminal escapes and a newline: the command prints it escaped',
+    async run(w: World) {
+      const evil = 'x\u001b]0;pwned\u0007\nwrite back  innocent.txt';
+      await fs.writeFile(path.join(w.project, evil), 'before');
+      const home = path.join(w.base, 'home');
+      await fs.mkdir(home, { recursive: true });
+      const run = spawnSync(process.execPath, ['--no-warnings', CLI, 'run', '--store', path.join(w.base, 'cli-store'), '--', 'sh', '-c', 'for f in x*; do echo after > "$f"; done'], {
+        cwd: w.project,
+        env: { PATH: process.env.PATH, HOME: home, NO_COLOR: '1' },
+        encoding: 'utf8',
+      });
+      if (run.status !== 0) throw new Error(`run failed: ${run.stderr}`);
+      if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(run.stderr)) throw new Error('a control character reached the terminal');
+      if (run.stderr.split('\n').some((line) => line.trim() === 'write back  innocent.txt')) throw new Error('a name forged a line');
     },
   },
   { name: 'max_file_mib past its ceiling', run: (w) => refusedTyped(() => openCheckpoints('[capabilities.checkpoint]\nenabled = true\nmax_file_mib = 4096', { projectRoot: w.project, sessionId: 'x' }), ['INVALID_ARGUMENT', 'INVALID_CONFIG']) },
