@@ -1,7 +1,7 @@
 import { lstat, readFile, readlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
-import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry } from '../index.js';
+import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry, type StoreView } from '../index.js';
 import { noCopyText } from '../report/reasons.js';
 import { shownPath } from '../report/escape.js';
 import { rowsShown } from '../report/folding.js';
@@ -45,8 +45,9 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
   refusalNotice(context, io);
   let pictures: Picture[] = [];
   let interrupted: InterruptedReport[] = [];
+  let store: StoreView | undefined;
   if (await storeExists(context)) {
-    const store = await openStore(context);
+    store = await openStore(context);
     interrupted = await handleInterrupted(context, store, true);
     if (!io.json) printInterrupted(io, context, interrupted);
     pictures = await undoablePictures(store);
@@ -66,11 +67,22 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
   for (const meta of listed.slice(0, shown)) {
     const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'} changed`;
     const state = stateText(meta.state);
-    io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${state === '' ? '' : io.style.dim(`   (${state})`)}`);
+    const ran = store === undefined ? '' : await runText(store, meta);
+    io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${ran}${state === '' ? '' : io.style.dim(`   (${state})`)}`);
   }
   if (listed.length > shown) io.out(io.style.dim(`… and ${listed.length - shown} older ${listed.length - shown === 1 ? 'picture' : 'pictures'} (--all lists every one)`));
   if (!everything && unchanged > 0) io.out(io.style.dim(`${unchanged} ${unchanged === 1 ? 'picture' : 'pictures'} in which nothing changed not shown (--all shows them)`));
   return EXIT.ok;
+}
+
+/** `   exit 3 · 1.2 s` for a picture a `turnback run` took: its command's exit code and how long it ran. */
+async function runText(store: StoreView, meta: Picture): Promise<string> {
+  if (meta.kind !== 'turn' || meta.state !== 'complete') return '';
+  const call = (await store.manifest(meta.id as CheckpointId).catch(() => undefined))?.calls.find((c) => c.callId === 'run');
+  if (call?.exitCode === undefined || call.endedAt === undefined) return '';
+  const ms = Date.parse(call.endedAt) - Date.parse(call.startedAt);
+  const took = ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 60_000)} min`;
+  return `   exit ${call.exitCode} · ${took}`;
 }
 
 async function openExisting(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: Awaited<ReturnType<typeof openStore>> }> {

@@ -145,7 +145,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     for (const signal of FORWARDED) process.on(signal, ignore);
     const progress = new Progress(`turnback: taking a picture after ${commandLine}…`);
     try {
-      const attribution = await observer.callEnd('run', { sideEffect: 'filesystem' });
+      const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code });
       progress.done();
       await observer.close();
       changes = attribution.changes;

@@ -148,6 +148,8 @@ export interface CallRecord {
   endedAt?: string;
   /** Paths whose attribution is unreliable for this call. */
   incompletePaths?: string[];
+  /** The exit code of the command the call ran, when one did (`turnback run`; 128 + signal number for a signal). */
+  exitCode?: number;
 }
 
 /** Lightweight listing entry: the manifest without its entry list. */

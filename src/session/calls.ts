@@ -39,6 +39,8 @@ export interface CallEndOptions {
   sideEffect?: SideEffect;
   /** Aborts the picture. */
   signal?: AbortSignal;
+  /** The exit code of the command the call ran, recorded with the call (`turnback list` shows it). @default none */
+  exitCode?: number;
 }
 
 /** What {@link CheckpointObserver.callBegin} took. */
@@ -121,6 +123,7 @@ export class CallAttributor {
     assertCallId(callId);
     const sideEffect = options.sideEffect ?? 'filesystem';
     if (!SIDE_EFFECTS.has(sideEffect)) throw new CheckpointError('INVALID_ARGUMENT', `unknown side-effect class: ${String(sideEffect)}`);
+    if (options.exitCode !== undefined && !Number.isSafeInteger(options.exitCode)) throw new CheckpointError('INVALID_ARGUMENT', 'exitCode must be an integer');
     const stateName = baselineStateName(this.sessionId, callId);
     let call = this.#calls.get(callId);
     if (call === undefined) {
@@ -167,7 +170,14 @@ export class CallAttributor {
     for (const gap of gaps) await writer.append({ op: 'gap', gap });
     await writer.append({
       op: 'call',
-      call: { callId, sideEffect, startedAt: call.startedAt, endedAt: new Date().toISOString(), ...(incomplete.length > 0 ? { incompletePaths: incomplete } : {}) },
+      call: {
+        callId,
+        sideEffect,
+        startedAt: call.startedAt,
+        endedAt: new Date().toISOString(),
+        ...(incomplete.length > 0 ? { incompletePaths: incomplete } : {}),
+        ...(options.exitCode !== undefined ? { exitCode: options.exitCode } : {}),
+      },
     });
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });
     else if (after.partial || call.picture.partial) await writer.append({ op: 'meta', complete: false });

@@ -87,7 +87,8 @@ export function validateGap(value: unknown): string | undefined {
 /** Checks a {@link CallRecord}; returns a reason when invalid. */
 export function validateCallRecord(value: unknown): string | undefined {
   if (!isObj(value)) return 'call is not an object';
-  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths'])) return 'call: unexpected field';
+  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode'])) return 'call: unexpected field';
+  if (value.exitCode !== undefined && !Number.isSafeInteger(value.exitCode)) return 'call: bad exitCode';
   if (typeof value.callId !== 'string' || typeof value.sideEffect !== 'string' || !SIDE_EFFECTS.has(value.sideEffect)) return 'call: bad id or side effect';
   if (typeof value.startedAt !== 'string' || !optString(value.endedAt)) return 'call: bad times';
   if (value.incompletePaths !== undefined && !(Array.isArray(value.incompletePaths) && value.incompletePaths.every((p) => typeof p === 'string'))) {

@@ -90,7 +90,7 @@ describe('turnback run, list, show, diff, status', () => {
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
     expect(lines).toHaveLength(4);
-    expect(lines[3]).toMatch(/^[0-9a-f]{8} {2}before sh -c .* · \d\d:\d\d {3}6 files changed$/);
+    expect(lines[3]).toMatch(/^[0-9a-f]{8} {2}before sh -c .* · \d\d:\d\d {3}6 files changed {3}exit 0 · \d+\.\d s$/);
     // Without --all, the two runs that changed nothing are left out, and the list says so.
     const quiet = tb(['list']).stdout.trim().split('\n');
     expect(quiet).toHaveLength(3);
@@ -480,7 +480,7 @@ describe('signals, crashes and concurrency', () => {
     const rows = list.stdout.trim().split('\n');
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatch(/^[0-9a-f]{8} {2}before sh -c 'printf x >> Cargo\.toml.* · \d\d:\d\d {3}6 files changed {3}\(interrupted: turnback was killed while it ran\)$/);
-    expect(rows[1]).toMatch(/^[0-9a-f]{8} {2}earlier · \d\d:\d\d {3}1 file changed$/);
+    expect(rows[1]).toMatch(/^[0-9a-f]{8} {2}earlier · \d\d:\d\d {3}1 file changed {3}exit 0 · \d+\.\d s$/);
     expect(list.stdout).not.toContain('0 files changed');
 
     const listed = json<{ checkpoints: { kind: string; state: string; files: number }[]; interrupted: unknown[] }>(tb(['list', '--json']));

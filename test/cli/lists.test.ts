@@ -42,9 +42,20 @@ describe('lists a person can read', () => {
     expect(repo.tb(['run', '--', 'sh', '-c', 'echo b > a.txt']).code).toBe(0);
     const list = repo.tb(['list']).stdout.trim().split('\n');
     expect(list).toHaveLength(2);
-    expect(list[0]).toMatch(/before sh -c 'echo b > a\.txt'.* 1 file changed$/);
+    expect(list[0]).toMatch(/before sh -c 'echo b > a\.txt'.* 1 file changed {3}exit 0 · \d+\.\d s$/);
     expect(list[1]).toBe('1 picture in which nothing changed not shown (--all shows them)');
     expect(repo.tb(['list', '--all']).stdout.trim().split('\n')).toHaveLength(2);
     expect(repo.tb(['list', '--all']).stdout).toContain('before true');
+  });
+});
+
+describe('what list says of each run', () => {
+  it("shows each run's exit code and how long it ran", async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['run', '--', 'sh', '-c', 'echo b > a.txt; exit 3']).code).toBe(3);
+    expect(repo.tb(['run', '--', 'sh', '-c', 'echo c > a.txt']).code).toBe(0);
+    const rows = repo.tb(['list']).stdout.trim().split('\n');
+    expect(rows[0]).toMatch(/echo c > a\.txt'.* 1 file changed {3}exit 0 · \d+\.\d s$/);
+    expect(rows[1]).toMatch(/exit 3'.* 1 file changed {3}exit 3 · \d+\.\d s$/);
   });
 });

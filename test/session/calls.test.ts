@@ -474,3 +474,18 @@ describe('tool-call snapshots', () => {
     expect((await observer.listSnapshots('s')).map((s) => s.scopeId)).toEqual(['t2', 't3']);
   });
 });
+
+describe('the exit code of a call', () => {
+  it('is recorded with the call when given, and one that is not an integer is refused', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'a' });
+    const observer = await openObserver(project, storeDir);
+    const begin = await observer.callBegin('c1');
+    await fs.writeFile(path.join(project, 'a.txt'), 'b');
+    await expect(observer.callEnd('c1', { exitCode: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await observer.callEnd('c1', { exitCode: 7 });
+    const call = (await observer.store.manifest(begin.checkpointId)).calls.find((c) => c.callId === 'c1');
+    expect(call).toMatchObject({ exitCode: 7, sideEffect: 'filesystem' });
+    await observer.close();
+  });
+});
