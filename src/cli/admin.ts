@@ -1,7 +1,8 @@
 import { loadContext, openStore, storeExists, type GlobalOptions } from './context.js';
 import { writeProjectEnabled } from './config-file.js';
 import { EXIT } from './exit-codes.js';
-import type { Io } from './io.js';
+import { CliExit, type Io } from './io.js';
+import { displayLabel, resolveId, shortId } from './pictures.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { sizeText } from '../report/size-text.js';
 
@@ -24,25 +25,28 @@ export async function switchCommand(enabled: boolean, options: GlobalOptions, io
 }
 
 /** `turnback prune`: clears checkpoints past `retain`, `keep_days` and `max_store_gib`. */
-export async function pruneCommand(options: GlobalOptions, io: Io): Promise<number> {
+export async function pruneCommand(options: GlobalOptions & { dryRun?: boolean }, io: Io): Promise<number> {
   const context = await loadContext(options);
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) {
-    io.emit({ removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [] });
+    io.emit({ removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], keptByGrace: 0, dryRun: options.dryRun === true });
     io.out('no checkpoints in this project');
     return EXIT.ok;
   }
   const r = context.config.resolved;
   const store = await openStore(context);
-  const report = await store.prune({ retain: r.retain, keepDays: r.keepDays, maxStoreBytes: Math.floor(r.maxStoreGib * 1024 ** 3) });
+  const dryRun = options.dryRun === true;
+  const report = await store.prune({ retain: r.retain, keepDays: r.keepDays, maxStoreBytes: Math.floor(r.maxStoreGib * 1024 ** 3), dryRun });
   io.emit(report);
   const byReason = new Map<string, number>();
   for (const c of report.cleared) byReason.set(c.reason, (byReason.get(c.reason) ?? 0) + 1);
   const why = [...byReason].map(([reason, n]) => `${n} ${reason === 'retain' ? `past retain = ${r.retain}` : reason === 'keep-days' ? `older than ${r.keepDays} days` : 'over the store cap'}`).join(', ');
-  io.out(`cleared ${report.removedCheckpoints.length} ${report.removedCheckpoints.length === 1 ? 'checkpoint' : 'checkpoints'}${why.length > 0 ? ` (${why})` : ''}, ${report.removedObjects} objects, freed ${sizeText(report.freedBytes)}`);
+  const cleared = `${report.removedCheckpoints.length} ${report.removedCheckpoints.length === 1 ? 'checkpoint' : 'checkpoints'}${why.length > 0 ? ` (${why})` : ''}, ${report.removedObjects} objects`;
+  if (dryRun) io.out(`would clear ${cleared}, freeing at most ${sizeText(report.freedBytes)} (nothing was removed; the max_store_gib cap is not simulated)`);
+  else io.out(`cleared ${cleared}, freed ${sizeText(report.freedBytes)}`);
   if (report.keptByGrace > 0) {
     const minutes = Math.round(report.graceMs / 60_000);
-    io.out(`kept ${report.keptByGrace} unreferenced ${report.keptByGrace === 1 ? 'object' : 'objects'} younger than ${minutes} ${minutes === 1 ? 'minute' : 'minutes'} (a capture elsewhere may be about to use them); a later prune removes them`);
+    io.out(`${dryRun ? 'would keep' : 'kept'} ${report.keptByGrace} unreferenced ${report.keptByGrace === 1 ? 'object' : 'objects'} younger than ${minutes} ${minutes === 1 ? 'minute' : 'minutes'} (a capture elsewhere may be about to use them); a later prune removes them`);
   }
   return EXIT.ok;
 }
@@ -87,4 +91,20 @@ export async function configCommand(options: GlobalOptions, io: Io): Promise<num
   for (const { key, value, from } of rows) io.out(`${`${key} = ${JSON.stringify(value)}`.padEnd(width)}   ${io.style.dim(shownText(from))}`);
   io.out(io.style.dim(`read: ${shownPath(project.file)}${project.found ? '' : ' (none)'}, ${shownPath(user.file)}${user.found ? '' : ' (none)'}`));
   return EXIT.ok;
+}
+
+/** `turnback drop ID`: removes one picture; its objects go at the next prune unless something else uses them. */
+export async function dropCommand(id: string, options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options);
+  if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
+  const store = await openStore(context);
+  try {
+    const meta = await resolveId(store, id);
+    await store.dropCheckpoint(meta.id);
+    io.emit({ dropped: meta.id });
+    io.out(`dropped ${shortId(meta.id)}  ${displayLabel(meta)}; its copies go at the next prune unless another picture uses them`);
+    return EXIT.ok;
+  } finally {
+    await store.close();
+  }
 }

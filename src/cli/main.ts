@@ -1,5 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { configCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
+import { configCommand, dropCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
 import type { GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, listCommand, showCommand, statusCommand } from './info.js';
@@ -116,11 +116,14 @@ export function buildProgram(): Command {
   common(program.command('off').description('switch checkpoints off (enabled = false in ./turnback.toml)')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => switchCommand(false, options, io)),
   );
-  common(program.command('prune').description('clear checkpoints past retain, keep_days and max_store_gib')).action((options: GlobalOptions) =>
-    guarded(options.json, (io) => pruneCommand(options, io)),
+  common(program.command('prune').description('clear checkpoints past retain, keep_days and max_store_gib').option('--dry-run', 'say what would be cleared, remove nothing')).action(
+    (options: GlobalOptions & { dryRun?: boolean }) => guarded(options.json, (io) => pruneCommand(options, io)),
   );
   common(program.command('verify').description('check every stored object and manifest')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => verifyCommand(options, io)),
+  );
+  common(program.command('drop').description('remove one picture (its copies go at the next prune unless another picture uses them)').argument('<id>', 'full id or a prefix of 4+ characters')).action(
+    (id: string, options: GlobalOptions) => guarded(options.json, (io) => dropCommand(id, options, io)),
   );
   common(program.command('config').description('the configuration in effect: every [checkpoints] key, its value and where it came from')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => configCommand(options, io)),

@@ -306,7 +306,7 @@ export class CheckpointObserver implements WriteObserver {
     let removed = 0;
     for (const meta of metas) {
       try {
-        await this.#store.deleteCheckpoint(meta.id);
+        await this.#store.dropCheckpoint(meta.id);
         removed += 1;
       } catch (error) {
         // Pruned by another process since the listing: it is gone, which is what a drop wants.

@@ -145,7 +145,7 @@ export class SnapshotKeeper {
       await open.writer.seal();
     }
     const metas = (await this.store.list()).filter((m) => m.kind === 'snapshot' && m.sessionId === scope.sessionId && m.scopeId === scope.scopeId);
-    for (const meta of metas) await this.store.deleteCheckpoint(meta.id);
+    for (const meta of metas) await this.store.dropCheckpoint(meta.id);
   }
 
   /** Seals every open snapshot of `sessionId` (a drop of the session). */
@@ -178,7 +178,7 @@ export class SnapshotKeeper {
     for (const snapshot of snapshots) {
       if (total <= this.capBytes) break;
       if (snapshot.open) continue;
-      await this.store.deleteCheckpoint(snapshot.checkpointId);
+      await this.store.dropCheckpoint(snapshot.checkpointId);
       total -= snapshot.bytes;
     }
   }

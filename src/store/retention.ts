@@ -38,6 +38,13 @@ export interface PruneOptions {
    * @default GRACE_MS (10 minutes)
    */
   graceMs?: number;
+  /**
+   * Say what would go and change nothing: the checkpoints `retain` and `keepDays` would clear
+   * and the unreferenced objects past the grace period (their bytes are an upper bound: a pack
+   * is rewritten only when enough of it is garbage). The store cap (`maxStoreBytes`) is not
+   * simulated: what it clears depends on what each removal frees. @default false
+   */
+  dryRun?: boolean;
 }
 
 /** Why prune removed a checkpoint. */
@@ -61,6 +68,8 @@ export interface PruneReport {
   graceMs: number;
   /** Objects nothing references that were kept because they are younger than the grace period. */
   keptByGrace: number;
+  /** True when nothing was removed: the figures say what a prune would remove. */
+  dryRun: boolean;
 }
 
 /** One checkpoint as prune sees it. */
@@ -175,7 +184,8 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const shortened = resolved.graceMs !== undefined && resolved.graceMs < GRACE_MS;
     const othersLive = shortened && (held.some((item) => item.otherLiveWriter) || (await otherProcessHasStoreOpen(ctx.fs, ctx.layout, now)));
     const graceMs = othersLive ? GRACE_MS : (resolved.graceMs ?? GRACE_MS);
-    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs, keptByGrace: 0 };
+    const dryRun = resolved.dryRun === true;
+    const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs, keptByGrace: 0, dryRun };
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
     for (const key of (await stateReferences(ctx)).keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);
@@ -185,6 +195,10 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const remove = async (item: Held, reason: PruneReason): Promise<number> => {
       let freed = 0;
       for (const file of item.files) {
+        if (dryRun) {
+          freed += file.size;
+          continue;
+        }
         try {
           await ctx.fs.unlink(file.path);
           freed += file.size;
@@ -217,7 +231,31 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
       }
       return freed;
     };
+    // The dry run's object figures: every unreferenced object past the grace period, loose or packed.
+    const wouldCollect = async (): Promise<number> => {
+      let freed = 0;
+      for (const [key, info] of objects) {
+        if ((refcount.get(key) ?? 0) > 0) continue;
+        if (now - info.mtimeMs < graceMs) report.keptByGrace += 1;
+        else {
+          report.removedObjects += 1;
+          freed += info.diskSize;
+        }
+      }
+      const counted = new Set<string>();
+      for (const record of await ctx.objects.listObjects()) {
+        if (record.pack === undefined || (refcount.get(record.key) ?? 0) > 0 || objects.has(record.key)) continue;
+        freed += now - record.mtimeMs < graceMs ? 0 : record.diskSize;
+        if (counted.has(record.key)) continue;
+        counted.add(record.key);
+        if (now - record.mtimeMs < graceMs) report.keptByGrace += 1;
+        else report.removedObjects += 1;
+      }
+      report.freedBytes += freed;
+      return freed;
+    };
     const collect = async (): Promise<number> => {
+      if (dryRun) return 0;
       const freed = (await collectLoose()) + (await collectPacks(ctx, { now, graceMs, refcount, loose: objects, report }));
       report.freedBytes += freed;
       return freed;
@@ -237,8 +275,10 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
       }
     }
     await collect();
-    report.freedBytes += await removeLeftovers(ctx, now);
-    if (resolved.maxStoreBytes !== undefined) {
+    if (dryRun) await wouldCollect();
+    else report.freedBytes += await removeLeftovers(ctx, now);
+    // Not simulated in a dry run: what the cap clears depends on what each removal frees.
+    if (resolved.maxStoreBytes !== undefined && !dryRun) {
       let size = await ctx.storeSizeBytes();
       for (const item of removable) {
         if (size <= resolved.maxStoreBytes) break;

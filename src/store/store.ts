@@ -242,7 +242,7 @@ export class CheckpointStore {
   prune(options: PruneOptions = {}): Promise<PruneReport> {
     return this.lock.withLock(async () => {
       const report = await pruneStore(this.context(), { retain: DEFAULT_RETAIN, ...options });
-      await recordRemovals(this.state, report.cleared);
+      if (!report.dryRun) await recordRemovals(this.state, report.cleared);
       return report;
     });
   }
@@ -412,7 +412,7 @@ export class CheckpointStore {
    * Deletes one checkpoint (manifest and journal), under the lock. Objects go at the next prune.
    * @throws CheckpointError `INVALID_ID`, `UNKNOWN_CHECKPOINT`, `STORE_BUSY`.
    */
-  async deleteCheckpoint(id: CheckpointId | string): Promise<void> {
+  async dropCheckpoint(id: CheckpointId | string): Promise<void> {
     const checked = parseCheckpointId(id);
     await this.lock.withLock(async () => {
       let removed = 0;

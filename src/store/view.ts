@@ -29,6 +29,12 @@ export interface StoreView {
   hasObject(object: string): Promise<boolean>;
   /** Removes old checkpoints and unreferenced objects, under the store lock. @throws CheckpointError `STORE_BUSY`, `INVALID_ARGUMENT`. */
   prune(options?: PruneOptions): Promise<PruneReport>;
+  /**
+   * Removes one checkpoint (its manifest and journal) under the store lock, recorded as dropped;
+   * its objects go at the next prune unless something else uses them.
+   * @throws CheckpointError `INVALID_ID`, `UNKNOWN_CHECKPOINT`, `STORE_BUSY`.
+   */
+  dropCheckpoint(id: CheckpointId | string): Promise<void>;
   /** Checks the whole store; problems are reported, never thrown. */
   verify(): Promise<VerifyReport>;
   /** Total bytes of every file under the store root. */
@@ -51,6 +57,7 @@ export function viewOf(store: CheckpointStore): StoreView {
     readObject: (object: string) => store.readObject(object),
     hasObject: (object: string) => store.hasObject(object),
     prune: (options?: PruneOptions) => store.prune(options),
+    dropCheckpoint: (id: CheckpointId | string) => store.dropCheckpoint(id),
     verify: () => store.verify(),
     storeSizeBytes: () => store.storeSizeBytes(),
     removal: (id: string) => store.removal(id),

@@ -23,7 +23,7 @@ describe('an id that is not in the store says why: never existed, pruned by reta
     const report = await store.prune({ retain: 3 });
     expect(report.cleared).toEqual([{ id: ids[0], reason: 'retain' }]);
     expect(await gone(store, ids[0] as string)).toMatchObject({ found: 'retain', message: expect.stringMatching(/was pruned on .*`retain`/) });
-    await store.deleteCheckpoint(ids[1] as string);
+    await store.dropCheckpoint(ids[1] as string);
     expect(await gone(store, ids[1] as string)).toMatchObject({ found: 'dropped', message: expect.stringMatching(/was dropped by its session/) });
     const never = '1700000000000-0000-abcdef01';
     expect(await gone(store, never)).toMatchObject({ found: 'never-existed', message: `no checkpoint ${never} in this store (it never existed here)` });

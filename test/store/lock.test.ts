@@ -96,7 +96,7 @@ describe('store lock', () => {
     release();
     await Promise.all([first, second]);
     expect(order).toEqual(['first-start', 'first-end', 'second']);
-    // A nested prune/deleteCheckpoint under an outer lock does not deadlock.
+    // A nested prune/dropCheckpoint under an outer lock does not deadlock.
     await expect(store.withLock(() => store.prune())).resolves.toMatchObject({ removedCheckpoints: [] });
   });
 });

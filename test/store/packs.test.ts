@@ -391,7 +391,7 @@ describe('packs', () => {
               pending = [];
             } else if (o.kind === 'forget') {
               const first = checkpoints.shift();
-              if (first) await s.deleteCheckpoint(first.id);
+              if (first) await s.dropCheckpoint(first.id);
             } else if (o.kind === 'seal') {
               await s.close();
             } else if (o.kind === 'reopen') {

@@ -111,17 +111,17 @@ describe('prune', () => {
 
   test('graceMs: 0 removes fresh unreferenced objects at once', async () => {
     const made = await checkpointWith(11);
-    await store.deleteCheckpoint(made.id);
+    await store.dropCheckpoint(made.id);
     expect((await store.prune({ graceMs: 0 })).removedObjects).toBe(1);
     expect(await store.hasObject(made.object)).toBe(false);
   });
 
-  test('deleteCheckpoint removes one checkpoint', async () => {
+  test('dropCheckpoint removes one checkpoint', async () => {
     const made = await checkpointWith(9);
-    await store.deleteCheckpoint(made.id);
+    await store.dropCheckpoint(made.id);
     await expect(store.manifest(made.id)).rejects.toSatisfy((e) => isCheckpointError(e, 'UNKNOWN_CHECKPOINT'));
-    await expect(store.deleteCheckpoint(made.id)).rejects.toSatisfy((e) => isCheckpointError(e, 'UNKNOWN_CHECKPOINT'));
-    await expect(store.deleteCheckpoint('bad')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ID'));
+    await expect(store.dropCheckpoint(made.id)).rejects.toSatisfy((e) => isCheckpointError(e, 'UNKNOWN_CHECKPOINT'));
+    await expect(store.dropCheckpoint('bad')).rejects.toSatisfy((e) => isCheckpointError(e, 'INVALID_ID'));
   });
 });
 
