@@ -1,13 +1,17 @@
 import { loadContext, openStore, storeExists, type GlobalOptions } from './context.js';
-import { writeProjectEnabled } from './config-file.js';
+import { writeProjectEnabled, writeUserSwitch } from './config-file.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
 import { displayLabel, resolveId, shortId } from './pictures.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { sizeText } from '../report/size-text.js';
 
-/** `turnback on` / `turnback off`: writes `enabled` in the project's turnback.toml `[checkpoints]` table. */
-export async function switchCommand(enabled: boolean, options: GlobalOptions, io: Io): Promise<number> {
+/**
+ * `turnback on` / `turnback off`: keeps the switch for this project in the user's config
+ * (`[projects."<root>"]`), so no untracked file lands in the repository; in the project's
+ * turnback.toml instead with `--project-file`, or when that file already holds `enabled`.
+ */
+export async function switchCommand(enabled: boolean, options: GlobalOptions & { projectFile?: boolean }, io: Io): Promise<number> {
   const context = await loadContext(options);
   if (context.refusal !== undefined) {
     // Nothing to switch: a project here takes no pictures, and no turnback.toml is written into
@@ -17,9 +21,10 @@ export async function switchCommand(enabled: boolean, options: GlobalOptions, io
     io.err(`turnback: checkpoints are off: ${context.refusal}; a project here takes no pictures`);
     return enabled ? EXIT.error : EXIT.ok;
   }
-  const file = await writeProjectEnabled(context.projectRoot, enabled);
+  const inProject = options.projectFile === true || context.config.project.table.enabled !== undefined;
+  const file = inProject ? await writeProjectEnabled(context.projectRoot, enabled) : await writeUserSwitch(context.projectRoot, enabled);
   io.emit({ enabled, file });
-  io.out(`checkpoints: ${enabled ? 'on' : 'off'}   (enabled = ${enabled} in ${file})`);
+  io.out(`checkpoints: ${enabled ? 'on' : 'off'}   (enabled = ${enabled} in ${shownPath(file)}${inProject ? '' : ` for ${shownPath(context.projectRoot)}`})`);
   if (!enabled) io.out(io.style.dim('turnback undo still works on earlier pictures'));
   return EXIT.ok;
 }

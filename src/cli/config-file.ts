@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
@@ -16,6 +16,8 @@ export interface ConfigSource {
   found: boolean;
   /** Its `[checkpoints]` table, `dir` made absolute against the file's folder. */
   table: CheckpointConfig;
+  /** The file's text ('' when missing), for the per-project switches of the user's file. */
+  text: string;
 }
 
 /** The CLI's view of the config: merged tables, resolved, and where `enabled` came from. */
@@ -67,12 +69,12 @@ async function readSource(file: string): Promise<ConfigSource> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { file, found: false, table: {} };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { file, found: false, table: {}, text: '' };
     throw new CheckpointError('INVALID_CONFIG', `cannot read ${file}: ${(error as Error).message}`, { path: file, cause: error });
   }
   const table = checkpointsTable(text, file);
   if (table.dir !== undefined) table.dir = expandDir(table.dir, path.dirname(file));
-  return { file, found: true, table };
+  return { file, found: true, table, text };
 }
 
 /** `~/x` and relative dirs, made absolute against the config file's folder. */
@@ -96,8 +98,79 @@ export async function loadCliConfig(projectRoot: string, env: NodeJS.ProcessEnv 
   const project = await readSource(path.join(projectRoot, PROJECT_CONFIG));
   const merged = mergeTables(user.table, project.table);
   const resolved = resolveCheckpointConfig(merged);
-  const enabledBy = project.table.enabled !== undefined ? project.file : user.table.enabled !== undefined ? user.file : undefined;
-  return { resolved, enabled: merged.enabled !== false, ...(enabledBy !== undefined ? { enabledBy } : {}), user, project };
+  // The switch `turnback off`/`on` keeps for this project in the user's file, under
+  // [projects."<root>"], sits between the project's file and the user's [checkpoints].
+  const switched = projectSwitchOf(user.text, projectRoot, user.file);
+  const enabled = project.table.enabled ?? switched ?? user.table.enabled ?? true;
+  const enabledBy =
+    project.table.enabled !== undefined ? project.file : switched !== undefined ? `${user.file} [projects.${JSON.stringify(projectRoot)}]` : user.table.enabled !== undefined ? user.file : undefined;
+  return { resolved, enabled, ...(enabledBy !== undefined ? { enabledBy } : {}), user, project };
+}
+
+/** The `enabled` a user's config text keeps for `projectRoot` under `[projects."<root>"]`, if any. Pure. */
+export function projectSwitchOf(text: string, projectRoot: string, file: string): boolean | undefined {
+  if (text.length === 0) return undefined;
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parseToml(text) as Record<string, unknown>;
+  } catch (error) {
+    throw new CheckpointError('INVALID_CONFIG', `${file} is not valid TOML: ${(error as Error).message}`, { path: file, cause: error });
+  }
+  const projects = parsed.projects;
+  if (typeof projects !== 'object' || projects === null) return undefined;
+  const entry = (projects as Record<string, unknown>)[projectRoot];
+  if (typeof entry !== 'object' || entry === null) return undefined;
+  const value = (entry as Record<string, unknown>).enabled;
+  if (value !== undefined && typeof value !== 'boolean') throw new CheckpointError('INVALID_CONFIG', `${file}: projects.${JSON.stringify(projectRoot)}.enabled must be true or false`, { path: file });
+  return value;
+}
+
+/**
+ * Sets `enabled` for `projectRoot` in the user's config text, in its `[projects."<root>"]` table
+ * (added at the end when missing), keeping every other line. Pure.
+ *
+ * @throws CheckpointError `INVALID_CONFIG` when the result would not read back as asked.
+ */
+export function setProjectSwitchInToml(text: string, projectRoot: string, enabled: boolean, file: string): string {
+  const header = `[projects.${JSON.stringify(projectRoot)}]`;
+  const lines = text.length === 0 ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
+  const value = `enabled = ${enabled}`;
+  const at = lines.findIndex((line) => line.trim() === header);
+  if (at === -1) {
+    if (lines.length > 0 && lines[lines.length - 1] !== '') lines.push('');
+    lines.push(header, value);
+  } else {
+    let end = lines.length;
+    for (let i = at + 1; i < lines.length; i++) {
+      if (ANY_HEADER.test(lines[i] as string)) {
+        end = i;
+        break;
+      }
+    }
+    const line = lines.slice(at + 1, end).findIndex((candidate) => ENABLED.test(candidate));
+    if (line === -1) lines.splice(at + 1, 0, value);
+    else lines[at + 1 + line] = value;
+  }
+  const result = `${lines.join('\n')}\n`;
+  if (projectSwitchOf(result, projectRoot, file) !== enabled) {
+    throw new CheckpointError('INVALID_CONFIG', `${file} spells ${header} in a way turnback cannot edit; set enabled = ${enabled} there by hand`, { path: file });
+  }
+  return result;
+}
+
+/** Keeps `enabled` for `projectRoot` in the user's config file (created, owner-only folder, when missing), atomically. */
+export async function writeUserSwitch(projectRoot: string, enabled: boolean, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const file = userConfigPath(env);
+  let text = '';
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CheckpointError('IO', `cannot read ${file}`, { path: file, cause: error });
+  }
+  const next = setProjectSwitchInToml(text, projectRoot, enabled, file);
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(file, next);
+  return file;
 }
 
 const HEADER = /^\s*\[\s*checkpoints\s*\]\s*(#.*)?$/;

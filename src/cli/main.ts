@@ -110,12 +110,14 @@ export function buildProgram(): Command {
   common(program.command('status').description('on or off and why, the store, the last picture, any interrupted run')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => statusCommand(options, io)),
   );
-  common(program.command('on').description('switch checkpoints on (enabled = true in ./turnback.toml)')).action((options: GlobalOptions) =>
-    guarded(options.json, (io) => switchCommand(true, options, io)),
-  );
-  common(program.command('off').description('switch checkpoints off (enabled = false in ./turnback.toml)')).action((options: GlobalOptions) =>
-    guarded(options.json, (io) => switchCommand(false, options, io)),
-  );
+  for (const enabled of [true, false]) {
+    common(
+      program
+        .command(enabled ? 'on' : 'off')
+        .description(`switch checkpoints ${enabled ? 'on' : 'off'} for this project (kept in your user config; --project-file: in ./turnback.toml)`)
+        .option('--project-file', 'keep the switch in the project\'s turnback.toml instead'),
+    ).action((options: GlobalOptions & { projectFile?: boolean }) => guarded(options.json, (io) => switchCommand(enabled, options, io)));
+  }
   common(program.command('prune').description('clear checkpoints past retain, keep_days and max_store_gib').option('--dry-run', 'say what would be cleared, remove nothing')).action(
     (options: GlobalOptions & { dryRun?: boolean }) => guarded(options.json, (io) => pruneCommand(options, io)),
   );

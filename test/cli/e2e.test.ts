@@ -1,6 +1,6 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -155,8 +155,11 @@ describe('turnback run, list, show, diff, status', () => {
     const nothing = tb(['redo', '--yes', '--json']);
     expect(nothing.code).toBe(3);
     expect(json<{ error: { reason: string } }>(nothing).error.reason).toBe('NOTHING');
-    expect(json(tb(['off', '--json']))).toEqual({ enabled: false, file: path.join(proj, 'turnback.toml') });
-    expect(json(tb(['on', '--json']))).toEqual({ enabled: true, file: path.join(proj, 'turnback.toml') });
+    // The switch lives in the user's config, keyed by project: nothing is left in the repository.
+    const userConfig = path.join(home, 'config', 'turnback', 'config.toml');
+    expect(json(tb(['off', '--json']))).toEqual({ enabled: false, file: userConfig });
+    expect(json(tb(['on', '--json']))).toEqual({ enabled: true, file: userConfig });
+    expect(existsSync(path.join(proj, 'turnback.toml'))).toBe(false);
   });
 
   it('colours only on a terminal, and never with NO_COLOR', async () => {
@@ -332,16 +335,29 @@ describe('turnback undo and redo', () => {
 });
 
 describe('config, prune, verify', () => {
-  it('off and on write turnback.toml; off runs take no picture', async () => {
+  it('off and on keep the switch in the user config for this project (turnback.toml with --project-file); off runs take no picture', async () => {
     const off = tb(['off']);
     expect(off.code).toBe(0);
-    expect(await readFile(path.join(proj, 'turnback.toml'), 'utf8')).toBe('[checkpoints]\nenabled = false\n');
+    expect(existsSync(path.join(proj, 'turnback.toml'))).toBe(false);
+    expect(execFileSync('git', ['status', '--porcelain'], { cwd: proj, env, encoding: 'utf8' })).not.toContain('turnback.toml');
+    const userConfig = path.join(home, 'config', 'turnback', 'config.toml');
+    expect(await readFile(userConfig, 'utf8')).toBe(`[projects.${JSON.stringify(await realpath(proj))}]\nenabled = false\n`);
     const run = tb(['run', '--', 'sh', '-c', 'echo a > a.txt']);
     expect(run.code).toBe(0);
     expect(run.stderr).toContain('no checkpoint: checkpoints are off (enabled = false in');
     expect(tb(['status']).stdout).toContain('checkpoints: off (enabled = false in');
+    // Another project of the same user is not switched off.
+    const other = path.join(root, 'other');
+    await mkdir(other);
+    execFileSync('git', ['init', '-q'], { cwd: other, env });
+    expect(tb(['status'], { cwd: other }).stdout).toContain('checkpoints: on');
     expect(tb(['on']).code).toBe(0);
     expect(tb(['status']).stdout).toContain('checkpoints: on');
+    // Asked for, the project file holds it; once it does, on and off edit it there.
+    expect(tb(['off', '--project-file']).code).toBe(0);
+    expect(await readFile(path.join(proj, 'turnback.toml'), 'utf8')).toBe('[checkpoints]\nenabled = false\n');
+    expect(tb(['on']).code).toBe(0);
+    expect(await readFile(path.join(proj, 'turnback.toml'), 'utf8')).toBe('[checkpoints]\nenabled = true\n');
   });
 
   it('refuses a project at the home folder at every command', () => {
