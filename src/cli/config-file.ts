@@ -133,25 +133,7 @@ export function projectSwitchOf(text: string, projectRoot: string, file: string)
  */
 export function setProjectSwitchInToml(text: string, projectRoot: string, enabled: boolean, file: string): string {
   const header = `[projects.${JSON.stringify(projectRoot)}]`;
-  const lines = text.length === 0 ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
-  const value = `enabled = ${enabled}`;
-  const at = lines.findIndex((line) => line.trim() === header);
-  if (at === -1) {
-    if (lines.length > 0 && lines[lines.length - 1] !== '') lines.push('');
-    lines.push(header, value);
-  } else {
-    let end = lines.length;
-    for (let i = at + 1; i < lines.length; i++) {
-      if (ANY_HEADER.test(lines[i] as string)) {
-        end = i;
-        break;
-      }
-    }
-    const line = lines.slice(at + 1, end).findIndex((candidate) => ENABLED.test(candidate));
-    if (line === -1) lines.splice(at + 1, 0, value);
-    else lines[at + 1 + line] = value;
-  }
-  const result = `${lines.join('\n')}\n`;
+  const result = setEnabledInTable(text, enabled, (line) => line.trim() === header, header);
   if (projectSwitchOf(result, projectRoot, file) !== enabled) {
     throw new CheckpointError('INVALID_CONFIG', `${file} spells ${header} in a way turnback cannot edit; set enabled = ${enabled} there by hand`, { path: file });
   }
@@ -161,13 +143,7 @@ export function setProjectSwitchInToml(text: string, projectRoot: string, enable
 /** Keeps `enabled` for `projectRoot` in the user's config file (created, owner-only folder, when missing), atomically. */
 export async function writeUserSwitch(projectRoot: string, enabled: boolean, env: NodeJS.ProcessEnv = process.env): Promise<string> {
   const file = userConfigPath(env);
-  let text = '';
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CheckpointError('IO', `cannot read ${file}`, { path: file, cause: error });
-  }
-  const next = setProjectSwitchInToml(text, projectRoot, enabled, file);
+  const next = setProjectSwitchInToml(await textOrEmpty(file), projectRoot, enabled, file);
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   await writeFileAtomic(file, next);
   return file;
@@ -185,41 +161,53 @@ const ENABLED = /^\s*enabled\s*=/;
  *   change safely (dotted keys, an inline table): the user edits it by hand.
  */
 export function setEnabledInToml(text: string, enabled: boolean, file: string = PROJECT_CONFIG): string {
-  const lines = text.length === 0 ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
-  const value = `enabled = ${enabled}`;
-  const header = lines.findIndex((line) => HEADER.test(line));
-  if (header === -1) {
-    if (lines.length > 0 && lines[lines.length - 1] !== '') lines.push('');
-    lines.push('[checkpoints]', value);
-  } else {
-    let end = lines.length;
-    for (let i = header + 1; i < lines.length; i++) {
-      if (ANY_HEADER.test(lines[i] as string)) {
-        end = i;
-        break;
-      }
-    }
-    const at = lines.slice(header + 1, end).findIndex((line) => ENABLED.test(line));
-    if (at === -1) lines.splice(header + 1, 0, value);
-    else lines[header + 1 + at] = value;
-  }
-  const result = `${lines.join('\n')}\n`;
+  const result = setEnabledInTable(text, enabled, (line) => HEADER.test(line), '[checkpoints]');
   if (checkpointsTable(result, file).enabled !== enabled) {
     throw new CheckpointError('INVALID_CONFIG', `${file} spells [checkpoints] in a way turnback cannot edit; set enabled = ${enabled} there by hand`, { path: file });
   }
   return result;
 }
 
+/**
+ * Sets the `enabled` line of the table whose header `isHeader` recognises (the table `header`
+ * is added at the end when there is none), keeping every other line. Pure; the caller re-parses.
+ */
+function setEnabledInTable(text: string, enabled: boolean, isHeader: (line: string) => boolean, header: string): string {
+  const lines = text.length === 0 ? [] : text.replace(/\r?\n$/, '').split(/\r?\n/);
+  const value = `enabled = ${enabled}`;
+  const at = lines.findIndex(isHeader);
+  if (at === -1) {
+    if (lines.length > 0 && lines[lines.length - 1] !== '') lines.push('');
+    lines.push(header, value);
+  } else {
+    let end = lines.length;
+    for (let i = at + 1; i < lines.length; i++) {
+      if (ANY_HEADER.test(lines[i] as string)) {
+        end = i;
+        break;
+      }
+    }
+    const line = lines.slice(at + 1, end).findIndex((candidate) => ENABLED.test(candidate));
+    if (line === -1) lines.splice(at + 1, 0, value);
+    else lines[at + 1 + line] = value;
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** A config file's text, or '' when it does not exist. */
+async function textOrEmpty(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw new CheckpointError('IO', `cannot read ${file}`, { path: file, cause: error });
+  }
+}
+
 /** Writes `enabled` into the project's turnback.toml (created when missing), atomically. */
 export async function writeProjectEnabled(projectRoot: string, enabled: boolean): Promise<string> {
   const file = path.join(projectRoot, PROJECT_CONFIG);
-  let text = '';
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CheckpointError('IO', `cannot read ${file}`, { path: file, cause: error });
-  }
-  const next = setEnabledInToml(text, enabled, file);
+  const next = setEnabledInToml(await textOrEmpty(file), enabled, file);
   await writeFileAtomic(file, next);
   return file;
 }
