@@ -1,18 +1,19 @@
 import * as path from 'node:path';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { checkpointIdTime, type CheckpointId } from '../core/id.js';
-import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
+import type { FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
 import { isPidAlive } from '../core/pid.js';
 import { otherProcessHasStoreOpen } from './presence.js';
-import { GRACE_MS, HOSTNAME, tempNamePid, type StoreLayout } from './layout.js';
+import { GRACE_MS, HOSTNAME, type StoreLayout } from './layout.js';
 import { manifestObjects, parseManifest } from './manifests.js';
 import { OBJECT_KEY_SCAN } from './object-codec.js';
 import type { ObjectStore } from './objects.js';
 import { PACK_FRESH_MS, readPackHeader } from './packs.js';
 import { isOpenInThisProcess } from './pack-writer.js';
 import { loadHasher } from '../core/hash.js';
+import { listNames, readText, removeLeftovers } from './leftovers.js';
 
 /** What the store layer's maintenance steps (prune, verify) need from a store. Internal. */
 export interface StoreContext {
@@ -92,15 +93,6 @@ function checkOptions(options: PruneOptions): Required<Pick<PruneOptions, 'retai
     throw new CheckpointError('INVALID_ARGUMENT', 'maxStoreBytes must be a non-negative integer');
   }
   return { ...options, retain };
-}
-
-async function readText(fs: FileSystem, file: string): Promise<string | undefined> {
-  try {
-    return await fs.readFile(file, 'utf8');
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return undefined;
-    throw asCheckpointError(error, 'cannot read', file);
-  }
 }
 
 /** Object keys anywhere in unreadable text: when a manifest cannot be parsed, keep what it may reference. */
@@ -397,60 +389,4 @@ async function collectPacks(ctx: StoreContext, c: PackCollection): Promise<numbe
     for (const key of dropped) if (!objects.hasCopyElsewhere(key) && !c.loose.has(key)) c.report.removedObjects += 1;
   }
   return freed;
-}
-
-/**
- * Removes what interrupted writes leave behind: temp files of dead writers (or older than the
- * grace period), interrupted atomic writes in `checkpoints/` and `state/`, journals left beside
- * their sealed manifest by a seal cut short, and lock files set aside by a lock break.
- */
-async function removeLeftovers(ctx: StoreContext, now: number): Promise<number> {
-  const { fs, layout } = ctx;
-  let freed = 0;
-  const removeIf = async (file: string, decide: (mtimeMs: number) => boolean): Promise<void> => {
-    try {
-      const stats = await fs.lstat(file);
-      if (!stats.isFile() || !decide(stats.mtimeMs)) return;
-      await fs.unlink(file);
-      freed += stats.size;
-    } catch (error) {
-      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove leftover', file);
-    }
-  };
-  const old = (mtimeMs: number): boolean => now - mtimeMs >= GRACE_MS;
-  for (const name of await listNames(fs, layout.tmpDir)) {
-    const pid = isTurnbackTempName(name) ? tempNamePid(name) : undefined;
-    const deadWriter = pid !== undefined && pid !== process.pid && !isPidAlive(pid);
-    await removeIf(path.join(layout.tmpDir, name), (mtimeMs) => deadWriter || old(mtimeMs));
-  }
-  const catalog = await scanCatalog(fs, layout);
-  for (const stray of catalog.strays) await removeIf(stray, old);
-  for (const entry of catalog.entries) {
-    if (!entry.sealed || !entry.journal) continue;
-    const file = layout.journalPath(entry.id);
-    const header = parseJournal((await readText(fs, file)) ?? '').header;
-    const alive = header !== undefined && header.hostname === HOSTNAME && isPidAlive(header.pid);
-    if (!alive) await removeIf(file, () => true);
-  }
-  for (const name of await listNames(fs, layout.stateDir)) {
-    if (!name.endsWith('.json')) await removeIf(path.join(layout.stateDir, name), old);
-  }
-  const packNames = new Set(await listNames(fs, layout.packsDir));
-  for (const name of packNames) {
-    // An index whose pack is gone: a prune cut short between deleting the two.
-    if (name.endsWith('.idx') && !packNames.has(`${name.slice(0, -'.idx'.length)}.pack`)) await removeIf(path.join(layout.packsDir, name), old);
-  }
-  for (const name of await listNames(fs, layout.root)) {
-    if (name.startsWith('store.lock.stale-')) await removeIf(path.join(layout.root, name), old);
-  }
-  return freed;
-}
-
-async function listNames(fs: FileSystem, dir: string): Promise<string[]> {
-  try {
-    return await fs.readdir(dir);
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return [];
-    throw asCheckpointError(error, 'cannot list', dir);
-  }
 }

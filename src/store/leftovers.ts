@@ -1,0 +1,77 @@
+import * as path from 'node:path';
+import { asCheckpointError, errnoCode } from '../core/errors.js';
+import { isPidAlive } from '../core/pid.js';
+import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
+import { scanCatalog } from './catalog.js';
+import { parseJournal } from './journal.js';
+import { GRACE_MS, HOSTNAME, tempNamePid } from './layout.js';
+import type { StoreContext } from './retention.js';
+
+// What prune removes besides checkpoints and objects: the leftovers of interrupted writes.
+
+/** A file's text, or undefined when it does not exist. */
+export async function readText(fs: FileSystem, file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw asCheckpointError(error, 'cannot read', file);
+  }
+}
+
+/**
+ * Removes what interrupted writes leave behind: temp files of dead writers (or older than the
+ * grace period), interrupted atomic writes in `checkpoints/` and `state/`, journals left beside
+ * their sealed manifest by a seal cut short, and lock files set aside by a lock break.
+ */
+export async function removeLeftovers(ctx: StoreContext, now: number): Promise<number> {
+  const { fs, layout } = ctx;
+  let freed = 0;
+  const removeIf = async (file: string, decide: (mtimeMs: number) => boolean): Promise<void> => {
+    try {
+      const stats = await fs.lstat(file);
+      if (!stats.isFile() || !decide(stats.mtimeMs)) return;
+      await fs.unlink(file);
+      freed += stats.size;
+    } catch (error) {
+      if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove leftover', file);
+    }
+  };
+  const old = (mtimeMs: number): boolean => now - mtimeMs >= GRACE_MS;
+  for (const name of await listNames(fs, layout.tmpDir)) {
+    const pid = isTurnbackTempName(name) ? tempNamePid(name) : undefined;
+    const deadWriter = pid !== undefined && pid !== process.pid && !isPidAlive(pid);
+    await removeIf(path.join(layout.tmpDir, name), (mtimeMs) => deadWriter || old(mtimeMs));
+  }
+  const catalog = await scanCatalog(fs, layout);
+  for (const stray of catalog.strays) await removeIf(stray, old);
+  for (const entry of catalog.entries) {
+    if (!entry.sealed || !entry.journal) continue;
+    const file = layout.journalPath(entry.id);
+    const header = parseJournal((await readText(fs, file)) ?? '').header;
+    const alive = header !== undefined && header.hostname === HOSTNAME && isPidAlive(header.pid);
+    if (!alive) await removeIf(file, () => true);
+  }
+  for (const name of await listNames(fs, layout.stateDir)) {
+    if (!name.endsWith('.json')) await removeIf(path.join(layout.stateDir, name), old);
+  }
+  const packNames = new Set(await listNames(fs, layout.packsDir));
+  for (const name of packNames) {
+    // An index whose pack is gone: a prune cut short between deleting the two.
+    if (name.endsWith('.idx') && !packNames.has(`${name.slice(0, -'.idx'.length)}.pack`)) await removeIf(path.join(layout.packsDir, name), old);
+  }
+  for (const name of await listNames(fs, layout.root)) {
+    if (name.startsWith('store.lock.stale-')) await removeIf(path.join(layout.root, name), old);
+  }
+  return freed;
+}
+
+/** A folder's names, or none when it does not exist. */
+export async function listNames(fs: FileSystem, dir: string): Promise<string[]> {
+  try {
+    return await fs.readdir(dir);
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return [];
+    throw asCheckpointError(error, 'cannot list', dir);
+  }
+}
