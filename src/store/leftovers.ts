@@ -5,6 +5,7 @@ import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
 import { GRACE_MS, HOSTNAME, tempNamePid } from './layout.js';
+import { otherProcessHasStoreOpen } from './presence.js';
 import type { StoreContext } from './retention.js';
 
 // What prune removes besides checkpoints and objects: the leftovers of interrupted writes.
@@ -63,6 +64,8 @@ export async function removeLeftovers(ctx: StoreContext, now: number): Promise<n
   for (const name of await listNames(fs, layout.root)) {
     if (name.startsWith('store.lock.stale-')) await removeIf(path.join(layout.root, name), old);
   }
+  // Presence files of processes that died without closing the store: the scan removes them.
+  await otherProcessHasStoreOpen(fs, layout, now);
   return freed;
 }
 

@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs/promises';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -147,5 +148,24 @@ describe('a drop in one process never deletes what another live session may have
     await mine.drop('mine');
     expect(await mine.store.hasObject(entry.before.object)).toBe(false);
     await mine.close();
+  });
+});
+
+describe('presence files', () => {
+  it('an open store leaves one, its close removes it, and prune removes one a dead process left', async () => {
+    const { project, storeDir } = await sandbox();
+    const observer = await openObserver(project, storeDir);
+    const state = path.join(storeDir, 'state');
+    const presences = async () => (await fs.readdir(state)).filter((name) => name.startsWith('presence-'));
+    expect(await presences()).toHaveLength(1);
+    // A process that was SIGKILLed never removed its file; no process has this pid.
+    await fs.writeFile(path.join(state, 'presence-4194303-deadbeef.json'), JSON.stringify({ pid: 4194303, hostname: os.hostname(), at: new Date().toISOString() }));
+    expect(await presences()).toHaveLength(2);
+    await observer.store.prune();
+    expect(await presences()).toHaveLength(1);
+    await observer.close();
+    // The observer leaves its store open (the caller owns it); closing the store removes the file.
+    await observer.store.close();
+    expect(await presences()).toEqual([]);
   });
 });
