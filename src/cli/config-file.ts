@@ -38,18 +38,22 @@ export function userConfigPath(env: NodeJS.ProcessEnv = process.env): string {
   return path.join(base, 'turnback', 'config.toml');
 }
 
+/** A config file's TOML, parsed. @throws CheckpointError `INVALID_CONFIG` naming the file. */
+function parseConfigToml(text: string, file: string): Record<string, unknown> {
+  try {
+    return parseToml(text) as Record<string, unknown>;
+  } catch (error) {
+    throw new CheckpointError('INVALID_CONFIG', `${file} is not valid TOML: ${(error as Error).message}`, { path: file, cause: error });
+  }
+}
+
 /**
  * The `[checkpoints]` table of a TOML text. Pure.
  *
  * @throws CheckpointError `INVALID_CONFIG` for bad TOML or a `checkpoints` that is not a table.
  */
 export function checkpointsTable(text: string, file: string): CheckpointConfig {
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = parseToml(text) as Record<string, unknown>;
-  } catch (error) {
-    throw new CheckpointError('INVALID_CONFIG', `${file} is not valid TOML: ${(error as Error).message}`, { path: file, cause: error });
-  }
+  const parsed = parseConfigToml(text, file);
   const table = parsed.checkpoints;
   if (table === undefined) return {};
   if (typeof table !== 'object' || table === null || Array.isArray(table)) {
@@ -110,12 +114,7 @@ export async function loadCliConfig(projectRoot: string, env: NodeJS.ProcessEnv 
 /** The `enabled` a user's config text keeps for `projectRoot` under `[projects."<root>"]`, if any. Pure. */
 export function projectSwitchOf(text: string, projectRoot: string, file: string): boolean | undefined {
   if (text.length === 0) return undefined;
-  let parsed: Record<string, unknown>;
-  try {
-    parsed = parseToml(text) as Record<string, unknown>;
-  } catch (error) {
-    throw new CheckpointError('INVALID_CONFIG', `${file} is not valid TOML: ${(error as Error).message}`, { path: file, cause: error });
-  }
+  const parsed = parseConfigToml(text, file);
   const projects = parsed.projects;
   if (typeof projects !== 'object' || projects === null) return undefined;
   const entry = (projects as Record<string, unknown>)[projectRoot];

@@ -4,21 +4,11 @@ import { isPidAlive } from '../core/pid.js';
 import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
-import { GRACE_MS, HOSTNAME, tempNamePid } from './layout.js';
+import { GRACE_MS, HOSTNAME, readJsonIfExists, tempNamePid } from './layout.js';
 import { otherProcessHasStoreOpen } from './presence.js';
 import type { StoreContext } from './retention.js';
 
 // What prune removes besides checkpoints and objects: the leftovers of interrupted writes.
-
-/** A file's text, or undefined when it does not exist. */
-export async function readText(fs: FileSystem, file: string): Promise<string | undefined> {
-  try {
-    return await fs.readFile(file, 'utf8');
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return undefined;
-    throw asCheckpointError(error, 'cannot read', file);
-  }
-}
 
 /**
  * Removes what interrupted writes leave behind: temp files of dead writers (or older than the
@@ -49,7 +39,7 @@ export async function removeLeftovers(ctx: StoreContext, now: number): Promise<n
   for (const entry of catalog.entries) {
     if (!entry.sealed || !entry.journal) continue;
     const file = layout.journalPath(entry.id);
-    const header = parseJournal((await readText(fs, file)) ?? '').header;
+    const header = parseJournal((await readJsonIfExists(fs, file)) ?? '').header;
     const alive = header !== undefined && header.hostname === HOSTNAME && isPidAlive(header.pid);
     if (!alive) await removeIf(file, () => true);
   }

@@ -6,14 +6,14 @@ import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
 import { isPidAlive } from '../core/pid.js';
 import { otherProcessHasStoreOpen } from './presence.js';
-import { GRACE_MS, HOSTNAME, type StoreLayout } from './layout.js';
+import { GRACE_MS, HOSTNAME, readJsonIfExists, type StoreLayout } from './layout.js';
 import { manifestObjects, parseManifest } from './manifests.js';
 import { OBJECT_KEY_SCAN } from './object-codec.js';
 import type { ObjectStore } from './objects.js';
 import { PACK_FRESH_MS, readPackHeader } from './packs.js';
 import { isOpenInThisProcess } from './pack-writer.js';
 import { loadHasher } from '../core/hash.js';
-import { listNames, readText, removeLeftovers } from './leftovers.js';
+import { listNames, removeLeftovers } from './leftovers.js';
 
 /** What the store layer's maintenance steps (prune, verify) need from a store. Internal. */
 export interface StoreContext {
@@ -112,7 +112,7 @@ export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
     const item: Held = { id: entry.id, files: [], refs: new Set(), removable: true, otherLiveWriter: false };
     if (entry.journal) {
       const file = ctx.layout.journalPath(entry.id);
-      const text = await readText(ctx.fs, file);
+      const text = await readJsonIfExists(ctx.fs, file);
       if (text !== undefined) {
         item.files.push({ path: file, size: Buffer.byteLength(text) });
         const contents = parseJournal(text);
@@ -124,7 +124,7 @@ export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
     }
     if (entry.sealed) {
       const file = ctx.layout.manifestPath(entry.id);
-      const text = await readText(ctx.fs, file);
+      const text = await readJsonIfExists(ctx.fs, file);
       if (text !== undefined) {
         item.files.push({ path: file, size: Buffer.byteLength(text) });
         try {
@@ -152,7 +152,7 @@ export async function stateReferences(ctx: Pick<StoreContext, 'fs' | 'layout'>):
   for (const name of await listNames(ctx.fs, ctx.layout.stateDir)) {
     if (!name.endsWith('.json')) continue;
     const file = path.join(ctx.layout.stateDir, name);
-    const text = await readText(ctx.fs, file);
+    const text = await readJsonIfExists(ctx.fs, file);
     if (text !== undefined) for (const key of salvageRefs(text)) if (!refs.has(key)) refs.set(key, file);
   }
   return refs;
