@@ -4,6 +4,9 @@ import * as path from 'node:path';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import type { FileSystem } from './file-system.js';
 
+
+/** How many times {@link FolderAnchors.insideRootNow} looks before it calls a folder outside. */
+const INSIDE_LOOKS = 3;
 /**
  * Linux gives every open descriptor a path, `/proc/self/fd/<fd>`, that reaches the very folder
  * the descriptor holds wherever it is now: the `openat` semantics Node has no call for. Elsewhere
@@ -233,6 +236,13 @@ export class FolderAnchors {
    * its steps there, in the folder it wrote in; outside the root it never does.
    */
   async insideRootNow(dir: string): Promise<boolean> {
+    // A folder being swapped back and forth can move between the reads of one look (the kernel's
+    // name for it, then its lstat): a few looks, any of which sees it inside, give one verdict.
+    for (let look = 0; look < INSIDE_LOOKS; look++) if (await this.insideRootOnce(dir)) return true;
+    return false;
+  }
+
+  private async insideRootOnce(dir: string): Promise<boolean> {
     if (await this.confirm(dir)) return true;
     const held = this.held.get(dir);
     if (held === undefined || held.fd < 0) return false;

@@ -204,9 +204,17 @@ export class Transaction {
   protected async undo(steps: Step[]): Promise<string[]> {
     const pending: string[] = [];
     const io = this.fast;
+    // One verdict per folder for the whole pass: a file's steps (remove what was placed, put the
+    // original back) are undone together or left together. Judged step by step, a folder swapped
+    // back and forth could pass for the removal and fail for the put-back, and a recycled
+    // original, held only in memory, would be lost from the tree.
+    const verdicts = new Map<string, boolean>();
     for (const step of [...steps].reverse()) {
       const at = step.kind === 'mkdir' || step.kind === 'stage' ? step.abs : step.dest;
-      if (!(await this.isStillInside(at))) {
+      const folder = path.dirname(at);
+      const inside = verdicts.get(folder) ?? (await this.isStillInside(at));
+      verdicts.set(folder, inside);
+      if (!inside) {
         // A folder on the way became a link (or vanished) since it was checked: undoing through
         // it could write outside the project, so the step is left and reported instead.
         pending.push(this.relative(step.kind === 'displaced' ? step.displaced : step.kind === 'in-place' ? step.copy : at));
