@@ -100,8 +100,12 @@ try {
   const deleteTurn = listed.find((c) => c.label === 'before rm -rf docs/notes');
   if (deleteTurn === undefined) throw new Error('the rm turn is not listed');
 
-  // A preview of going back to before the folder was deleted, then the undo itself.
-  turnback(['diff', deleteTurn.shortId, 'src/mod1.js']);
+  const formatTurn = listed.find((c) => c.label === 'before node tidy.mjs (formatter)');
+  if (formatTurn === undefined) throw new Error('the formatter turn is not listed');
+
+  // What the formatter's turn did to one file, then a preview of going back to before the folder
+  // was deleted, and the undo itself.
+  turnback(['diff', formatTurn.shortId, 'src/mod1.js']);
   turnback(['undo', deleteTurn.shortId, '--dry-run']);
   const undo = turnback(['undo', deleteTurn.shortId], 'y\n');
   if (undo.status !== 0) failures += 1;

@@ -25,6 +25,6 @@ export {
   type ChangesSinceInterrupted,
   type InterruptedCall,
 } from './session/interrupted.js';
-export { discardedCheckpoints } from './session/discards.js';
+export { discardedCheckpoints, type DiscardedOptions } from './session/discards.js';
 export type { StoreView } from './store/view.js';
 export { goneMessage, type Removal, type RemovalReason } from './store/removals.js';

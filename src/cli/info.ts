@@ -1,9 +1,4 @@
-import { lstat, readFile, readlink } from 'node:fs/promises';
-import * as path from 'node:path';
-import { createTwoFilesPatch } from 'diff';
-import { type CheckpointId, type CheckpointMeta, type PathState, type PlanEntry, type StoreView } from '../index.js';
-import { noCopyText } from '../report/reasons.js';
-import { shownPath } from '../report/escape.js';
+import { type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 import { rowsShown } from '../report/folding.js';
 import { pathMatcher } from './path-patterns.js';
 import { sizeText } from '../report/size-text.js';
@@ -21,7 +16,8 @@ function refusalNotice(context: CliContext, io: Io): void {
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
 }
 
-function metaJson(meta: CheckpointMeta | Picture): Record<string, unknown> {
+/** A picture as `--json` prints it. */
+export function metaJson(meta: CheckpointMeta | Picture): Record<string, unknown> {
   return {
     id: meta.id,
     shortId: shortId(meta.id),
@@ -85,7 +81,8 @@ async function runText(store: StoreView, meta: Picture): Promise<string> {
   return `   exit ${call.exitCode} · ${took}`;
 }
 
-async function openExisting(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: Awaited<ReturnType<typeof openStore>> }> {
+/** The context and store of a command that reads an existing store (exit 3 when there is none). */
+export async function openExisting(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: Awaited<ReturnType<typeof openStore>> }> {
   const context = await loadContext(options);
   refusalNotice(context, io);
   if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
@@ -106,111 +103,6 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
   io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
   io.out(...renderTurnEndList(list, io.style));
   return EXIT.ok;
-}
-
-const BINARY_SNIFF = 8000;
-
-function isBinary(bytes: Buffer): boolean {
-  return bytes.subarray(0, BINARY_SNIFF).includes(0);
-}
-
-
-/** One side of a diff; `mode` (permission bits) for a regular file. */
-type Side = { kind: 'text'; text: string; mode?: number } | { kind: 'absent' } | { kind: 'summary'; text: string; bytes?: Buffer; mode?: number };
-
-async function recordedSide(store: Awaited<ReturnType<typeof openStore>>, state: PathState, maxFileMib: number): Promise<Side> {
-  switch (state.type) {
-    case 'absent':
-      return { kind: 'absent' };
-    case 'file': {
-      const bytes = await store.readObject(state.object);
-      const mode = state.mode & 0o777;
-      return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes, mode } : { kind: 'text', text: bytes.toString('utf8'), mode };
-    }
-    case 'symlink':
-      return { kind: 'summary', text: `symlink to ${state.target}` };
-    case 'uncopied':
-      return { kind: 'summary', text: `${sizeText(state.size)}, ${noCopyText(state.reason, maxFileMib)}` };
-    case 'other':
-      return { kind: 'summary', text: `a ${state.kind}` };
-  }
-}
-
-async function diskSide(projectRoot: string, projectPath: string): Promise<Side> {
-  const absolute = path.join(projectRoot, ...projectPath.split('/'));
-  let stats;
-  try {
-    stats = await lstat(absolute);
-  } catch {
-    return { kind: 'absent' };
-  }
-  if (stats.isSymbolicLink()) return { kind: 'summary', text: `symlink to ${await readlink(absolute)}` };
-  if (!stats.isFile()) return { kind: 'summary', text: stats.isDirectory() ? 'a folder' : 'a special file' };
-  const mode = stats.mode & 0o777;
-  if (stats.size > 16 * 1024 * 1024) return { kind: 'summary', text: `${sizeText(stats.size)}, too large to diff`, mode };
-  const bytes = await readFile(absolute);
-  return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes, mode } : { kind: 'text', text: bytes.toString('utf8'), mode };
-}
-
-/** One path's diff from the checkpoint to now: a unified diff for text, one line otherwise. */
-export function diffOne(projectPath: string, before: Side, now: Side): string {
-  const modes = modeLine(projectPath, before, now);
-  if (modes !== '' && sameContent(before, now)) return modes;
-  return modes + contentDiff(projectPath, before, now);
-}
-
-/** `path: mode 755 → 644` when both sides are files whose permission bits differ, else nothing. */
-function modeLine(projectPath: string, before: Side, now: Side): string {
-  if (before.kind === 'absent' || now.kind === 'absent' || before.mode === undefined || now.mode === undefined || before.mode === now.mode) return '';
-  return `${shownPath(projectPath)}: mode ${before.mode.toString(8)} → ${now.mode.toString(8)}\n`;
-}
-
-function sameContent(before: Side, now: Side): boolean {
-  if (before.kind === 'text' && now.kind === 'text') return before.text === now.text;
-  return before.kind === 'summary' && now.kind === 'summary' && before.bytes !== undefined && now.bytes !== undefined && before.bytes.equals(now.bytes);
-}
-
-function contentDiff(projectPath: string, before: Side, now: Side): string {
-  if (before.kind !== 'summary' && now.kind !== 'summary') {
-    const oldName = before.kind === 'absent' ? '/dev/null' : `a/${shownPath(projectPath)}`;
-    const newName = now.kind === 'absent' ? '/dev/null' : `b/${shownPath(projectPath)}`;
-    // The header is written here: the diff library would quote an odd name its own way.
-    const patch = createTwoFilesPatch('old', 'new', before.kind === 'text' ? before.text : '', now.kind === 'text' ? now.text : '', undefined, undefined, { context: 3 }).replace(/^=+\n/, '');
-    return patch.replace(/^--- old\t?\n\+\+\+ new\t?\n/, `--- ${oldName}\n+++ ${newName}\n`);
-  }
-  const describe = (side: Side): string => (side.kind === 'absent' ? 'absent' : side.kind === 'text' ? `text, ${sizeText(Buffer.byteLength(side.text))}` : side.text);
-  return `${shownPath(projectPath)}: ${describe(before)} → ${describe(now)}\n`;
-}
-
-/** `turnback diff ID [PATH…]`: what changed since the checkpoint, as unified diffs. */
-export async function diffCommand(id: string, paths: string[], options: GlobalOptions, io: Io): Promise<number> {
-  const { context, store } = await openExisting(options, io);
-  const meta = await resolveId(store, id);
-  const observer = observerFor(context, store);
-  // Files, folders and globs: each stands for the plan's paths it matches.
-  const only = paths.map((p) => projectPathOf(context.projectRoot, p));
-  const matches = only.length > 0 ? pathMatcher(only) : () => true;
-  const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'exact' });
-  await observer.close();
-  const entries = plan.entries.filter((e: PlanEntry) => matches(e.path) && !(e.action === 'skip' && (e.reason === 'already-matches' || (e.reason as string) === 'not-changed-since')));
-  const diffs: { path: string; diff: string }[] = [];
-  for (const entry of entries) {
-    const before = await recordedSide(store, entry.target, context.config.resolved.maxFileMib);
-    const now = await diskSide(context.projectRoot, entry.path);
-    diffs.push({ path: entry.path, diff: diffOne(entry.path, before, now) });
-  }
-  io.emit({ checkpoint: metaJson(meta), diffs });
-  if (diffs.length === 0) io.out(`no changes since ${displayLabel(meta)}`);
-  for (const d of diffs) process.stdout.write(io.json ? '' : colourDiff(d.diff, io));
-  return EXIT.ok;
-}
-
-function colourDiff(text: string, io: Io): string {
-  if (io.style.dim('x') === 'x') return text;
-  return text
-    .split('\n')
-    .map((line) => (line.startsWith('+') && !line.startsWith('+++') ? `\u001b[32m${line}\u001b[39m` : line.startsWith('-') && !line.startsWith('---') ? `\u001b[31m${line}\u001b[39m` : line.startsWith('@@') ? io.style.dim(line) : line))
-    .join('\n');
 }
 
 /** `turnback status`: on or off and why, the store, the last picture, interrupted runs. */

@@ -2,7 +2,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { configCommand, dropCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
 import type { GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
-import { diffCommand, listCommand, showCommand, statusCommand } from './info.js';
+import { diffCommand, type DiffOptions } from './diff.js';
+import { listCommand, showCommand, statusCommand } from './info.js';
 import { describeFailure, Io } from './io.js';
 import { runCommand, type RunOptions } from './run.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
@@ -81,10 +82,11 @@ export function buildProgram(): Command {
   common(
     program
       .command('diff')
-      .description('what changed since a picture: unified diffs for text, one line for binary or uncopied files')
+      .description("what that picture's turn changed (to what the next picture saw, or the tree now); --to-now: everything since the picture")
       .argument('<id>', 'full id or the short id from list')
-      .argument('[paths...]', 'limit to these files, folders or globs'),
-  ).action((id: string, paths: string[], options: GlobalOptions) => guarded(options.json, (io) => diffCommand(id, paths, options, io)));
+      .argument('[paths...]', 'limit to these files, folders or globs')
+      .option('--to-now', 'compare the picture with the tree now, every change since it included'),
+  ).action((id: string, paths: string[], options: DiffOptions) => guarded(options.json, (io) => diffCommand(id, paths, options, io)));
 
   common(
     program

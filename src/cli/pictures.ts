@@ -55,7 +55,7 @@ export function shortId(id: string): string {
  * - `interrupted`: the changes of a run whose turnback was killed, recorded afterwards;
  * - `cut-short`: a run's checkpoint whose turnback died before sealing it;
  * - `open`: open, written by another kind of session (a library observer);
- * - `undone`: a later undo went back past it; `turnback redo` brings it back.
+ * - `undone`: a later undo took its changes back; `turnback redo` brings them back.
  */
 export type PictureState = 'complete' | 'running' | 'interrupted' | 'cut-short' | 'open' | 'undone';
 
@@ -87,7 +87,12 @@ function stateOf(meta: CheckpointMeta): PictureState {
  */
 export async function undoablePictures(store: StoreView): Promise<Picture[]> {
   const metas = (await store.list()).filter((m) => UNDOABLE.has(m.kind)).sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-  const undone = await discardedCheckpoints(store, metas.map((m) => m.id));
+  // A picture a full undo went back to is undone too (its changes were taken back); a save's own
+  // range boundary is not (a redo's range starts at the save it restored).
+  const undone = new Map([
+    ...(await discardedCheckpoints(store, metas.filter((m) => m.kind !== 'pre-restore').map((m) => m.id), { boundaries: true })),
+    ...(await discardedCheckpoints(store, metas.filter((m) => m.kind === 'pre-restore').map((m) => m.id))),
+  ]);
   const pictures: Picture[] = [];
   for (const meta of metas) {
     const state = undone.has(meta.id) ? 'undone' : stateOf(meta);

@@ -8,6 +8,7 @@ import { handleInterrupted, printInterrupted } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
 import { shownPath } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
+import { bareUndoTarget, redoStack } from './undo-stack.js';
 import { displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
@@ -175,7 +176,9 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
       if (pictures.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
       let chosen: CheckpointMeta | undefined;
       if (options.yes === true || options.dryRun === true || io.json) {
-        chosen = pictures[0];
+        // Like an editor's undo: the newest picture still in effect, never a save an undo made.
+        chosen = bareUndoTarget(pictures);
+        if (chosen === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', 'nothing to undo: every picture here was already undone (turnback redo brings the last one back)');
       } else if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
         const picker = new TerminalPicker(process.stdin, process.stdout);
         const index = await picker.pick('undo to which picture? (↑/↓ move · Enter previews · Esc cancels)', pictures.map(pictureLine), '');
@@ -233,10 +236,16 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
   let lines: LineReader | undefined;
   try {
     const metas = await store.list();
-    const saves = metas.filter((m) => m.kind === 'pre-restore').sort((a, b) => (a.id < b.id ? 1 : -1));
-    const last = saves[0];
-    const lastWasRedo = last !== undefined && saves.some((s) => s.id === last.restoreOf);
-    if (last === undefined || lastWasRedo) throw new CliExit(EXIT.nothing, 'NOTHING', last === undefined ? 'nothing to redo: no undo in this project' : 'nothing to redo: the last undo was already redone');
+    // Redo walks forward through the undos not yet redone, newest first; a change made since the
+    // last undo ends that walk, as in an editor.
+    const stack = redoStack(metas);
+    const last = stack.saves.at(-1);
+    if (last === undefined) {
+      const why = stack.clearedBy !== undefined
+        ? `files changed since the last undo (${displayLabel(stack.clearedBy)}); that undo's save is still in turnback list`
+        : metas.some((m) => m.kind === 'pre-restore') ? 'every undo was already redone' : 'no undo in this project';
+      throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to redo: ${why}`);
+    }
     const step = await planStep(observer, last, 'delete', undefined, context.config.resolved.maxFileMib, 'redo (back to before the last undo)');
     if (!step.preview.writes) return nothingToChange(io, [step], context.maxRows);
     showPreviews(io, [step], context.maxRows);
