@@ -6,6 +6,7 @@ import { diffCommand, type DiffOptions } from './diff.js';
 import { listCommand, showCommand, statusCommand } from './info.js';
 import { describeFailure, Io } from './io.js';
 import { runCommand, type RunOptions } from './run.js';
+import { revertCommand, type RevertOptions } from './revert.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
 import { shownText } from '../report/escape.js';
 
@@ -108,6 +109,16 @@ export function buildProgram(): Command {
       .option('--yes', 'do not ask')
       .option('--dry-run', 'show the preview, change nothing'),
   ).action((options: GlobalOptions & { yes?: boolean; dryRun?: boolean }) => guarded(options.json, (io) => redoCommand(options, io)));
+
+  common(
+    program
+      .command('revert')
+      .description("undo only what one picture's turn changed, keeping every later turn (files a later turn changed again are listed and left)")
+      .argument('<id>', 'full id or the short id from list')
+      .option('--yes', 'do not ask')
+      .option('--dry-run', 'show the preview, change nothing')
+      .option('--delete-created', 'also delete files that turn created'),
+  ).action((id: string, options: RevertOptions) => guarded(options.json, (io) => revertCommand(id, options, io)));
 
   common(program.command('status').description('on or off and why, the store, the last picture, any interrupted run')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => statusCommand(options, io)),

@@ -21,7 +21,7 @@ export interface UndoOptions extends GlobalOptions {
 }
 
 /** One restore to make: a checkpoint and, optionally, the paths to limit it to. */
-interface Step {
+export interface Step {
   meta: CheckpointMeta;
   label: string;
   paths?: string[];
@@ -49,7 +49,8 @@ function pictureLine(meta: Picture): string {
   return `${shortId(meta.id)}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   (${files}${state === '' ? '' : `; ${state}`})`;
 }
 
-async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: StoreView; observer: CheckpointObserver }> {
+/** The context, store and observer of a command that restores (exit 3 when there is no store). */
+export async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: StoreView; observer: CheckpointObserver }> {
   const context = await loadContext(options);
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
@@ -59,7 +60,8 @@ async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context
   return { context, store, observer: observerFor(context, store) };
 }
 
-async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
+/** Plans one restore step and builds its preview. */
+export async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
   const plan = await observer.plan(meta.id, { created, modePolicy: 'exact', ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}) });
   const label = displayLabel(meta);
   const preview = buildUndoPreview(label, plan.entries, maxFileMib, title);
@@ -67,7 +69,7 @@ async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, crea
 }
 
 /** Asks before restoring: Enter on a terminal, `y` on a pipe. `--yes` skips it. */
-async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineReader): Promise<boolean> {
+export async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineReader): Promise<boolean> {
   if (options.yes === true) return true;
   if (io.json) throw new CliExit(EXIT.usage, 'USAGE', '--json needs --yes or --dry-run to restore (there is no one to ask)');
   if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
@@ -76,7 +78,11 @@ async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineRea
   return isYes(await reader().ask(process.stdout, 'restore? type y to confirm '));
 }
 
-async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete', redo = false): Promise<number> {
+/** Which command restores: it names the save each restore makes first. */
+export type RestoreVerb = 'undo' | 'redo' | 'revert';
+
+/** Applies the previewed steps, each bound to its preview; prints the receipts. */
+export async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete', verb: RestoreVerb = 'undo'): Promise<number> {
   const reports: { checkpoint: string; label: string; report: RestoreReport }[] = [];
   let failed = false;
   // Ctrl-C (or a TERM or HUP) during the restore cancels it before its commit point, which rolls
@@ -97,7 +103,7 @@ async function applySteps(io: Io, context: CliContext, observer: CheckpointObser
         ...(step.paths !== undefined ? { paths: step.paths } : {}),
         ...(step.force !== undefined ? { force: step.force } : {}),
         expect: step.plan,
-        saveLabel: redo ? 'before redo' : shortLabel(`before undo of ${withoutBefore(step.label)}`),
+        saveLabel: verb === 'redo' ? 'before redo' : shortLabel(`before ${verb} of ${withoutBefore(step.label)}`),
         signal: abort.signal,
       });
       reports.push({ checkpoint: step.meta.id, label: step.label, report });
@@ -130,7 +136,8 @@ async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta
 /** The signals that cancel a restore instead of killing turnback mid-way. */
 const RESTORE_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
-function showPreviews(io: Io, steps: readonly Step[], maxRows: number): void {
+/** Prints each step's preview. */
+export function showPreviews(io: Io, steps: readonly Step[], maxRows: number): void {
   for (const step of steps) io.out(...renderUndoPreview(step.preview, io.style, maxRows));
 }
 
@@ -214,13 +221,15 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
   }
 }
 
-function cancelled(io: Io): number {
+/** Says the restore was cancelled (exit 3). */
+export function cancelled(io: Io): number {
   io.out('undo cancelled');
   io.emit({ restored: false, reason: 'cancelled' });
   return EXIT.nothing;
 }
 
-function nothingToChange(io: Io, steps: readonly Step[], maxRows: number): number {
+/** Shows the previews and says nothing needs writing (exit 3). */
+export function nothingToChange(io: Io, steps: readonly Step[], maxRows: number): number {
   showPreviews(io, steps, maxRows);
   io.out('nothing to undo: every file is already as it was, or was changed since');
   io.emit({ restored: false, reason: 'nothing-to-change', previews: steps.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries })) });
@@ -254,7 +263,7 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
       return EXIT.ok;
     }
     if (!(await confirm(io, options, () => (lines ??= new LineReader(process.stdin))))) return cancelled(io);
-    return await applySteps(io, context, observer, [step], 'delete', true);
+    return await applySteps(io, context, observer, [step], 'delete', 'redo');
   } finally {
     lines?.close();
     await observer.close().catch(() => undefined);

@@ -1,0 +1,77 @@
+import type { CheckpointId } from '../index.js';
+import { shownPath } from '../report/escape.js';
+import { rowsShown } from '../report/folding.js';
+import type { GlobalOptions } from './context.js';
+import { LineReader } from './dialogue.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type Io } from './io.js';
+import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
+import { applySteps, cancelled, confirm, nothingToChange, openForRestore, planStep, showPreviews } from './undo.js';
+
+/** Options of `turnback revert`. */
+export interface RevertOptions extends GlobalOptions {
+  yes?: boolean;
+  dryRun?: boolean;
+  deleteCreated?: boolean;
+}
+
+/**
+ * `turnback revert ID`: undoes only what that picture's turn changed and keeps every later turn.
+ * A path a later turn (still in effect) changed again is listed and left; the rest is restored
+ * to before the turn, guarded and saved first like every undo, so the revert is itself undoable
+ * (and `redo` walks it forward again).
+ */
+export async function revertCommand(id: string, options: RevertOptions, io: Io): Promise<number> {
+  const { context, store, observer } = await openForRestore(options, io);
+  let lines: LineReader | undefined;
+  try {
+    const meta = await resolveId(store, id);
+    if (meta.kind !== 'turn' && meta.kind !== 'call') {
+      throw new CliExit(EXIT.usage, 'USAGE', `revert takes a picture a run took; ${displayLabel(meta)} is ${meta.kind === 'pre-restore' ? "a restore's save (turnback redo, or turnback undo ID, brings it back)" : `a ${meta.kind}`}`);
+    }
+    const own = [...new Set((await store.manifest(meta.id as CheckpointId)).entries.map((e) => e.path))].sort();
+    if (own.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: ${displayLabel(meta)} changed no file`);
+    // The first later turn, still in effect, that changed each of the turn's paths again.
+    const changedLater = new Map<string, string>();
+    const wanted = new Set(own);
+    const later = (await undoablePictures(store)).filter((m) => m.id > meta.id && (m.kind === 'turn' || m.kind === 'call') && m.state !== 'undone' && m.entryCount > 0).reverse();
+    for (const next of later) {
+      for (const entry of (await store.manifest(next.id as CheckpointId)).entries) {
+        if (wanted.delete(entry.path)) changedLater.set(entry.path, `${shortId(next.id)} ${displayLabel(next)}`);
+      }
+    }
+    const free = own.filter((p) => !changedLater.has(p));
+    const created = options.deleteCreated === true ? 'delete' : 'keep';
+    const leftRows = [...changedLater].map(([p, by]) => ({ path: p, by }));
+    io.emit({ revert: meta.id, changedLater: leftRows });
+    if (free.length === 0) {
+      printLeft(io, leftRows, context.maxRows);
+      throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: every file ${displayLabel(meta)} changed was changed again by a later picture`);
+    }
+    const step = await planStep(observer, meta, created, free, context.config.resolved.maxFileMib, `revert ${displayLabel(meta)} (its own changes; later turns kept)`);
+    if (!step.preview.writes) {
+      printLeft(io, leftRows, context.maxRows);
+      return nothingToChange(io, [step], context.maxRows);
+    }
+    showPreviews(io, [step], context.maxRows);
+    printLeft(io, leftRows, context.maxRows);
+    if (options.dryRun === true) {
+      io.emit({ dryRun: true, previews: [{ checkpoint: meta.id, ...step.preview, entries: step.plan.entries }], changedLater: leftRows });
+      return EXIT.ok;
+    }
+    if (!(await confirm(io, options, () => (lines ??= new LineReader(process.stdin))))) return cancelled(io);
+    return await applySteps(io, context, observer, [step], created, 'revert');
+  } finally {
+    lines?.close();
+    await observer.close().catch(() => undefined);
+  }
+}
+
+/** The paths a revert leaves because a later picture changed them again, with that picture. */
+function printLeft(io: Io, rows: readonly { path: string; by: string }[], maxRows: number): void {
+  if (rows.length === 0) return;
+  io.out(`left as they are: ${rows.length} ${rows.length === 1 ? 'file' : 'files'} a later picture changed again`);
+  const shown = rowsShown(rows.length, maxRows);
+  for (const row of rows.slice(0, shown)) io.out(`  left        ${shownPath(row.path)}   ${io.style.dim(`changed again by ${row.by}`)}`);
+  if (rows.length > shown) io.out(io.style.dim(`  … and ${rows.length - shown} more left (--all lists every one)`));
+}
