@@ -7,7 +7,7 @@ import { loadContext, observerFor, openStore, storeExists, type CliContext, type
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
-import { displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
+import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
@@ -99,6 +99,7 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
   const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p))) : () => true;
   const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
   const list = await turnEndListFor(context, turn);
+  list.notes.push(...(await callNotesSince(store, meta, true)));
   io.emit({ checkpoint: metaJson(meta), list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
   io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
   io.out(...renderTurnEndList(list, io.style));

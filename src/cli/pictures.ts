@@ -162,3 +162,17 @@ export async function latestCheckpointFor(store: StoreView, projectPath: string)
   }
   return undefined;
 }
+
+/**
+ * What the runs of `from` — and, unless `only`, of every later run picture — recorded beyond files
+ * (git's HEAD moved, files staged), oldest first: an undo preview says what a file restore leaves.
+ */
+export async function callNotesSince(store: StoreView, from: Pick<CheckpointMeta, 'id'>, only = false): Promise<string[]> {
+  const runs = (await store.list()).filter((m) => (m.kind === 'turn' || m.kind === 'call') && (only ? m.id === from.id : m.id >= from.id)).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const notes: string[] = [];
+  for (const meta of runs) {
+    const manifest = await store.manifest(meta.id as CheckpointId).catch(() => undefined);
+    for (const call of manifest?.calls ?? []) notes.push(...(call.notes ?? []));
+  }
+  return notes;
+}

@@ -6,7 +6,7 @@ import { LineReader } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
 import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
-import { applySteps, cancelled, confirm, nothingToChange, openForRestore, planStep, showPreviews } from './undo.js';
+import { applySteps, cancelled, confirm, nothingToChange, openForRestore, planStep, showPreviews, withNotes } from './undo.js';
 
 /** Options of `turnback revert`. */
 export interface RevertOptions extends GlobalOptions {
@@ -48,7 +48,7 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
       printLeft(io, leftRows, context.maxRows);
       throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: every file ${displayLabel(meta)} changed was changed again by a later picture`);
     }
-    const step = await planStep(observer, meta, created, free, context.config.resolved.maxFileMib, `revert ${displayLabel(meta)} (its own changes; later turns kept)`);
+    const step = await withNotes(store, await planStep(observer, meta, created, free, context.config.resolved.maxFileMib, `revert ${displayLabel(meta)} (its own changes; later turns kept)`), true);
     if (!step.preview.writes) {
       printLeft(io, leftRows, context.maxRows);
       return nothingToChange(io, [step], context.maxRows);

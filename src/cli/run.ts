@@ -9,6 +9,7 @@ import { loadContext, observerFor, openStore, type GlobalOptions } from './conte
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
+import { gitStateNotes, readGitState, type GitState } from './git-state.js';
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
@@ -84,6 +85,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
   let observer: CheckpointObserver | undefined;
   let checkpoint: CheckpointId | undefined;
   let baselineGaps: Gap[] = [];
+  // Git's HEAD and index before the command, read while the picture is taken.
+  let gitBefore: Promise<GitState | undefined> | undefined;
 
   if (context.refusal !== undefined) {
     notes.push(`no checkpoint: checkpoints are off: ${context.refusal}`);
@@ -104,6 +107,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
         // Never block the command over an earlier run's leftovers.
         notes.push(`interrupted runs not checked: ${describeFailure(error).message}`);
       }
+      gitBefore = readGitState(context.projectRoot);
       progress = new Progress(`turnback: taking a picture before ${commandLine}…`);
       observer = observerFor(context, store);
       checkpoint = await observer.beginTurn({ label });
@@ -134,6 +138,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     progress?.done();
   }
 
+  const headBefore = observer === undefined ? undefined : await gitBefore;
   const end = await runChild(argv);
   if (end.spawnError !== undefined) io.err(`turnback: ${end.spawnError}`);
 
@@ -145,7 +150,10 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     for (const signal of FORWARDED) process.on(signal, ignore);
     const progress = new Progress(`turnback: taking a picture after ${commandLine}…`);
     try {
-      const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code });
+      // What the command did to git's own state, which a file restore does not undo: said now, and kept with the call for undo's preview.
+      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(context.projectRoot));
+      notes.push(...gitNotes);
+      const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code, ...(gitNotes.length > 0 ? { notes: gitNotes } : {}) });
       progress.done();
       await observer.close();
       changes = attribution.changes;

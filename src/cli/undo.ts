@@ -6,10 +6,10 @@ import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
-import { shownPath } from '../report/escape.js';
+import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
 import { bareUndoTarget, redoStack } from './undo-stack.js';
-import { displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
+import { callNotesSince, displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
 export interface UndoOptions extends GlobalOptions {
@@ -28,6 +28,8 @@ export interface Step {
   force?: string[];
   plan: RestorePlan;
   preview: UndoPreview;
+  /** What the runs in the span did beyond files (git's HEAD moved, files staged): a file restore leaves it. */
+  notes?: string[];
 }
 
 /**
@@ -136,9 +138,18 @@ async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta
 /** The signals that cancel a restore instead of killing turnback mid-way. */
 const RESTORE_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
-/** Prints each step's preview. */
+/** Prints each step's preview, and what its span did that a file restore leaves (git's HEAD, the index). */
 export function showPreviews(io: Io, steps: readonly Step[], maxRows: number): void {
-  for (const step of steps) io.out(...renderUndoPreview(step.preview, io.style, maxRows));
+  for (const step of steps) {
+    io.out(...renderUndoPreview(step.preview, io.style, maxRows));
+    for (const note of step.notes ?? []) io.out(io.style.dim(`note: ${shownText(note)}`));
+  }
+}
+
+/** Adds to `step` the notes its span's runs recorded beyond files (`only`: the step's own picture). */
+export async function withNotes(store: StoreView, step: Step, only = false): Promise<Step> {
+  const notes = await callNotesSince(store, step.meta, only);
+  return notes.length > 0 ? { ...step, notes } : step;
 }
 
 /**
@@ -191,9 +202,10 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         const index = await picker.pick('undo to which picture? (↑/↓ move · Enter previews · Esc cancels)', pictures.map(pictureLine), '');
         chosen = index === undefined ? undefined : pictures[index];
         if (chosen !== undefined) {
-          const step = await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced);
+          const step = await withNotes(store, await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced));
           if (!step.preview.writes) return nothingToChange(io, [step], context.maxRows);
-          const ok = await picker.confirm(renderUndoPreview(step.preview, io.style, context.maxRows), 'Enter restores · Esc cancels');
+          const notes = (step.notes ?? []).map((note) => io.style.dim(`note: ${shownText(note)}`));
+          const ok = await picker.confirm([...renderUndoPreview(step.preview, io.style, context.maxRows), ...notes], 'Enter restores · Esc cancels');
           if (!ok) return cancelled(io);
           return await applySteps(io, context, observer, [step], created);
         }
@@ -207,9 +219,10 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
     }
 
     if (!steps.some((s) => s.preview.writes)) return nothingToChange(io, steps, context.maxRows);
-    showPreviews(io, steps, context.maxRows);
+    const noted = await Promise.all(steps.map((s) => withNotes(store, s)));
+    showPreviews(io, noted, context.maxRows);
     if (options.dryRun === true) {
-      io.emit({ dryRun: true, previews: steps.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries })) });
+      io.emit({ dryRun: true, previews: noted.map((s) => ({ checkpoint: s.meta.id, ...s.preview, entries: s.plan.entries, notes: s.notes ?? [] })) });
       await observer.close();
       return EXIT.ok;
     }

@@ -150,7 +150,14 @@ export interface CallRecord {
   incompletePaths?: string[];
   /** The exit code of the command the call ran, when one did (`turnback run`; 128 + signal number for a signal). */
   exitCode?: number;
+  /** Lines about what the call did beyond files (git's HEAD moved, files staged), shown with its changes. */
+  notes?: string[];
 }
+
+/** The most notes one call record keeps. */
+export const CALL_NOTES_MAX = 20;
+/** The longest note one call record keeps, in characters. */
+export const CALL_NOTE_MAX_CHARS = 500;
 
 /** Lightweight listing entry: the manifest without its entry list. */
 export interface CheckpointMeta {

@@ -4,7 +4,7 @@ import type { Picture } from '../capture/picture.js';
 import type { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
-import { fingerprintOf, type Gap, type PathState, type SideEffect } from '../core/model.js';
+import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type Gap, type PathState, type SideEffect } from '../core/model.js';
 import type { CheckpointStore } from '../store/store.js';
 import type { OpenTurn, TurnJournal } from './turns.js';
 
@@ -41,6 +41,12 @@ export interface CallEndOptions {
   signal?: AbortSignal;
   /** The exit code of the command the call ran, recorded with the call (`turnback list` shows it). @default none */
   exitCode?: number;
+  /**
+   * Lines about what the call did beyond files — git's HEAD moved, files staged — kept with the call
+   * record so later lists and undo previews can say what a file restore does not undo. At most
+   * {@link CALL_NOTES_MAX} lines of at most {@link CALL_NOTE_MAX_CHARS} characters. @default none
+   */
+  notes?: string[];
 }
 
 /** What {@link CheckpointObserver.callBegin} took. */
@@ -124,6 +130,10 @@ export class CallAttributor {
     const sideEffect = options.sideEffect ?? 'filesystem';
     if (!SIDE_EFFECTS.has(sideEffect)) throw new CheckpointError('INVALID_ARGUMENT', `unknown side-effect class: ${String(sideEffect)}`);
     if (options.exitCode !== undefined && !Number.isSafeInteger(options.exitCode)) throw new CheckpointError('INVALID_ARGUMENT', 'exitCode must be an integer');
+    const notes = options.notes;
+    if (notes !== undefined && (!Array.isArray(notes) || notes.length > CALL_NOTES_MAX || !notes.every((n) => typeof n === 'string' && n.length > 0 && n.length <= CALL_NOTE_MAX_CHARS))) {
+      throw new CheckpointError('INVALID_ARGUMENT', `notes must be at most ${CALL_NOTES_MAX} non-empty strings of at most ${CALL_NOTE_MAX_CHARS} characters`);
+    }
     const stateName = baselineStateName(this.sessionId, callId);
     let call = this.#calls.get(callId);
     if (call === undefined) {
@@ -177,6 +187,7 @@ export class CallAttributor {
         endedAt: new Date().toISOString(),
         ...(incomplete.length > 0 ? { incompletePaths: incomplete } : {}),
         ...(options.exitCode !== undefined ? { exitCode: options.exitCode } : {}),
+        ...(notes !== undefined && notes.length > 0 ? { notes: [...notes] } : {}),
       },
     });
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });

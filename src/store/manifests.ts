@@ -1,7 +1,7 @@
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { isCheckpointId, type CheckpointId } from '../core/id.js';
-import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
+import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type CheckpointManifest, type CheckpointMeta } from '../core/model.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
@@ -87,8 +87,9 @@ export function validateGap(value: unknown): string | undefined {
 /** Checks a {@link CallRecord}; returns a reason when invalid. */
 export function validateCallRecord(value: unknown): string | undefined {
   if (!isObj(value)) return 'call is not an object';
-  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode'])) return 'call: unexpected field';
+  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes'])) return 'call: unexpected field';
   if (value.exitCode !== undefined && !Number.isSafeInteger(value.exitCode)) return 'call: bad exitCode';
+  if (value.notes !== undefined && !(Array.isArray(value.notes) && value.notes.length <= CALL_NOTES_MAX && value.notes.every((n) => typeof n === 'string' && n.length <= CALL_NOTE_MAX_CHARS))) return 'call: bad notes';
   if (typeof value.callId !== 'string' || typeof value.sideEffect !== 'string' || !SIDE_EFFECTS.has(value.sideEffect)) return 'call: bad id or side effect';
   if (typeof value.startedAt !== 'string' || !optString(value.endedAt)) return 'call: bad times';
   if (value.incompletePaths !== undefined && !(Array.isArray(value.incompletePaths) && value.incompletePaths.every((p) => typeof p === 'string'))) {

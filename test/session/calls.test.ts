@@ -488,4 +488,19 @@ describe('the exit code of a call', () => {
     expect(call).toMatchObject({ exitCode: 7, sideEffect: 'filesystem' });
     await observer.close();
   });
+
+  it('keeps the notes a call ends with (what it did beyond files) and refuses malformed ones before recording anything', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'a' });
+    const observer = await openObserver(project, storeDir);
+    const begin = await observer.callBegin('c1');
+    await fs.writeFile(path.join(project, 'a.txt'), 'b');
+    for (const notes of [[''], ['x'.repeat(501)], Array.from({ length: 21 }, () => 'n'), 'HEAD moved' as unknown as string[], [7 as unknown as string]]) {
+      await expect(observer.callEnd('c1', { notes })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    await observer.callEnd('c1', { notes: ['HEAD moved: main 1a2b3c4 → detached 1a2b3c4'] });
+    const call = (await observer.store.manifest(begin.checkpointId)).calls.find((c) => c.callId === 'c1');
+    expect(call?.notes).toEqual(['HEAD moved: main 1a2b3c4 → detached 1a2b3c4']);
+    await observer.close();
+  });
 });

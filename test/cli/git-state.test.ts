@@ -1,0 +1,102 @@
+import { execFileSync } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cliRepo } from './harness.js';
+import { gitStateNotes, parseIndex, readGitState } from '../../src/cli/git-state.js';
+import { withSeed } from '../helpers/seed.js';
+import { tempFolder } from '../helpers/temp.js';
+
+// turnback restores files, never .git: a turn that moved HEAD, switched branch or staged files
+// says so in one line each, at the turn's end, in show, and in the undo preview.
+
+describe("git's own state in the turn-end list and the undo preview", () => {
+  it('a switch to a detached HEAD, a commit, and staged files are each said in one line', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const branch = repo.git('symbolic-ref', '--short', 'HEAD').trim();
+    const first = repo.git('rev-parse', 'HEAD').trim().slice(0, 7);
+
+    const detach = repo.tb(['run', '--', 'git', 'checkout', '-q', '--detach']);
+    expect(detach.code).toBe(0);
+    expect(detach.stderr).toContain(`note: HEAD moved: ${branch} ${first} → detached ${first} (turnback restores files, not HEAD: git switch ${branch})`);
+    repo.git('checkout', '-q', branch);
+
+    const staged = repo.tb(['run', '--', 'sh', '-c', 'echo x > a.txt; echo y > b.txt; echo z > c.txt; git add a.txt b.txt c.txt']);
+    expect(staged.stderr).toContain('note: index: 3 files staged during this turn (turnback restores files, not the index)');
+    expect(staged.stderr).not.toContain('HEAD moved');
+    const stagedId = repo.newestId();
+
+    const commit = repo.tb(['run', '--', 'git', '-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'two']);
+    const second = repo.git('rev-parse', 'HEAD').trim().slice(0, 7);
+    expect(commit.stderr).toContain(`note: HEAD moved: ${branch} ${first} → ${branch} ${second} (turnback restores files, not HEAD: git reset --soft ${first})`);
+
+    // Kept with the pictures: show and the undo preview say it later, from another process.
+    expect(repo.tb(['show', stagedId]).stdout).toContain('note: index: 3 files staged during this turn');
+    const preview = repo.tb(['undo', stagedId, '--dry-run']);
+    expect(preview.stdout).toContain('note: index: 3 files staged during this turn');
+    expect(preview.stdout).toContain(`note: HEAD moved: ${branch} ${first} → ${branch} ${second}`);
+    const json = JSON.parse(repo.tb(['undo', stagedId, '--dry-run', '--json']).stdout) as { previews: { notes: string[] }[] };
+    expect(json.previews[0]?.notes).toHaveLength(2);
+  });
+
+  it('git status (which refreshes the index) and a run outside any repository say nothing about git', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    await writeFile(path.join(repo.proj, 'a.txt'), 'changed\n');
+    const status = repo.tb(['run', '--', 'git', 'status', '--porcelain']);
+    expect(status.stderr).not.toContain('index:');
+    expect(status.stderr).not.toContain('HEAD moved');
+
+    const plain = await tempFolder('turnback-nogit-');
+    expect(await readGitState(plain)).toBeUndefined();
+    const run = repo.tb(['run', '--project', plain, '--', 'sh', '-c', 'echo x > f.txt']);
+    expect(run.code).toBe(0);
+    expect(run.stderr).not.toContain('HEAD');
+  });
+});
+
+describe('parseIndex reads what git ls-files -s lists, in index versions 2, 3 and 4', () => {
+  it('seeded random trees, intent-to-add entries (version 3) and prefix-compressed names (version 4)', async () => {
+    await withSeed(2024, async (random) => {
+    for (const version of [2, 3, 4]) {
+      const dir = await tempFolder('turnback-index-');
+      const git = (...args: string[]): string => execFileSync('git', args, { cwd: dir, encoding: 'utf8' });
+      git('init', '-q');
+      const count = random.int(5, 60);
+      for (let i = 0; i < count; i++) {
+        const depth = random.int(0, 3);
+        const parts = Array.from({ length: depth }, () => `d${random.int(0, 4)}`);
+        const name = path.join(dir, ...parts, `file-${i}${'x'.repeat(random.int(0, 20))}.txt`);
+        await mkdir(path.dirname(name), { recursive: true });
+        await writeFile(name, `content ${random.int(0, 1000)}\n`);
+      }
+      git('add', '-A');
+      if (version === 3) {
+        await writeFile(path.join(dir, 'later.txt'), 'later\n');
+        git('add', '-N', 'later.txt');
+      }
+      git('update-index', '--index-version', String(version));
+      const parsed = parseIndex(await readFile(path.join(dir, '.git', 'index')));
+      expect(parsed).toBeDefined();
+      const listed = git('ls-files', '-s').split('\n').filter((l) => l.length > 0);
+      expect(parsed?.size).toBe(listed.length);
+      for (const line of listed) {
+        const [meta, name] = line.split('\t') as [string, string];
+        const [mode, object, stage] = meta.split(' ') as [string, string, string];
+        expect(parsed?.get(`${name}\u0000${stage}`)).toBe(`${mode} ${object} ${stage}`);
+      }
+    }
+    });
+  });
+
+  it('refuses what it does not recognise instead of misreading it', () => {
+    expect(parseIndex(Buffer.from('not an index at all'))).toBeUndefined();
+    const header = Buffer.alloc(12);
+    header.write('DIRC', 0, 'latin1');
+    header.writeUInt32BE(9, 4);
+    expect(parseIndex(header)).toBeUndefined();
+    header.writeUInt32BE(2, 4);
+    header.writeUInt32BE(5, 8);
+    expect(parseIndex(header)).toBeUndefined();
+    expect(gitStateNotes(undefined, { branch: 'main', commit: 'a', index: new Map() })).toEqual([]);
+  });
+});
