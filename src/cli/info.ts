@@ -5,7 +5,7 @@ import { sizeText } from '../report/size-text.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
-import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
+import { handleInterrupted, printInterrupted, runningText, type InterruptedReport } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
 import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
@@ -135,7 +135,8 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)} on disk)` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
   for (const report of interrupted) {
-    io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.style));
+    if (report.running !== undefined) io.out(`${runningText(report)}; undo waits until it ends`);
+    else io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.style));
   }
   return EXIT.ok;
 }

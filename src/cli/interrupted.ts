@@ -5,6 +5,10 @@ import type { ReportChange } from '../report/turn-end-list.js';
 import { observerFor, type CliContext } from './context.js';
 import type { Io } from './io.js';
 import { Progress } from './progress.js';
+import { processesOfRun } from './command-process.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit } from './io.js';
+import { shownText } from '../report/escape.js';
 
 /** An interrupted run as reported (and as `--json` prints it). */
 export interface InterruptedReport {
@@ -17,6 +21,12 @@ export interface InterruptedReport {
   partial: boolean;
   /** True when its changes were recorded as a checkpoint now (so `turnback undo` reaches them). */
   recorded: boolean;
+  /**
+   * Processes of the run still alive though its turnback is gone (the command ignored the
+   * parent-death signal, or left a child): its changes are not final, so nothing is recorded and
+   * no restore starts until they end.
+   */
+  running?: number[];
 }
 
 /**
@@ -39,6 +49,11 @@ export async function handleInterrupted(context: CliContext, store: StoreView, r
 
 async function handleOne(context: CliContext, store: StoreView, run: InterruptedCall, record: boolean): Promise<InterruptedReport> {
   const base = { command: run.command, startedAt: run.startedAt, pid: run.pid, checkpointId: run.checkpointId };
+  const running = processesOfRun(run.sessionId);
+  if (running !== undefined && running.length > 0) {
+    // Still writing: a picture now would cut its changes in two. Recorded once it ends.
+    return { ...base, changes: [], gaps: [], partial: true, recorded: false, running };
+  }
   if (record) {
     try {
       // Ending the call under its own session id reads its persisted picture back and records the changes.
@@ -60,6 +75,28 @@ async function handleOne(context: CliContext, store: StoreView, run: Interrupted
 /** Prints the notice for each interrupted run on stderr. */
 export function printInterrupted(io: Io, context: CliContext, reports: readonly InterruptedReport[]): void {
   for (const report of reports) {
+    if (report.running !== undefined) {
+      io.err(`turnback: ${runningText(report)}; its changes are recorded once it ends`);
+      continue;
+    }
     io.err(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.errStyle));
   }
+}
+
+/** `the command of a run whose turnback was killed is still running (pid 123: make)`. */
+export function runningText(report: InterruptedReport): string {
+  const pids = report.running ?? [];
+  return `the command of a run whose turnback was killed is still running (${pids.length === 1 ? 'pid' : 'pids'} ${pids.join(', ')}: ${shownText(report.command ?? 'unknown command')})`;
+}
+
+/**
+ * Refuses a restore while the command of an interrupted run still runs: it would write into the
+ * tree under the restore. Exit 4 (busy), with the way out.
+ *
+ * @throws CliExit
+ */
+export function refuseWhileRunning(reports: readonly InterruptedReport[]): void {
+  const running = reports.find((report) => report.running !== undefined);
+  if (running === undefined) return;
+  throw new CliExit(EXIT.busy, 'STORE_BUSY', `${runningText(running)}: nothing is restored until it ends (kill ${(running.running ?? []).join(' ')}, or let it finish)`);
 }

@@ -1,5 +1,6 @@
 import { discardedCheckpoints, goneMessage, isPidAlive } from '../admin.js';
 import { shownText } from '../report/escape.js';
+import { processesOfRun } from './command-process.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit } from './io.js';
 import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
@@ -77,7 +78,8 @@ function stateOf(meta: CheckpointMeta): PictureState {
   if (meta.complete) return 'complete';
   const pid = cliPid(meta.sessionId);
   if (pid === undefined) return 'open';
-  return isPidAlive(pid) ? 'running' : 'cut-short';
+  // Its turnback is gone, yet the command (or a child it left) may still be writing.
+  return isPidAlive(pid) || (processesOfRun(meta.sessionId as string)?.length ?? 0) > 0 ? 'running' : 'cut-short';
 }
 
 /**

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { constants as osConstants } from 'node:os';
@@ -9,6 +8,7 @@ import { loadContext, observerFor, openStore, type GlobalOptions } from './conte
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
+import { spawnCommand } from './command-process.js';
 import { gitStateNotes, readGitState, type GitState } from './git-state.js';
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
@@ -32,10 +32,10 @@ interface ChildEnd {
   spawnError?: string;
 }
 
-function runChild(argv: readonly string[]): Promise<ChildEnd> {
+function runChild(argv: readonly string[], sessionId: string): Promise<ChildEnd> {
   return new Promise((resolve) => {
-    const [file, ...args] = argv as [string, ...string[]];
-    const child = spawn(file, args, { stdio: 'inherit' });
+    const file = argv[0] as string;
+    const child = spawnCommand(argv, sessionId);
     const forward = (signal: NodeJS.Signals): void => {
       // The child usually got a terminal signal too (same process group); forwarding covers `kill <pid>`.
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -139,7 +139,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
   }
 
   const headBefore = observer === undefined ? undefined : await gitBefore;
-  const end = await runChild(argv);
+  // Marked with the run's session, so a later turnback sees the command still running if this one dies.
+  const end = await runChild(argv, observer?.sessionId ?? `cli-${process.pid}-unrecorded`);
   if (end.spawnError !== undefined) io.err(`turnback: ${end.spawnError}`);
 
   let list: TurnEndList | undefined;

@@ -4,7 +4,7 @@ import { buildUndoPreview, renderReceipt, renderUndoPreview, type UndoPreview } 
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
-import { handleInterrupted, printInterrupted } from './interrupted.js';
+import { handleInterrupted, printInterrupted, refuseWhileRunning } from './interrupted.js';
 import { CliExit, type Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
@@ -59,6 +59,7 @@ export async function openForRestore(options: GlobalOptions, io: Io): Promise<{ 
   const store = await openStore(context);
   const interrupted = await handleInterrupted(context, store, true);
   if (!io.json) printInterrupted(io, context, interrupted);
+  refuseWhileRunning(interrupted);
   return { context, store, observer: observerFor(context, store) };
 }
 
