@@ -42,11 +42,12 @@ export interface CliContext {
 
 /**
  * The project root: `--project DIR`, else the git toplevel of the current folder, else the
- * current folder. Canonical (symlinks resolved).
+ * nearest folder above that is already a project (a `turnback.toml`, or an existing store), else
+ * the current folder. Canonical (symlinks resolved).
  *
  * @throws CheckpointError `INVALID_ARGUMENT` when `--project` does not name a folder.
  */
-export async function resolveProjectRoot(project: string | undefined, cwd: string = process.cwd()): Promise<string> {
+export async function resolveProjectRoot(project: string | undefined, cwd: string = process.cwd(), env: NodeJS.ProcessEnv = process.env): Promise<string> {
   if (project !== undefined) {
     const absolute = path.resolve(cwd, project);
     try {
@@ -57,7 +58,39 @@ export async function resolveProjectRoot(project: string | undefined, cwd: strin
     }
   }
   const top = await gitToplevel(cwd);
-  return realpath(top ?? cwd);
+  if (top !== undefined) return realpath(top);
+  const here = await realpath(cwd);
+  return (await enclosingProject(here, env)) ?? here;
+}
+
+/**
+ * Outside git, the nearest folder above `dir` that is already a project — it holds a
+ * `turnback.toml`, or its store exists — so a subfolder shares its project's store instead of
+ * starting one of its own. The walk stops below the home folder and the file-system root, which
+ * are never projects.
+ */
+async function enclosingProject(dir: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  let home = env.HOME ?? os.homedir();
+  try {
+    home = realpathSync(home);
+  } catch {
+    // A home folder that does not exist stops no walk.
+  }
+  for (let at = dir; ; ) {
+    const up = path.dirname(at);
+    if (at === home || up === at) return undefined;
+    if (await exists(path.join(at, 'turnback.toml'), 'file') || (await exists(defaultStoreDir(at, env), 'folder'))) return at;
+    at = up;
+  }
+}
+
+async function exists(target: string, kind: 'file' | 'folder'): Promise<boolean> {
+  try {
+    const stats = await stat(target);
+    return kind === 'file' ? stats.isFile() : stats.isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -84,7 +117,7 @@ export function refusalOf(projectRoot: string, home: string = os.homedir()): str
 
 /** Resolves the project, loads the config, and picks the store folder (without opening it). */
 export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<CliContext> {
-  const projectRoot = await resolveProjectRoot(options.project);
+  const projectRoot = await resolveProjectRoot(options.project, process.cwd(), env);
   const config = await loadCliConfig(projectRoot, env);
   let storeDir: string;
   let storeFrom: CliContext['storeFrom'];

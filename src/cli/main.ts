@@ -19,7 +19,7 @@ second shows a progress line on stderr (TURNBACK_PROGRESS_AFTER_MS sets the dela
 
 function common(command: Command): Command {
   return command
-    .option('--project <dir>', 'the project root (default: the git toplevel of the current folder, else the current folder)')
+    .option('--project <dir>', 'the project root (default: the git toplevel of the current folder; outside git, the nearest folder above with a turnback.toml or a store, else the current folder)')
     .option('--store <dir>', 'the checkpoint store folder (default: TURNBACK_DIR, then dir in config, then the per-project data folder)')
     .option('--json', 'print one JSON document on stdout, for scripts')
     .option('--all', 'print every row of every list (and every picture in list)')
