@@ -5,7 +5,10 @@ import * as path from 'node:path';
 import { defaultStoreDir, openObserver, openStore as openStoreView } from '../admin.js';
 import { CheckpointError, type CheckpointObserver, type StoreView } from '../index.js';
 import { loadCliConfig, type CliConfig } from './config-file.js';
-import { gitToplevel } from './git.js';
+import { gitRepoOf, type GitRepo } from './git.js';
+
+/** The repositories asked about in this process, by project root. */
+const repos = new Map<string, Promise<GitRepo | undefined>>();
 
 /** Options every command accepts. */
 export interface GlobalOptions {
@@ -57,10 +60,24 @@ export async function resolveProjectRoot(project: string | undefined, cwd: strin
       throw new CheckpointError('INVALID_ARGUMENT', `--project is not a folder: ${project}`, { path: project });
     }
   }
-  const top = await gitToplevel(cwd);
-  if (top !== undefined) return realpath(top);
+  const repo = await gitRepoOf(cwd);
+  if (repo !== undefined) {
+    const top = await realpath(repo.toplevel);
+    repos.set(top, Promise.resolve(repo));
+    return top;
+  }
   const here = await realpath(cwd);
   return (await enclosingProject(here, env)) ?? here;
+}
+
+/** The git repository `projectRoot` is in (asked once per process), or `undefined`. */
+export function gitRepoFor(projectRoot: string): Promise<GitRepo | undefined> {
+  let repo = repos.get(projectRoot);
+  if (repo === undefined) {
+    repo = gitRepoOf(projectRoot);
+    repos.set(projectRoot, repo);
+  }
+  return repo;
 }
 
 /**

@@ -1,61 +1,79 @@
-import { execFile } from 'node:child_process';
 import { readFile, stat } from 'node:fs/promises';
 import * as path from 'node:path';
+import type { GitRepo } from './git.js';
 
 // Git's own state around a run: where HEAD points and what the index holds. turnback restores
 // files, never `.git`, so a turn that moved HEAD or staged files is told in words, and the undo
-// preview says what it does not undo. Everything here only reads `.git`.
-
-/** Where HEAD was and what the index held at one moment. */
-export interface GitState {
-  /** `main`, or `undefined` when HEAD is detached. */
-  branch: string | undefined;
-  /** The commit HEAD names, or `undefined` on a branch with no commit yet. */
-  commit: string | undefined;
-  /** Each index entry's `mode object stage`, by path; `undefined` when the index could not be read. */
-  index: Map<string, string> | undefined;
-}
+// preview says what it does not undo. Everything here only reads `.git`'s files: no git process,
+// nothing written.
 
 /** The largest index read (a 250,000-file repository's is about 30 MiB). */
 const INDEX_MAX_BYTES = 128 * 1024 * 1024;
 
-function gitLines(args: string[], cwd: string): Promise<string[] | undefined> {
-  return new Promise((resolve) => {
-    execFile('git', args, { cwd, timeout: 10_000, encoding: 'utf8', env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' } }, (error, stdout) => {
-      resolve(error === null ? stdout.split('\n').filter((line) => line.length > 0) : undefined);
-    });
-  });
+/** What HEAD and the index were at one moment. */
+export interface GitStateReading {
+  /** `main`, or `undefined` when HEAD is detached. */
+  branch: string | undefined;
+  /** The commit HEAD names, or `undefined` on a branch with no commit yet. */
+  commit: string | undefined;
+  /** The index file's bytes (empty when there is none yet); parsed only when two readings differ. */
+  indexBytes: Buffer | undefined;
+  /** Bytes in an object id: 20 (SHA-1) or 32 (SHA-256). */
+  hashBytes: number;
 }
 
-/** HEAD and the index of the repository at `projectRoot`, or `undefined` outside one (or without git). */
-export async function readGitState(projectRoot: string): Promise<GitState | undefined> {
-  let lines = await gitLines(['rev-parse', '--show-object-format', '--absolute-git-dir', 'HEAD', '--symbolic-full-name', 'HEAD'], projectRoot);
-  let commit: string | undefined;
-  let ref: string | undefined;
-  let format: string | undefined;
-  let gitDir: string | undefined;
-  if (lines !== undefined && lines.length === 4) {
-    [format, gitDir, commit, ref] = lines;
-  } else {
-    // A branch with no commit yet: HEAD names no commit, only its branch.
-    lines = await gitLines(['rev-parse', '--show-object-format', '--absolute-git-dir'], projectRoot);
-    if (lines === undefined || lines.length !== 2) return undefined;
-    [format, gitDir] = lines;
-    ref = (await gitLines(['symbolic-ref', '-q', 'HEAD'], projectRoot))?.[0];
-  }
-  const branch = ref !== undefined && ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : undefined;
-  const index = gitDir === undefined ? undefined : await readIndex(path.join(gitDir, 'index'), format === 'sha256' ? 32 : 20);
-  return { branch, commit, index };
-}
-
-async function readIndex(file: string, hashBytes: number): Promise<Map<string, string> | undefined> {
+async function readText(file: string): Promise<string | undefined> {
   try {
-    if ((await stat(file)).size > INDEX_MAX_BYTES) return undefined;
-    return parseIndex(await readFile(file), hashBytes);
-  } catch (error) {
-    // No index yet is an empty one.
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? new Map() : undefined;
+    return await readFile(file, 'utf8');
+  } catch {
+    return undefined;
   }
+}
+
+/** The commit a ref names: its loose file, else its line in packed-refs (a worktree's refs live in the common folder). */
+async function resolveRef(gitDir: string, ref: string): Promise<string | undefined> {
+  const common = (await readText(path.join(gitDir, 'commondir')))?.trim();
+  const dirs = common === undefined || common.length === 0 ? [gitDir] : [gitDir, path.resolve(gitDir, common)];
+  for (const dir of dirs) {
+    const loose = (await readText(path.join(dir, ...ref.split('/'))))?.trim();
+    if (loose !== undefined && /^[0-9a-f]{40,64}$/.test(loose)) return loose;
+  }
+  for (const dir of dirs) {
+    const packed = await readText(path.join(dir, 'packed-refs'));
+    const line = packed?.split('\n').find((l) => l.endsWith(` ${ref}`));
+    if (line !== undefined) return line.slice(0, line.indexOf(' '));
+  }
+  return undefined;
+}
+
+/** HEAD and the index of `repo`, or `undefined` without a repository (or an unreadable HEAD). */
+export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> | undefined): Promise<GitStateReading | undefined> {
+  if (repo === undefined) return undefined;
+  const head = (await readText(path.join(repo.gitDir, 'HEAD')))?.trim();
+  if (head === undefined) return undefined;
+  let branch: string | undefined;
+  let commit: string | undefined;
+  if (head.startsWith('ref: ')) {
+    const ref = head.slice('ref: '.length);
+    branch = ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : undefined;
+    commit = await resolveRef(repo.gitDir, ref);
+  } else if (/^[0-9a-f]{40,64}$/.test(head)) {
+    commit = head;
+  }
+  let indexBytes: Buffer | undefined;
+  const indexFile = path.join(repo.gitDir, 'index');
+  try {
+    indexBytes = (await stat(indexFile)).size > INDEX_MAX_BYTES ? undefined : await readFile(indexFile);
+  } catch (error) {
+    indexBytes = (error as NodeJS.ErrnoException).code === 'ENOENT' ? Buffer.alloc(0) : undefined;
+  }
+  return { branch, commit, indexBytes, hashBytes: repo.hashBytes };
+}
+
+/** The index entries of a reading, or `undefined` when unreadable; an absent index is empty. */
+function entriesOf(reading: GitStateReading): Map<string, string> | undefined {
+  if (reading.indexBytes === undefined) return undefined;
+  return reading.indexBytes.length === 0 ? new Map() : parseIndex(reading.indexBytes, reading.hashBytes);
 }
 
 /**
@@ -120,7 +138,7 @@ export function indexChanges(before: ReadonlyMap<string, string>, after: Readonl
   return changed;
 }
 
-function headText(state: GitState): string {
+function headText(state: Pick<GitStateReading, 'branch' | 'commit'>): string {
   const at = state.commit === undefined ? '(no commit yet)' : state.commit.slice(0, 7);
   return state.branch === undefined ? `detached ${at}` : `${state.branch} ${at}`;
 }
@@ -130,7 +148,7 @@ function headText(state: GitState): string {
  * detached 5d6e7f8 (turnback restores files, not HEAD: git switch main)` and `index: 120 files
  * staged during this turn`. Pure.
  */
-export function gitStateNotes(before: GitState | undefined, after: GitState | undefined): string[] {
+export function gitStateNotes(before: GitStateReading | undefined, after: GitStateReading | undefined): string[] {
   if (before === undefined || after === undefined) return [];
   const notes: string[] = [];
   if (before.branch !== after.branch || before.commit !== after.commit) {
@@ -141,10 +159,14 @@ export function gitStateNotes(before: GitState | undefined, after: GitState | un
         : 'git has no commit to go back to';
     notes.push(`HEAD moved: ${headText(before)} → ${headText(after)} (turnback restores files, not HEAD: ${way})`);
   }
-  if (before.index === undefined || after.index === undefined) {
-    if (before.index !== after.index) notes.push('index: could not be read before and after the turn; turnback restores files, not the index');
+  // The same bytes are the same index: the common case costs one comparison and no parse.
+  if (before.indexBytes !== undefined && after.indexBytes !== undefined && before.indexBytes.equals(after.indexBytes)) return notes;
+  const was = entriesOf(before);
+  const now = entriesOf(after);
+  if (was === undefined || now === undefined) {
+    notes.push('index: changed during this turn (turnback could not read it; it restores files, not the index)');
   } else {
-    const staged = indexChanges(before.index, after.index);
+    const staged = indexChanges(was, now);
     if (staged > 0) notes.push(`index: ${staged} ${staged === 1 ? 'file' : 'files'} staged during this turn (turnback restores files, not the index)`);
   }
   return notes;

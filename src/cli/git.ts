@@ -15,11 +15,22 @@ function git(args: string[], cwd: string, timeoutMs = 10_000): Promise<GitResult
   });
 }
 
-/** The git toplevel of `cwd`, or `undefined` when it is not in a work tree (or git is missing). */
-export async function gitToplevel(cwd: string): Promise<string | undefined> {
-  const result = await git(['rev-parse', '--show-toplevel'], cwd);
-  const top = result.stdout.trim();
-  return result.ok && top.length > 0 ? top : undefined;
+/** Where a work tree's repository is: what one `git rev-parse` says of a folder. */
+export interface GitRepo {
+  /** The work tree's top folder. */
+  toplevel: string;
+  /** Its git folder (`.git`, or a worktree's folder inside the main one). */
+  gitDir: string;
+  /** Bytes in an object id: 20 (SHA-1) or 32 (SHA-256). */
+  hashBytes: number;
+}
+
+/** The repository `cwd` is in, in one git call, or `undefined` outside a work tree (or without git). */
+export async function gitRepoOf(cwd: string): Promise<GitRepo | undefined> {
+  const result = await git(['rev-parse', '--show-toplevel', '--absolute-git-dir', '--show-object-format'], cwd);
+  const [toplevel, gitDir, format] = result.stdout.split('\n');
+  if (!result.ok || toplevel === undefined || toplevel.length === 0 || gitDir === undefined || gitDir.length === 0) return undefined;
+  return { toplevel, gitDir, hashBytes: format === 'sha256' ? 32 : 20 };
 }
 
 /**

@@ -4,12 +4,12 @@ import { constants as osConstants } from 'node:os';
 import { CheckpointError, type CheckpointId, type CheckpointObserver, type Gap } from '../index.js';
 import { shownText } from '../report/escape.js';
 import { renderTurnEndList, shellQuote, type ReportChange, type TurnEndList } from '../report/turn-end-list.js';
-import { loadContext, observerFor, openStore, type GlobalOptions } from './context.js';
+import { gitRepoFor, loadContext, observerFor, openStore, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { spawnCommand } from './command-process.js';
-import { gitStateNotes, readGitState, type GitState } from './git-state.js';
+import { gitStateNotes, readGitState, type GitStateReading } from './git-state.js';
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
@@ -86,7 +86,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
   let checkpoint: CheckpointId | undefined;
   let baselineGaps: Gap[] = [];
   // Git's HEAD and index before the command, read while the picture is taken.
-  let gitBefore: Promise<GitState | undefined> | undefined;
+  let gitBefore: Promise<GitStateReading | undefined> | undefined;
 
   if (context.refusal !== undefined) {
     notes.push(`no checkpoint: checkpoints are off: ${context.refusal}`);
@@ -107,7 +107,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
         // Never block the command over an earlier run's leftovers.
         notes.push(`interrupted runs not checked: ${describeFailure(error).message}`);
       }
-      gitBefore = readGitState(context.projectRoot);
+      gitBefore = gitRepoFor(context.projectRoot).then(readGitState);
       progress = new Progress(`turnback: taking a picture before ${commandLine}…`);
       observer = observerFor(context, store);
       checkpoint = await observer.beginTurn({ label });
@@ -152,7 +152,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     const progress = new Progress(`turnback: taking a picture after ${commandLine}…`);
     try {
       // What the command did to git's own state, which a file restore does not undo: said now, and kept with the call for undo's preview.
-      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(context.projectRoot));
+      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(await gitRepoFor(context.projectRoot)));
       notes.push(...gitNotes);
       const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code, ...(gitNotes.length > 0 ? { notes: gitNotes } : {}) });
       progress.done();

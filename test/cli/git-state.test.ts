@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliRepo } from './harness.js';
 import { gitStateNotes, parseIndex, readGitState } from '../../src/cli/git-state.js';
+import { gitRepoOf } from '../../src/cli/git.js';
 import { withSeed } from '../helpers/seed.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -47,10 +48,30 @@ describe("git's own state in the turn-end list and the undo preview", () => {
     expect(status.stderr).not.toContain('HEAD moved');
 
     const plain = await tempFolder('turnback-nogit-');
-    expect(await readGitState(plain)).toBeUndefined();
+    expect(await readGitState(await gitRepoOf(plain))).toBeUndefined();
     const run = repo.tb(['run', '--project', plain, '--', 'sh', '-c', 'echo x > f.txt']);
     expect(run.code).toBe(0);
     expect(run.stderr).not.toContain('HEAD');
+  });
+});
+
+describe('readGitState reads HEAD from the files git keeps', () => {
+  it('a loose ref, a packed ref, a detached HEAD, a worktree, and a branch with no commit yet', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const head = repo.git('rev-parse', 'HEAD').trim();
+    const branch = repo.git('symbolic-ref', '--short', 'HEAD').trim();
+    expect(await readGitState(await gitRepoOf(repo.proj))).toMatchObject({ branch, commit: head });
+    repo.git('pack-refs', '--all');
+    expect(await readGitState(await gitRepoOf(repo.proj))).toMatchObject({ branch, commit: head });
+    const worktree = path.join(path.dirname(repo.proj), 'wt');
+    repo.git('worktree', 'add', '-q', '-b', 'side', worktree);
+    expect(await readGitState(await gitRepoOf(worktree))).toMatchObject({ branch: 'side', commit: head });
+    repo.git('checkout', '-q', '--detach');
+    expect(await readGitState(await gitRepoOf(repo.proj))).toMatchObject({ branch: undefined, commit: head });
+
+    const empty = await tempFolder('turnback-unborn-');
+    execFileSync('git', ['init', '-q', '-b', 'trunk'], { cwd: empty });
+    expect(await readGitState(await gitRepoOf(empty))).toMatchObject({ branch: 'trunk', commit: undefined, indexBytes: Buffer.alloc(0) });
   });
 });
 
@@ -97,6 +118,6 @@ describe('parseIndex reads what git ls-files -s lists, in index versions 2, 3 an
     header.writeUInt32BE(2, 4);
     header.writeUInt32BE(5, 8);
     expect(parseIndex(header)).toBeUndefined();
-    expect(gitStateNotes(undefined, { branch: 'main', commit: 'a', index: new Map() })).toEqual([]);
+    expect(gitStateNotes(undefined, { branch: 'main', commit: 'a', indexBytes: Buffer.alloc(0), hashBytes: 20 })).toEqual([]);
   });
 });
