@@ -1,5 +1,6 @@
 import { type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 import { rowsShown } from '../report/folding.js';
+import { shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
 import { sizeText } from '../report/size-text.js';
 import { renderTurnEndList } from '../report/turn-end-list.js';
@@ -73,7 +74,7 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
 
 /** `   exit 3 · 1.2 s` for a picture a `turnback run` took: its command's exit code and how long it ran. */
 async function runText(store: StoreView, meta: Picture): Promise<string> {
-  if (meta.kind !== 'turn' || meta.state !== 'complete') return '';
+  if (meta.kind !== 'turn' || (meta.state !== 'complete' && meta.state !== 'partial')) return '';
   const call = (await store.manifest(meta.id as CheckpointId).catch(() => undefined))?.calls.find((c) => c.callId === 'run');
   if (call?.exitCode === undefined || call.endedAt === undefined) return '';
   const ms = Date.parse(call.endedAt) - Date.parse(call.startedAt);
@@ -115,25 +116,28 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   let size: number | undefined;
   let last: Picture | undefined;
   let interrupted: InterruptedReport[] = [];
+  let store: StoreView | undefined;
   if (exists) {
-    const store = await openStore(context);
+    store = await openStore(context);
     size = await store.storeSizeBytes();
     last = (await undoablePictures(store))[0];
     interrupted = await handleInterrupted(context, store, false);
   }
+  const cutShort = last === undefined || store === undefined ? [] : ((await store.manifest(last.id as CheckpointId).catch(() => undefined))?.gaps ?? []).filter((gap) => gap.reason === 'picture-budget').slice(0, 1);
   io.emit({
     enabled: on,
     ...(why !== undefined ? { why } : {}),
     project: context.projectRoot,
     store: { dir: context.storeDir, from: context.storeFrom, exists, ...(size !== undefined ? { bytes: size } : {}) },
     config: { user: context.config.user.found ? context.config.user.file : null, project: context.config.project.found ? context.config.project.file : null },
-    last: last !== undefined ? metaJson(last) : null,
+    last: last !== undefined ? { ...metaJson(last), cutShort: cutShort.map((gap) => gap.detail) } : null,
     interrupted,
   });
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
   io.out(`project: ${context.projectRoot}`);
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)} on disk)` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
+  for (const gap of cutShort) io.out(`⚠ last picture cut short: ${shownText(gap.detail)} (max_picture_files and max_picture_mib in turnback.toml raise the budget)`);
   for (const report of interrupted) {
     if (report.running !== undefined) io.out(`${runningText(report)}; undo waits until it ends`);
     else io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.style));

@@ -52,13 +52,14 @@ export function shortId(id: string): string {
 /**
  * How a picture's row reads:
  * - `complete`: sealed;
+ * - `partial`: a finished run whose pictures could not cover everything (a budget, an unreadable folder);
  * - `running`: a `turnback run` still in progress (its process is alive);
  * - `interrupted`: the changes of a run whose turnback was killed, recorded afterwards;
  * - `cut-short`: a run's checkpoint whose turnback died before sealing it;
  * - `open`: open, written by another kind of session (a library observer);
  * - `undone`: a later undo took its changes back; `turnback redo` brings them back.
  */
-export type PictureState = 'complete' | 'running' | 'interrupted' | 'cut-short' | 'open' | 'undone';
+export type PictureState = 'complete' | 'partial' | 'running' | 'interrupted' | 'cut-short' | 'open' | 'undone';
 
 /** An undoable checkpoint as lists show it. */
 export interface Picture extends CheckpointMeta {
@@ -97,7 +98,9 @@ export async function undoablePictures(store: StoreView): Promise<Picture[]> {
   ]);
   const pictures: Picture[] = [];
   for (const meta of metas) {
-    const state = undone.has(meta.id) ? 'undone' : stateOf(meta);
+    let state = undone.has(meta.id) ? 'undone' : stateOf(meta);
+    // Not complete can also mean a finished run whose picture was partial: its run call ended.
+    if (state === 'cut-short' && meta.kind === 'turn' && (await store.manifest(meta.id).catch(() => undefined))?.calls.some((c) => c.callId === 'run' && c.endedAt !== undefined) === true) state = 'partial';
     if (state === 'cut-short' && meta.kind === 'turn' && meta.entryCount === 0) continue;
     let shownAt = meta.createdAt;
     if (meta.kind === 'call') {
@@ -114,6 +117,8 @@ export function stateText(state: PictureState): string {
   switch (state) {
     case 'complete':
       return '';
+    case 'partial':
+      return 'partial: some files had no copy or were not checked (turnback show lists why)';
     case 'running':
       return 'running now';
     case 'interrupted':

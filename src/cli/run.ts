@@ -113,6 +113,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
       checkpoint = await observer.beginTurn({ label });
       const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress?.update(p) });
       baselineGaps = begin.gaps;
+      // Said before the command runs, not after a loss: some files have no copy this time.
+      for (const gap of begin.gaps) if (gap.reason === 'picture-budget') io.err(`turnback: ⚠ the picture before the command is cut short: ${shownText(gap.detail)} (max_picture_files and max_picture_mib in turnback.toml raise the budget)`);
       const unwritable = begin.gaps.find((gap) => gap.reason === 'store-full' || gap.reason === 'journal-write-failed');
       if (unwritable !== undefined) throw new CheckpointError('STORE_UNAVAILABLE', `the store cannot be written: ${unwritable.detail}`);
     } catch (error) {

@@ -176,7 +176,9 @@ export class CallAttributor {
       }
       await writer.append({ op: 'incomplete', path, callId });
     }
-    const gaps = [...after.gaps];
+    // What the picture before the call could not cover (a budget it hit, a folder it could not
+    // read) is kept with the checkpoint too: a later list or status must still say it.
+    const gaps = [...call.picture.gaps.filter((gap) => gap.path === undefined && !after.gaps.some((a) => a.reason === gap.reason && a.detail === gap.detail)), ...after.gaps];
     for (const gap of gaps) await writer.append({ op: 'gap', gap });
     await writer.append({
       op: 'call',
