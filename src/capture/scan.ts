@@ -6,6 +6,7 @@ import { isTurnbackTempName } from '../fs/file-system.js';
 import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, type ParallelLstat } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, ScanMemo, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
+import { trackedBeyondWalk } from './tracked-files.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 
 export { ScanMemo } from './scan-memo.js';
@@ -385,6 +386,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       if (memoRecords !== undefined) memoRecords[i] = record;
     }
     return { found, subfolders, problems, memo: memoRecords !== undefined ? { records: memoRecords } : undefined };
+  }
+  // Files git tracks are covered whatever the ignore rules say (not when the walk stopped early).
+  if (isRepository && stopped === undefined) {
+    for (const record of trackedBeyondWalk(root, list, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) })) list.push(record);
   }
   if (stopped !== undefined) {
     const reason = stopped;

@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { GitRepo } from './git.js';
+import { parseGitIndex } from '../core/git-index.js';
 
 // Git's own state around a run: where HEAD points and what the index holds. turnback restores
 // files, never `.git`, so a turn that moved HEAD or staged files is told in words, and the undo
@@ -77,57 +78,12 @@ function entriesOf(reading: GitStateReading): Map<string, string> | undefined {
 }
 
 /**
- * Git's index file (versions 2, 3 and 4) as `path → "mode object stage"`; `undefined` for anything
- * it does not recognise, so a format it cannot read is said, never misread. Pure.
+ * The index as `path NUL stage → "mode object stage"`, or `undefined` when unreadable. Pure.
  */
 export function parseIndex(bytes: Buffer, hashBytes = 20): Map<string, string> | undefined {
-  if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'DIRC') return undefined;
-  const version = bytes.readUInt32BE(4);
-  if (version < 2 || version > 4) return undefined;
-  const count = bytes.readUInt32BE(8);
-  const entries = new Map<string, string>();
-  let at = 12;
-  let previous: Buffer = Buffer.alloc(0);
-  for (let i = 0; i < count; i++) {
-    const start = at;
-    // ctime, mtime (8 each), dev, ino, mode, uid, gid, size (4 each), the object id, 16 bits of flags.
-    if (at + 40 + hashBytes + 2 > bytes.length) return undefined;
-    const mode = bytes.readUInt32BE(at + 24);
-    const object = bytes.toString('hex', at + 40, at + 40 + hashBytes);
-    const flags = bytes.readUInt16BE(at + 40 + hashBytes);
-    at += 40 + hashBytes + 2;
-    if ((flags & 0x4000) !== 0) {
-      if (version < 3) return undefined;
-      at += 2;
-    }
-    const stage = (flags >> 12) & 0x3;
-    let name: Buffer;
-    if (version === 4) {
-      // The name is the previous one cut by a varint count of bytes, then a NUL-terminated suffix.
-      let cut = 0;
-      let byte: number;
-      let first = true;
-      do {
-        if (at >= bytes.length) return undefined;
-        byte = bytes[at++] as number;
-        cut = first ? byte & 0x7f : ((cut + 1) << 7) | (byte & 0x7f);
-        first = false;
-      } while ((byte & 0x80) !== 0);
-      const end = bytes.indexOf(0, at);
-      if (end < 0 || cut > previous.length) return undefined;
-      name = Buffer.concat([previous.subarray(0, previous.length - cut), bytes.subarray(at, end)]);
-      at = end + 1;
-    } else {
-      const end = bytes.indexOf(0, at);
-      if (end < 0) return undefined;
-      name = bytes.subarray(at, end);
-      // Entries are padded with NULs to a multiple of 8 bytes (1 to 8 of them).
-      at = start + Math.ceil((end - start + 1) / 8) * 8;
-    }
-    previous = name;
-    entries.set(`${name.toString('utf8')}\u0000${stage}`, `${mode.toString(8)} ${object} ${stage}`);
-  }
-  return entries;
+  const entries = parseGitIndex(bytes, hashBytes, { objects: true });
+  if (entries === undefined) return undefined;
+  return new Map(entries.map((e) => [`${e.path}\u0000${e.stage}`, `${e.mode.toString(8)} ${e.object ?? ''} ${e.stage}`]));
 }
 
 /** How many index entries differ between two readings (added, removed or changed). Pure. */

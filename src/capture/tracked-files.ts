@@ -1,0 +1,141 @@
+import * as nodeFs from 'node:fs';
+import * as path from 'node:path';
+import { GITLINK_MODE, parseGitIndex } from '../core/git-index.js';
+import { resolveInsideRootSync, type AncestorMemo } from '../fs/paths.js';
+import { statEntry, type StatRecord } from './stat-record.js';
+
+// The files git tracks in the project, read from its index (read-only: nothing is ever written
+// into `.git`). A tracked file is covered by every picture whatever the ignore rules say, as git
+// itself treats it: a `.gitignore` hides untracked files from git, never tracked ones.
+
+/** The largest index read; a larger one is not used (pictures then follow the ignore rules alone). */
+const INDEX_MAX_BYTES = 256 * 1024 * 1024;
+
+interface Cached {
+  key: string;
+  paths: readonly string[];
+}
+
+/** One reading per index version, for long-lived observers that picture again and again. */
+const cache = new Map<string, Cached>();
+
+/** The git folder of a work tree rooted at `root`: `.git` itself, or where a `.git` file points. */
+function gitDirOf(root: string): string | undefined {
+  const dotGit = path.join(root, '.git');
+  let stats: nodeFs.Stats | undefined;
+  try {
+    stats = nodeFs.lstatSync(dotGit);
+  } catch {
+    return undefined;
+  }
+  if (stats.isDirectory()) return dotGit;
+  if (!stats.isFile() || stats.size > 4096) return undefined;
+  // A worktree or a submodule: `gitdir: <path>`, relative to the work tree.
+  const match = /^gitdir: (.+)$/m.exec(nodeFs.readFileSync(dotGit, 'utf8'));
+  return match?.[1] === undefined ? undefined : path.resolve(root, match[1].trim());
+}
+
+/** 32 for a SHA-256 repository (its config says `objectformat = sha256`), else 20. */
+function hashBytesOf(gitDir: string): number {
+  for (const dir of [gitDir, commonDirOf(gitDir)]) {
+    try {
+      if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(nodeFs.readFileSync(path.join(dir, 'config'), 'utf8'))) return 32;
+    } catch {
+      // No config here: the common folder's, or SHA-1.
+    }
+  }
+  return 20;
+}
+
+function commonDirOf(gitDir: string): string {
+  try {
+    return path.resolve(gitDir, nodeFs.readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim());
+  } catch {
+    return gitDir;
+  }
+}
+
+/**
+ * The project paths of the regular files and links git tracks in the repository whose work tree
+ * is `root` (submodules left out), or `undefined` when `root` is no work tree's top or its index
+ * cannot be read. Read again only when the index file changed.
+ */
+export function trackedFiles(root: string): readonly string[] | undefined {
+  const gitDir = gitDirOf(root);
+  if (gitDir === undefined) return undefined;
+  const indexFile = path.join(gitDir, 'index');
+  let stats: nodeFs.Stats;
+  try {
+    stats = nodeFs.statSync(indexFile);
+  } catch {
+    return undefined;
+  }
+  if (stats.size > INDEX_MAX_BYTES) return undefined;
+  const key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+  const known = cache.get(root);
+  if (known?.key === key) return known.paths;
+  let bytes: Buffer;
+  try {
+    bytes = nodeFs.readFileSync(indexFile);
+  } catch {
+    return undefined;
+  }
+  const entries = parseGitIndex(bytes, hashBytesOf(gitDir));
+  if (entries === undefined) return undefined;
+  const paths = [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  cache.set(root, { key, paths });
+  return paths;
+}
+
+/** What {@link trackedBeyondWalk} needs of the scan that walked the tree. */
+export interface WalkContext {
+  /** The configured `skip` patterns: a person's explicit choice holds even for tracked files. */
+  isSkipped(projectPath: string, isFolder: boolean): boolean;
+  /** Project paths never covered (the store, when it sits inside the project). */
+  excluded: ReadonlySet<string>;
+  /** Folders and files the walk could not check: what lies under them stays unchecked, tracked or not. */
+  unchecked: ReadonlySet<string>;
+  /** The earlier index, so an unchanged file keeps its record. */
+  previous?: ReadonlyMap<string, StatRecord>;
+  reuse?: (record: StatRecord) => boolean;
+}
+
+/**
+ * Records for the files git tracks that a walk by the ignore rules left out (a tracked file a
+ * `.gitignore` matches, or one inside an ignored folder). Each is reached from the root through
+ * real folders only — a tracked path under a link is never followed — and `skip` patterns and
+ * excluded paths still hold. Empty outside a work tree's top.
+ */
+export function trackedBeyondWalk(root: string, walked: readonly StatRecord[], context: WalkContext): StatRecord[] {
+  const tracked = trackedFiles(root);
+  if (tracked === undefined || tracked.length === 0) return [];
+  const seen = new Set<string>();
+  for (const record of walked) seen.add(record.path);
+  const ancestors: AncestorMemo = new Map();
+  const extra: StatRecord[] = [];
+  for (const projectPath of tracked) {
+    if (seen.has(projectPath) || !coverable(projectPath, context)) continue;
+    let resolved;
+    try {
+      resolved = resolveInsideRootSync(nodeFs, root, projectPath, ancestors);
+    } catch {
+      // A link or a file on the way, or a name turnback never touches: not followed.
+      continue;
+    }
+    if (resolved.missingDirs.length > 0) continue;
+    const slash = projectPath.lastIndexOf('/');
+    const record = statEntry(resolved.absolute, projectPath.slice(0, slash + 1), projectPath.slice(slash + 1), context.previous?.get(projectPath), context.reuse);
+    if (typeof record !== 'string') extra.push(record);
+  }
+  return extra;
+}
+
+/** False for a path a `skip` pattern, an excluded or an unchecked folder covers, itself or through a folder above it. */
+function coverable(projectPath: string, context: WalkContext): boolean {
+  if (context.isSkipped(projectPath, false) || context.excluded.has(projectPath) || context.unchecked.has(projectPath)) return false;
+  for (let slash = projectPath.indexOf('/'); slash >= 0; slash = projectPath.indexOf('/', slash + 1)) {
+    const folder = projectPath.slice(0, slash);
+    if (context.excluded.has(folder) || context.unchecked.has(folder) || context.isSkipped(folder, true)) return false;
+  }
+  return true;
+}
