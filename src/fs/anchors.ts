@@ -270,8 +270,11 @@ export class FolderAnchors {
     for (const fd of new Set(fds)) await this.close(fd);
   }
 
-  /** Drops a folder that failed its confirm; its descriptor is new, so no path in flight names it. */
-  private async forget(dir: string): Promise<void> {
+  /**
+   * Drops a held folder: one that failed its confirm (its descriptor is new, so no path in flight
+   * names it), or one the restore removed itself; reaching it again walks from the root anew.
+   */
+  async forget(dir: string): Promise<void> {
     const held = this.held.get(dir);
     this.held.delete(dir);
     if (held !== undefined && held.fd >= 0) {

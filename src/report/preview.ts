@@ -64,7 +64,7 @@ export function buildUndoPreview(label: string, entries: readonly PlanEntry[], m
       continue;
     }
     counts[verb] += 1;
-    const note = entry.reason === 'mode-only' || entry.reason === 'forced' || verb === 'kept' ? planReasonText(entry.reason, maxFileMib) : verb === 'write back' || verb === 'recreate' || verb === 'delete' ? '' : planReasonText(entry.reason, maxFileMib);
+    const note = entry.reason === 'mode-only' || entry.reason === 'forced' || entry.reason === 'in-the-way' || entry.reason === 'folder-in-the-way' || verb === 'kept' ? planReasonText(entry.reason, maxFileMib) : verb === 'write back' || verb === 'recreate' || verb === 'delete' ? '' : planReasonText(entry.reason, maxFileMib);
     rows.push({ verb, path: entry.path, note });
   }
   rows.sort((a, b) => VERB_ORDER.indexOf(a.verb) - VERB_ORDER.indexOf(b.verb) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
@@ -137,7 +137,7 @@ function doneVerb(entry: PlanEntry): string {
  */
 export function renderReceipt(
   label: string,
-  report: Pick<RestoreReport, 'restored' | 'refused' | 'skipped' | 'failed' | 'preRestoreId' | 'cleanupPending'>,
+  report: Pick<RestoreReport, 'restored' | 'refused' | 'skipped' | 'failed' | 'preRestoreId' | 'cleanupPending'> & { removedFolders?: readonly string[] },
   style: LineStyle = plainStyle,
   options: { maxFileMib?: number; undoCommand?: string; maxRows?: number } = {},
 ): string[] {
@@ -150,7 +150,7 @@ export function renderReceipt(
   const restored = [...report.restored].sort((a, b) => (order[doneVerb(a)] ?? 0) - (order[doneVerb(b)] ?? 0) || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   const allowed = rowsShown(restored.length, maxRows);
   for (const entry of restored.slice(0, allowed)) {
-    lines.push(row(doneVerb(entry), entry.path, entry.reason === 'mode-only' ? planReasonText(entry.reason, maxFileMib) : ''));
+    lines.push(row(doneVerb(entry), entry.path, entry.reason === 'mode-only' || entry.reason === 'in-the-way' || entry.reason === 'folder-in-the-way' ? planReasonText(entry.reason, maxFileMib) : ''));
   }
   if (restored.length > allowed) {
     const rest = restored.slice(allowed);
@@ -167,6 +167,7 @@ export function renderReceipt(
   }
   for (const entry of kept) lines.push(row('kept', entry.path));
   for (const failure of report.failed) lines.push(row('failed', failure.path, style.warn(shownText(failure.error))));
+  for (const folder of report.removedFolders ?? []) lines.push(row('removed', `${folder}/`, style.dim('an emptied folder made since the picture')));
   for (const leftover of report.cleanupPending) lines.push(row('leftover', leftover, style.warn('a temporary file; inspect and remove it by hand')));
   if (report.preRestoreId !== undefined) lines.push(style.dim(`  saved first: ${options.undoCommand ?? 'turnback undo'} can undo this`));
   return lines;

@@ -60,7 +60,13 @@ export function planReasonText(reason: string | undefined, maxFileMib: number = 
     case 'not-a-file':
       return 'was not a file';
     case 'directory-in-the-way':
-      return 'a folder is in the way';
+      return 'a folder with other files is in the way (--delete-created removes files created since)';
+    case 'file-in-the-way':
+      return 'a new file stands where its folder was (--delete-created removes it)';
+    case 'in-the-way':
+      return '(it stands where a folder was; saved first)';
+    case 'folder-in-the-way':
+      return '(replaces the folder emptied by this undo)';
     case 'special-file-in-the-way':
       return 'a special file is in the way';
     case 'not-changed-since':

@@ -91,6 +91,7 @@ export async function applyRestore(
     else result.skipped.push(entry);
   }
   if (writing.length === 0) return result;
+  inStructuralOrder(writing);
 
   let prepared: Prepared[];
   try {
@@ -133,7 +134,8 @@ export async function applyRestore(
       // staged only when its turn comes (memory).
       while (launched.length < prepared.length && launched.length <= i + STAGES_AHEAD) {
         const next = prepared[launched.length] as Prepared;
-        if (launched.length > i && isLarge(next)) break;
+        // A large file, and a file under a link this restore removes first, are staged when their turn comes.
+        if (launched.length > i && (isLarge(next) || next.entry.afterRemovalOf !== undefined)) break;
         launched.push(await tx.launch(next));
       }
       const outcome = await tx.swap(item, launched[i] as Staged, options.signal);
@@ -169,6 +171,22 @@ export async function applyRestore(
   result.cleanupPending.push(...(await tx.commit()));
   result.restored = done;
   return result;
+}
+
+/**
+ * Moves each entry that replaces a folder (`folder-in-the-way`) after the entries inside that
+ * folder: their deletes empty it first. Everything else keeps plan order (a path before the
+ * paths under it), which already puts a removed link before the files recreated under it.
+ */
+function inStructuralOrder(writing: WritingEntry[]): void {
+  for (let i = writing.length - 1; i >= 0; i--) {
+    const entry = writing[i] as WritingEntry;
+    if (entry.reason !== 'folder-in-the-way') continue;
+    const prefix = `${entry.path}/`;
+    let last = i;
+    while (last + 1 < writing.length && (writing[last + 1] as WritingEntry).path.startsWith(prefix)) last += 1;
+    if (last > i) writing.splice(last, 0, ...writing.splice(i, 1));
+  }
 }
 
 function describeFailure(projectPath: string, error: unknown): ApplyFailure {

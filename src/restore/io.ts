@@ -27,7 +27,8 @@ export interface OpenFile {
  */
 export interface Io {
   open(abs: string, flags: number | string, mode?: number): Promise<OpenFile>;
-  mkdir(abs: string): Promise<void>;
+  /** Creates a folder; `mode` (before the umask) when given. */
+  mkdir(abs: string, mode?: number): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   link(from: string, to: string): Promise<void>;
   unlink(abs: string): Promise<void>;
@@ -61,8 +62,8 @@ export function promiseIo(fs: FileSystem): Io {
         close: () => handle.close(),
       };
     },
-    async mkdir(abs) {
-      await fs.mkdir(abs);
+    async mkdir(abs, mode) {
+      await fs.mkdir(abs, mode === undefined ? undefined : { mode });
     },
     rename: (from, to) => fs.rename(from, to),
     link: (from, to) => fs.link(from, to),
@@ -116,8 +117,8 @@ export function syncIo(fs: SyncFileSystem): Io {
         },
       };
     },
-    async mkdir(abs) {
-      fs.mkdirSync(abs);
+    async mkdir(abs, mode) {
+      fs.mkdirSync(abs, mode === undefined ? undefined : { mode });
     },
     async rename(from, to) {
       fs.renameSync(from, to);
@@ -158,7 +159,7 @@ export function syncIo(fs: SyncFileSystem): Io {
 export function anchoredIo(inner: Io, anchors: FolderAnchors): Io {
   return {
     open: async (abs, flags, mode) => inner.open(await anchors.at(abs), flags, mode),
-    mkdir: async (abs) => inner.mkdir(await anchors.at(abs)),
+    mkdir: async (abs, mode) => inner.mkdir(await anchors.at(abs), mode),
     rename: async (from, to) => inner.rename(await anchors.at(from), await anchors.at(to)),
     link: async (from, to) => inner.link(await anchors.at(from), await anchors.at(to)),
     unlink: async (abs) => inner.unlink(await anchors.at(abs)),

@@ -5,6 +5,7 @@ import type { DiskState } from '../fs/disk-state.js';
 import { diskFingerprint } from '../fs/disk-state.js';
 import type { ModePolicy } from './modes.js';
 import { restoredMode } from './modes.js';
+import { planStructure } from './plan-structure.js';
 
 /** One path to plan: where it should go back to, what the session last recorded, what is on disk now. */
 export interface PlanInput {
@@ -59,6 +60,12 @@ export type PlanReason =
   | 'not-a-file'
   | 'directory-in-the-way'
   | 'special-file-in-the-way'
+  /** A new file stands where the path's folder was; `created: 'delete'` removes it. */
+  | 'file-in-the-way'
+  /** A writing entry: removes what stands where a folder of recorded files was (a link, or a file created since). */
+  | 'in-the-way'
+  /** A writing entry: the folder standing at the path is emptied by this restore and replaced. */
+  | 'folder-in-the-way'
   /** The path could not be read now (the guard has nothing to compare): left as it is. */
   | 'unreadable'
   /** The stored copy to write back is missing or damaged: left; the other paths are restored. */
@@ -86,6 +93,8 @@ export interface PlanEntry {
   target: PathState;
   /** For writing a file: the permission bits to give it. */
   mode?: number;
+  /** For a `recreate` under a link or file this restore removes first (`in-the-way`): that path. */
+  afterRemovalOf?: string;
 }
 
 /** A complete plan: what a dry run returns and what apply executes. */
@@ -112,7 +121,8 @@ export function isWritingAction(action: PlanAction): action is 'restore' | 'recr
  * recorded (`lastAfter`), so an edit made outside the session is never overwritten.
  */
 export function planRestore(inputs: PlanInput[], options: PlanOptions): PlanEntry[] {
-  return inputs.map((input) => planOne(input, options)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const entries = inputs.map((input) => planOne(input, options)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return planStructure(entries, inputs, options);
 }
 
 function planOne(input: PlanInput, options: PlanOptions): PlanEntry {

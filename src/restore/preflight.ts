@@ -43,9 +43,10 @@ export async function preflight(context: ApplyContext, writing: WritingEntry[]):
   // Nothing is written yet, so each ancestor folder is inspected once for all the entries under it.
   const seen = new Set<string>();
   const ancestors: AncestorMemo = new Map();
+  const removed = new Set(writing.filter((entry) => entry.action === 'delete').map((entry) => entry.path));
   for (const entry of writing) {
     try {
-      await checkEntry(context, entry, seen, ancestors);
+      await checkEntry(context, entry, seen, ancestors, removed);
     } catch (error) {
       throw new PreflightFailure(entry, error);
     }
@@ -76,7 +77,7 @@ export async function preflight(context: ApplyContext, writing: WritingEntry[]):
   );
 }
 
-async function checkEntry(context: ApplyContext, entry: WritingEntry, seen: Set<string>, ancestors: AncestorMemo): Promise<void> {
+async function checkEntry(context: ApplyContext, entry: WritingEntry, seen: Set<string>, ancestors: AncestorMemo, removed: ReadonlySet<string>): Promise<void> {
   assertCanonicalProjectPath(entry.path);
   if (seen.has(entry.path)) {
     throw new CheckpointError('INVALID_ARGUMENT', `path appears twice in the plan: ${entry.path}`, { path: entry.path });
@@ -88,7 +89,17 @@ async function checkEntry(context: ApplyContext, entry: WritingEntry, seen: Set<
   if (entry.expectedHash === undefined) {
     throw new CheckpointError('INVALID_ARGUMENT', `writing entry without a guard fingerprint: ${entry.path}`, { path: entry.path });
   }
-  await resolveInsideRoot(context.fs, context.projectRoot, entry.path, ancestors);
+  const blocker = entry.afterRemovalOf;
+  if (blocker !== undefined) {
+    // A link or file on the way that this plan deletes first: the way up to it is checked now,
+    // the rest when the folders are made (each reached with no link followed).
+    if (!entry.path.startsWith(`${blocker}/`) || !removed.has(blocker)) {
+      throw new CheckpointError('INVALID_ARGUMENT', `${entry.path} is planned after removing ${blocker}, which the plan does not delete`, { path: entry.path });
+    }
+    await resolveInsideRoot(context.fs, context.projectRoot, blocker, ancestors);
+  } else {
+    await resolveInsideRoot(context.fs, context.projectRoot, entry.path, ancestors);
+  }
   const target = entry.target;
   if (entry.action === 'delete') {
     if (target.type !== 'absent') throw mismatch(entry);

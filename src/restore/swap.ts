@@ -153,7 +153,17 @@ export class RestoreTransaction extends Transaction {
       await this.undoOwn(staged.own);
       return 'refuse' in decision ? new Refused(decision.refuse) : new Left(decision.leave);
     }
-    const now = sight.state;
+    let seen = sight.state;
+    if (entry.reason === 'folder-in-the-way' && seen.type === 'other' && seen.kind === 'directory') {
+      // The folder was emptied by this restore's deletes; rmdir removes it only if it still is.
+      const removed = await this.removeEmptiedFolder(io, dest);
+      if (removed instanceof Refused) {
+        await this.undoOwn(staged.own);
+        return removed;
+      }
+      seen = { type: 'absent' };
+    }
+    const now = seen;
 
     const stage = staged.stage;
     const bytes = staged.bytes;
@@ -187,6 +197,52 @@ export class RestoreTransaction extends Transaction {
     }
     this.touchedDirs.add(dir);
     return 'done';
+  }
+
+  /**
+   * Removes the folder at `dest` that this restore's deletes emptied (`folder-in-the-way`),
+   * subfolders included: the originals those deletes displaced into it move beside it (their steps
+   * follow them, so a rollback still puts them back), then each folder, deepest first, is removed
+   * with rmdir — only if nothing else is inside; otherwise the entry is refused. Each removal is
+   * logged: a rollback makes the folder again, with its mode.
+   */
+  private async removeEmptiedFolder(io: Io, dest: string): Promise<Refused | undefined> {
+    const mine = new Map<string, Extract<Step, { kind: 'displaced' }>>();
+    for (const step of this.steps) if (step.kind === 'displaced') mine.set(step.displaced, step);
+    const removed = await this.emptyAndRemove(io, dest, path.dirname(dest), mine);
+    return removed ? undefined : new Refused('other:directory');
+  }
+
+  private async emptyAndRemove(io: Io, folder: string, beside: string, mine: ReadonlyMap<string, Extract<Step, { kind: 'displaced' }>>): Promise<boolean> {
+    await this.anchors.hold(folder);
+    const held = await this.anchors.folder(folder);
+    // stat, not lstat: `held` names the folder through its descriptor's /proc link (opened no-follow).
+    const mode = (await this.fs.stat(held)).mode;
+    for (const name of await this.fs.readdir(held)) {
+      const inside = path.join(folder, name);
+      const step = mine.get(inside);
+      if (step !== undefined) {
+        const moved = path.join(beside, tempName('displaced'));
+        await io.rename(step.displaced, moved);
+        step.displaced = moved;
+        continue;
+      }
+      // Something the plan does not know (an ignored file, a writer's new one) stays, and so does its folder.
+      const stats = await this.fs.lstat(path.join(held, name));
+      if (!stats.isDirectory() || !(await this.emptyAndRemove(io, inside, beside, mine))) return false;
+    }
+    try {
+      await io.rmdir(folder);
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+      throw error;
+    }
+    this.steps.push({ kind: 'removed-folder', abs: folder, mode });
+    // Gone on purpose: not a folder to confirm at the end, and reached anew if a rollback makes it again.
+    this.touchedDirs.delete(folder);
+    await this.anchors.forget(folder);
+    return true;
   }
 
   /** Reads the disk state (and a small file's bytes) and compares it with the plan's fingerprint. */

@@ -21,6 +21,8 @@ const COMMIT_UNLINKS_IN_FLIGHT = 16;
 /** One completed, undoable step. Rollback walks these in reverse; commit removes the temp files. */
 export type Step =
   | { kind: 'mkdir'; abs: string }
+  /** An empty folder removed to make room for a recorded file (`folder-in-the-way`); rollback makes it again. */
+  | { kind: 'removed-folder'; abs: string; mode: number }
   | { kind: 'stage'; abs: string }
   | { kind: 'displaced'; dest: string; displaced: string }
   | { kind: 'placed'; dest: string }
@@ -210,7 +212,7 @@ export class Transaction {
     // original, held only in memory, would be lost from the tree.
     const verdicts = new Map<string, boolean>();
     for (const step of [...steps].reverse()) {
-      const at = step.kind === 'mkdir' || step.kind === 'stage' ? step.abs : step.dest;
+      const at = step.kind === 'mkdir' || step.kind === 'stage' || step.kind === 'removed-folder' ? step.abs : step.dest;
       const folder = path.dirname(at);
       const inside = verdicts.get(folder) ?? (await this.isStillInside(at));
       verdicts.set(folder, inside);
@@ -249,6 +251,10 @@ export class Transaction {
         case 'mkdir':
           // Only an empty folder is removed: a writer's new content in it is never deleted.
           await ignoreMissing(() => io.rmdir(step.abs)).catch(() => pending.push(this.relative(step.abs)));
+          break;
+        case 'removed-folder':
+          // Made again, empty, with its mode; something made there meanwhile is left and reported.
+          await io.mkdir(step.abs, step.mode & 0o7777).catch(() => pending.push(this.relative(step.abs)));
           break;
       }
     }

@@ -82,4 +82,6 @@ export interface RestoreReport {
   cleanupPending: string[];
   /** Stage and displaced files an earlier restore left when its process died, removed now (their content was saved first). */
   removedLeftovers: string[];
+  /** Folders made since the checkpoint that this restore's deletes emptied, removed after them (`created: 'delete'`). */
+  removedFolders: string[];
 }

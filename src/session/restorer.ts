@@ -9,6 +9,7 @@ import { readDiskState, type DiskState } from '../fs/disk-state.js';
 import { resolveInsideRoot, toProjectPath } from '../fs/paths.js';
 import { isPidAlive } from '../core/pid.js';
 import { tempNameBase } from '../restore/transaction.js';
+import { removeEmptiedFolders } from '../restore/emptied-folders.js';
 import { applyRestore, type GuardSight, type SwapDecision } from '../restore/apply.js';
 import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '../restore/plan.js';
 import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
@@ -221,6 +222,7 @@ export class Restorer {
       irreversible,
       cleanupPending: [],
       removedLeftovers: [],
+      removedFolders: [],
     };
     if (writing.length === 0) {
       // Nothing to write, but a killed earlier restore may have left temp files beside these paths.
@@ -279,6 +281,13 @@ export class Restorer {
     await saver.seal({ complete: applied.failed.length === 0 });
     await this.store.deleteState(inProgress).catch(() => undefined);
     report.restored = applied.restored;
+    // With created files deleted, the folders those deletes emptied that were made since the
+    // checkpoint go too: an undo leaves no empty folder behind.
+    if (plan.options.created === 'delete' && !applied.rolledBack) {
+      const deleted = applied.restored.filter((entry) => entry.action === 'delete').map((entry) => entry.path);
+      const since = Date.parse((await this.store.list()).find((m) => m.id === plan.checkpointId)?.createdAt ?? '');
+      if (deleted.length > 0 && Number.isFinite(since)) report.removedFolders = await removeEmptiedFolders(this.capture.fs, this.projectRoot, deleted, since);
+    }
     report.refused.push(...applied.refused);
     report.skipped.push(...applied.skipped);
     report.failed = applied.failed;
