@@ -16,6 +16,7 @@ export type {
   CheckpointKind,
   CheckpointManifest,
   CheckpointMeta,
+  CoverageCounts,
   Fingerprint,
   Gap,
   GapReason,

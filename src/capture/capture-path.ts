@@ -13,6 +13,8 @@ export interface PathCaptureContext {
   projectRoot: string;
   /** Files larger than this are recorded, not copied. */
   maxFileBytes: number;
+  /** True for a file recorded but never copied because it holds credentials. @default every credential file */
+  isUncopiedCredential?: (projectPath: string) => boolean;
 }
 
 /** The recorded state of a path, plus the gap to report when its bytes could not be kept. */
@@ -48,7 +50,7 @@ export async function capturePath(context: PathCaptureContext, projectPath: stri
   }
   const size = Number(stats.size);
   const mode = Number(stats.mode) & 0o7777;
-  if (isCredentialPath(projectPath)) return uncopied(projectPath, 'credential', size, mode, 'credential file: recorded, never copied');
+  if ((context.isUncopiedCredential ?? isCredentialPath)(projectPath)) return uncopied(projectPath, 'credential', size, mode, 'credential file: recorded, never copied');
   if (size > context.maxFileBytes) return uncopied(projectPath, 'too-large', size, mode, `over the ${formatMib(context.maxFileBytes)} copy limit`);
   for (let attempt = 0; ; attempt++) {
     try {

@@ -26,6 +26,11 @@ export interface CoverageOptions extends Partial<CoverageLimits> {
    * @default []
    */
   skip?: readonly string[];
+  /**
+   * Copy credential files (`.env`, `*.pem`, …) into the owner-only store like any file, instead of
+   * recording them uncopied. @default false
+   */
+  copyCredentials?: boolean;
 }
 
 /** {@link CoverageOptions} with every default applied and validated; internals see only this. */
@@ -38,6 +43,10 @@ export interface ResolvedCoverage extends Readonly<CoverageLimits> {
   readonly maxPictureBytes: number;
   /** True when `path` (project-relative, `/`-separated) matches a `skip` pattern. */
   isSkipped(projectPath: string, isFolder: boolean): boolean;
+  /** Whether credential files are copied (`copy_credentials`). */
+  readonly copyCredentials: boolean;
+  /** True for a file recorded but never copied because it holds credentials (and they are not copied). */
+  isUncopiedCredential(projectPath: string): boolean;
 }
 
 /**
@@ -99,11 +108,17 @@ export function resolveCoverage(options: CoverageOptions = {}): ResolvedCoverage
       throw new CheckpointError('INVALID_CONFIG', 'skip holds a pattern that cannot be parsed', { cause: error });
     }
   }
+  if (options.copyCredentials !== undefined && typeof options.copyCredentials !== 'boolean') {
+    throw new CheckpointError('INVALID_CONFIG', 'copyCredentials must be true or false');
+  }
+  const copyCredentials = options.copyCredentials === true;
   const frozenSkip = Object.freeze([...skip]);
   let skipTests = 0;
   return Object.freeze({
     ...limits,
     skip: frozenSkip,
+    copyCredentials,
+    isUncopiedCredential: (projectPath: string): boolean => !copyCredentials && isCredentialPath(projectPath),
     maxFileBytes: Math.floor(limits.maxFileMib * MIB),
     maxPictureBytes: Math.floor(limits.maxPictureMib * MIB),
     isSkipped(projectPath: string, isFolder: boolean): boolean {

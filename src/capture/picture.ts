@@ -1,10 +1,10 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Gap, PathState, UncopiedReason } from '../core/model.js';
+import type { CoverageCounts, Gap, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
-import { isCredentialPath, type IgnoreStack, type ResolvedCoverage } from './coverage.js';
+import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
 
 /**
@@ -51,6 +51,8 @@ export interface Picture {
   summary: string;
   /** The `.gitignore` epoch the walk ended at (see {@link PictureCache.ignoreEpoch}). */
   ignoreEpoch?: number;
+  /** What the picture covered and left out on purpose, by kind. */
+  counts?: CoverageCounts;
 }
 
 /**
@@ -168,7 +170,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       records.set(stat.path, withState(stat, { type: 'symlink', target: stat.target ?? '' }));
       continue;
     }
-    if (isCredentialPath(stat.path)) {
+    if (coverage.isUncopiedCredential(stat.path)) {
       records.set(stat.path, withState(stat, uncopiedState('credential', stat)));
       continue;
     }
@@ -306,7 +308,21 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     copied,
     copiedBytes,
     summary: summarize(records.size, copied, partial, budgetSkipped, scan.unchecked),
+    counts: countCoverage(records, scan.ignored),
   };
+}
+
+/** The picture's coverage by kind: one pass over its records. */
+function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number): CoverageCounts {
+  let credential = 0;
+  let tooLarge = 0;
+  for (const record of records.values()) {
+    const state = record.state;
+    if (state.type !== 'uncopied') continue;
+    if (state.reason === 'credential') credential += 1;
+    else if (state.reason === 'too-large') tooLarge += 1;
+  }
+  return { files: records.size, ignored, credential, tooLarge };
 }
 
 function canonicalRoot(projectRoot: string): string {
@@ -331,7 +347,7 @@ function settled(record: PictureRecord, coverage: ResolvedCoverage): boolean {
     case 'symlink':
       return true;
     case 'uncopied':
-      return state.reason === 'credential' || (state.reason === 'too-large' && record.size > coverage.maxFileBytes);
+      return (state.reason === 'credential' && !coverage.copyCredentials) || (state.reason === 'too-large' && record.size > coverage.maxFileBytes);
     default:
       return false;
   }

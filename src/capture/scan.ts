@@ -1,3 +1,6 @@
+// One walk (over 450 lines on purpose): the fresh listing, the settled-listing reuse and the
+// tracked-file pass share the loop's state (deadline, memo, counts); split apart they would pass
+// a dozen variables back and forth.
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import type { Gap } from '../core/model.js';
@@ -41,6 +44,8 @@ export interface ScanResult {
   partial: boolean;
   /** Folder entries listed. */
   walked: number;
+  /** Entries the ignore rules, `skip` and the default skipped folders left out (a folder counts once). */
+  ignored: number;
   /** The `ignores.epoch` when the scan ended (pass it back as `previousEpoch`). */
   ignoreEpoch: number;
   /** The `memo` generation this scan wrote, for {@link ScanMemo.bind}; `undefined` when it wrote none. */
@@ -97,6 +102,8 @@ interface FolderOutcome {
   problems: UncheckedPath[];
   /** The folder's memo for the next scan, when a memo is kept. */
   memo: FolderMemo | undefined;
+  /** Entries the ignore rules left out. */
+  ignored: number;
 }
 
 interface PendingFolder {
@@ -158,6 +165,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const gaps: Gap[] = [];
   const tooDeep: string[] = [];
   let walked = 0;
+  let ignored = 0;
   let sinceYield = 0;
   let isRepository = false;
   let stopped: 'walk-entries' | 'time-limit' | undefined;
@@ -274,6 +282,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       break;
     }
     for (const record of outcome.found) list.push(record);
+    ignored += outcome.ignored;
     if (nextMemo !== undefined && outcome.memo !== undefined) nextMemo.set(folder.rel, outcome.memo);
     for (const problem of outcome.problems) {
       unchecked.push(problem);
@@ -326,7 +335,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     for (let k = 0; k < changedAt.length; k++) records[changedAt[k] as number] = changedTo[k];
     if (changedAt.length > 0) known.byName = undefined;
     const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame }));
-    return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined };
+    return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? 0 };
   }
 
   /** Reads a folder's fresh listing: ignore rules matched, every covered entry statted. */
@@ -342,6 +351,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const subfolders: PendingFolder[] = [];
     const problems: UncheckedPath[] = [];
     const memoRecords: (StatRecord | undefined)[] | undefined = nextMemo !== undefined ? new Array<StatRecord | undefined>(dirents.length) : undefined;
+    let ignoredHere = 0;
     for (let i = 0; i < dirents.length; i++) {
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
@@ -349,8 +359,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       if (dirent.isDirectory()) {
         const rel = prefix + name;
         if (excluded.size > 0 && excluded.has(rel)) continue;
-        if (!isRepository && SKIPPED_WITHOUT_GIT.has(name)) continue;
-        if (coverage.isSkipped(rel, true) || isIgnoredBy(frame, rel, true)) continue;
+        if ((!isRepository && SKIPPED_WITHOUT_GIT.has(name)) || coverage.isSkipped(rel, true) || isIgnoredBy(frame, rel, true)) {
+          ignoredHere += 1;
+          continue;
+        }
         subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame });
         continue;
       }
@@ -373,7 +385,11 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       }
       if (!(sameRules && earlier !== undefined)) {
         rel ??= prefix + name;
-        if ((excluded.size > 0 && excluded.has(rel)) || coverage.isSkipped(rel, false) || isIgnoredBy(frame, rel, false)) continue;
+        if (excluded.size > 0 && excluded.has(rel)) continue;
+        if (coverage.isSkipped(rel, false) || isIgnoredBy(frame, rel, false)) {
+          ignoredHere += 1;
+          continue;
+        }
       }
       if (i % CHECK_EVERY === CHECK_EVERY - 1 && Date.now() > deadline) return 'timed-out';
       const record = statEntry(`${folder.abs}${path.sep}${name}`, prefix, name, earlier, reuse);
@@ -385,7 +401,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       found.push(record);
       if (memoRecords !== undefined) memoRecords[i] = record;
     }
-    return { found, subfolders, problems, memo: memoRecords !== undefined ? { records: memoRecords } : undefined };
+    return { found, subfolders, problems, memo: memoRecords !== undefined ? { records: memoRecords, ignored: ignoredHere } : undefined, ignored: ignoredHere };
   }
   // Files git tracks are covered whatever the ignore rules say (not when the walk stopped early).
   if (isRepository && stopped === undefined) {
@@ -424,6 +440,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     gaps,
     partial: unchecked.length > 0,
     walked,
+    ignored,
     ignoreEpoch: ignores.epoch,
     memoGeneration,
   };

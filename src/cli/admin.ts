@@ -78,7 +78,7 @@ export async function verifyCommand(options: GlobalOptions, io: Io): Promise<num
 }
 
 /** The keys of `[checkpoints]`, in the order `turnback config` prints them. */
-const CONFIG_KEYS = ['enabled', 'dir', 'retain', 'keep_days', 'max_store_gib', 'max_file_mib', 'max_picture_files', 'max_picture_mib', 'max_picture_seconds', 'max_walk_entries', 'snapshot_cap_mib', 'skip', 'protected'] as const;
+const CONFIG_KEYS = ['enabled', 'dir', 'retain', 'keep_days', 'max_store_gib', 'max_file_mib', 'max_picture_files', 'max_picture_mib', 'max_picture_seconds', 'max_walk_entries', 'snapshot_cap_mib', 'skip', 'protected', 'copy_credentials'] as const;
 
 /** `turnback config`: the configuration in effect, each value with where it came from. */
 export async function configCommand(options: GlobalOptions, io: Io): Promise<number> {

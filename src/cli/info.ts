@@ -1,4 +1,4 @@
-import { type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
+import { type CheckpointId, type CheckpointMeta, type CoverageCounts, type StoreView } from '../index.js';
 import { rowsShown } from '../report/folding.js';
 import { shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
@@ -123,6 +123,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     last = (await undoablePictures(store))[0];
     interrupted = await handleInterrupted(context, store, false);
   }
+  const coverage = store === undefined ? undefined : await lastCoverage(store);
   const cutShort = last === undefined || store === undefined ? [] : ((await store.manifest(last.id as CheckpointId).catch(() => undefined))?.gaps ?? []).filter((gap) => gap.reason === 'picture-budget').slice(0, 1);
   io.emit({
     enabled: on,
@@ -131,12 +132,14 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     store: { dir: context.storeDir, from: context.storeFrom, exists, ...(size !== undefined ? { bytes: size } : {}) },
     config: { user: context.config.user.found ? context.config.user.file : null, project: context.config.project.found ? context.config.project.file : null },
     last: last !== undefined ? { ...metaJson(last), cutShort: cutShort.map((gap) => gap.detail) } : null,
+    coverage: coverage ?? null,
     interrupted,
   });
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
   io.out(`project: ${context.projectRoot}`);
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)} on disk)` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
+  if (coverage !== undefined) io.out(coverageLine(coverage, context.config.resolved.maxFileMib, context.config.resolved.copyCredentials));
   for (const gap of cutShort) io.out(`⚠ last picture cut short: ${shownText(gap.detail)} (max_picture_files and max_picture_mib in turnback.toml raise the budget)`);
   for (const report of interrupted) {
     if (report.running !== undefined) io.out(`${runningText(report)}; undo waits until it ends`);
@@ -145,3 +148,27 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   return EXIT.ok;
 }
 
+
+/** What the newest run's picture covered (the call records keep it), looking back over a few pictures. */
+async function lastCoverage(store: StoreView): Promise<CoverageCounts | undefined> {
+  const runs = (await store.list()).filter((m) => m.kind === 'turn' || m.kind === 'call').sort((a, b) => (a.id < b.id ? 1 : -1));
+  for (const meta of runs.slice(0, 20)) {
+    const calls = (await store.manifest(meta.id as CheckpointId).catch(() => undefined))?.calls ?? [];
+    const found = calls.find((call) => call.coverage !== undefined)?.coverage;
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * `coverage: 10,102 files pictured; left out on purpose: 3 ignored …, 1 credential file …`: the
+ * categories a picture does not copy, said up front with their counts.
+ */
+export function coverageLine(counts: CoverageCounts, maxFileMib: number, copyCredentials: boolean): string {
+  const n = (value: number): string => value.toLocaleString('en-US');
+  const parts: string[] = [];
+  if (counts.ignored > 0) parts.push(`${n(counts.ignored)} ignored (.gitignore, skip; files git tracks are covered all the same)`);
+  if (counts.credential > 0) parts.push(`${n(counts.credential)} credential ${counts.credential === 1 ? 'file' : 'files'} recorded without a copy${copyCredentials ? '' : ' (copy_credentials = true copies them)'}`);
+  if (counts.tooLarge > 0) parts.push(`${n(counts.tooLarge)} over ${maxFileMib} MiB recorded without a copy (max_file_mib)`);
+  return `coverage: ${n(counts.files)} ${counts.files === 1 ? 'file' : 'files'} pictured${parts.length > 0 ? `; left out: ${parts.join(', ')}` : '; nothing left out'}`;
+}

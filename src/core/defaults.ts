@@ -26,6 +26,8 @@ export interface Defaults {
   snapshotCapMib: number;
   /** How long a restore waits for the store lock, ms. @default 5000 */
   restoreLockTimeoutMs: number;
+  /** Copy credential files (`.env`, `*.pem`, …) into the owner-only store like any file. @default false */
+  copyCredentials: boolean;
 }
 
 /** Every default, written once. */
@@ -41,6 +43,7 @@ export const DEFAULTS: Readonly<Defaults> = Object.freeze({
   keepDays: 14,
   snapshotCapMib: 1024,
   restoreLockTimeoutMs: 5000,
+  copyCredentials: false,
 });
 
 /**

@@ -152,6 +152,20 @@ export interface CallRecord {
   exitCode?: number;
   /** Lines about what the call did beyond files (git's HEAD moved, files staged), shown with its changes. */
   notes?: string[];
+  /** What the picture before the call covered and left out on purpose. */
+  coverage?: CoverageCounts;
+}
+
+/** What one picture covered and what it left out on purpose, by kind. */
+export interface CoverageCounts {
+  /** Files and links pictured. */
+  files: number;
+  /** Entries the ignore rules, `skip` and the default skipped folders left out (a folder counts once; files git tracks are pictured all the same). */
+  ignored: number;
+  /** Credential files recorded without a copy (`copy_credentials = true` copies them). */
+  credential: number;
+  /** Files over `max_file_mib`, recorded without a copy. */
+  tooLarge: number;
 }
 
 /** The most notes one call record keeps. */

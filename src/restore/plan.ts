@@ -150,6 +150,8 @@ function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint)
     return { path, action: 'skip', reason: 'already-matches', target };
   }
 
+  // Nothing to write back whatever the guard says: the real reason is that no copy was kept.
+  if (target.type === 'uncopied') return { path, action: 'leave', reason: `no-copy:${target.reason}`, target };
   const forced = options.force?.has(path) === true;
   if (lastAfter === undefined && !forced) return { path, action: 'refuse', reason: 'no-post-record', target, foundHash: found };
   if (lastAfter !== undefined && !forced && !matchesLastAfter(disk, found, lastAfter)) {
@@ -157,8 +159,6 @@ function planByState(input: PlanInput, options: PlanOptions, found: Fingerprint)
   }
 
   switch (target.type) {
-    case 'uncopied':
-      return { path, action: 'leave', reason: `no-copy:${target.reason}`, target };
     case 'other':
       return { path, action: 'leave', reason: 'not-a-file', target };
     case 'file':

@@ -4,7 +4,7 @@ import type { Picture } from '../capture/picture.js';
 import type { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
-import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type Gap, type PathState, type SideEffect } from '../core/model.js';
+import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type CoverageCounts, type Gap, type PathState, type SideEffect } from '../core/model.js';
 import type { CheckpointStore } from '../store/store.js';
 import type { OpenTurn, TurnJournal } from './turns.js';
 
@@ -55,9 +55,11 @@ export interface CallBeginResult {
   partial: boolean;
   gaps: Gap[];
   summary: string;
+  /** What the picture covered and left out on purpose (ignored, credential, over the size limit). */
+  coverage?: CoverageCounts;
 }
 
-type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>;
+type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch' | 'counts'>;
 
 const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);
 
@@ -117,7 +119,7 @@ export class CallAttributor {
       this.#calls.delete(callId);
       throw error;
     }
-    return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary };
+    return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary, ...(picture.counts !== undefined ? { coverage: picture.counts } : {}) };
   }
 
   /**
@@ -190,6 +192,7 @@ export class CallAttributor {
         ...(incomplete.length > 0 ? { incompletePaths: incomplete } : {}),
         ...(options.exitCode !== undefined ? { exitCode: options.exitCode } : {}),
         ...(notes !== undefined && notes.length > 0 ? { notes: [...notes] } : {}),
+        ...(call.picture.counts !== undefined ? { coverage: call.picture.counts } : {}),
       },
     });
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });

@@ -36,6 +36,8 @@ export interface CheckpointConfig {
   snapshot_cap_mib?: number;
   /** Paths whose change is flagged `protected` in turn-end lists. @default [] */
   protected?: string[];
+  /** Copy credential files (`.env`, `*.pem`, …) into the owner-only store too, so undo can bring them back. @default false */
+  copy_credentials?: boolean;
 }
 
 /** {@link CheckpointConfig} with every default applied. */
@@ -53,6 +55,7 @@ export interface ResolvedCheckpointConfig {
   maxWalkEntries: number;
   snapshotCapMib: number;
   protected: string[];
+  copyCredentials: boolean;
 }
 
 
@@ -70,7 +73,7 @@ const NUMERIC_KEYS = {
 } as const;
 
 type NumericKey = keyof typeof NUMERIC_KEYS;
-const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'skip', 'protected', ...Object.keys(NUMERIC_KEYS)]);
+const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'skip', 'protected', 'copy_credentials', ...Object.keys(NUMERIC_KEYS)]);
 
 /**
  * Validates a checkpoint table and applies defaults. Unknown keys and wrong types are errors, so a
@@ -90,6 +93,9 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
   if (input.enabled !== undefined && typeof input.enabled !== 'boolean') {
     throw new CheckpointError('INVALID_CONFIG', 'enabled must be true or false');
   }
+  if (input.copy_credentials !== undefined && typeof input.copy_credentials !== 'boolean') {
+    throw new CheckpointError('INVALID_CONFIG', 'copy_credentials must be true or false');
+  }
   if (input.dir !== undefined && (typeof input.dir !== 'string' || input.dir.length === 0 || input.dir.includes('\0'))) {
     throw new CheckpointError('INVALID_CONFIG', 'dir must be a non-empty path');
   }
@@ -107,6 +113,7 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
     maxWalkEntries: DEFAULTS.maxWalkEntries,
     snapshotCapMib: DEFAULTS.snapshotCapMib,
     protected: stringList(input.protected, 'protected'),
+    copyCredentials: input.copy_credentials === true ? true : DEFAULTS.copyCredentials,
   };
   for (const key of Object.keys(NUMERIC_KEYS) as NumericKey[]) {
     const [field, integer] = NUMERIC_KEYS[key];

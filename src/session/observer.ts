@@ -61,7 +61,7 @@ export class CheckpointObserver implements WriteObserver {
     this.store = viewOf(resolved.store);
     this.sessionId = resolved.sessionId;
     this.#restoreLockTimeoutMs = resolved.restoreLockTimeoutMs;
-    const capture: PathCaptureContext = { fs: resolved.fs, store: resolved.store, projectRoot: resolved.store.projectRoot, maxFileBytes: resolved.coverage.maxFileBytes };
+    const capture: PathCaptureContext = { fs: resolved.fs, store: resolved.store, projectRoot: resolved.store.projectRoot, maxFileBytes: resolved.coverage.maxFileBytes, isUncopiedCredential: resolved.coverage.isUncopiedCredential };
     this.#hasher = new PostWriteHasher(resolved.fs, capture.projectRoot);
     this.#pictures = new PictureKeeper({
       store: resolved.store,

@@ -77,6 +77,7 @@ export function observerOptionsFromConfig(config: ResolvedCheckpointConfig): Pic
       maxPictureSeconds: config.maxPictureSeconds,
       maxWalkEntries: config.maxWalkEntries,
       skip: [...config.skip],
+      copyCredentials: config.copyCredentials,
     },
     snapshotCapBytes: Math.floor(config.snapshotCapMib * MIB),
   };

@@ -241,7 +241,7 @@ export class Restorer {
     report.preRestoreId = saver.id;
     const toApply: PlanEntry[] = [];
     for (const entry of writing) {
-      if (entry.expectedHash?.startsWith('file:') === true && isCredentialPath(entry.path)) {
+      if (entry.expectedHash?.startsWith('file:') === true && (this.capture.isUncopiedCredential ?? isCredentialPath)(entry.path)) {
         // Credential files are never copied, so one cannot be saved first: it is left alone.
         report.skipped.push({ ...entry, action: 'leave', reason: 'cannot-save-first:credential' });
         continue;

@@ -84,10 +84,16 @@ export function validateGap(value: unknown): string | undefined {
   return typeof value.reason === 'string' && typeof value.detail === 'string' && optString(value.path) ? undefined : 'gap: bad fields';
 }
 
+function validCoverage(value: unknown): boolean {
+  if (!isObj(value) || extraKey(value, ['files', 'ignored', 'credential', 'tooLarge'])) return false;
+  return ['files', 'ignored', 'credential', 'tooLarge'].every((key) => Number.isSafeInteger(value[key]) && (value[key] as number) >= 0);
+}
+
 /** Checks a {@link CallRecord}; returns a reason when invalid. */
 export function validateCallRecord(value: unknown): string | undefined {
   if (!isObj(value)) return 'call is not an object';
-  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes'])) return 'call: unexpected field';
+  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes', 'coverage'])) return 'call: unexpected field';
+  if (value.coverage !== undefined && !validCoverage(value.coverage)) return 'call: bad coverage';
   if (value.exitCode !== undefined && !Number.isSafeInteger(value.exitCode)) return 'call: bad exitCode';
   if (value.notes !== undefined && !(Array.isArray(value.notes) && value.notes.length <= CALL_NOTES_MAX && value.notes.every((n) => typeof n === 'string' && n.length <= CALL_NOTE_MAX_CHARS))) return 'call: bad notes';
   if (typeof value.callId !== 'string' || typeof value.sideEffect !== 'string' || !SIDE_EFFECTS.has(value.sideEffect)) return 'call: bad id or side effect';

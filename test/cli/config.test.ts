@@ -19,7 +19,7 @@ describe('turnback config', () => {
     expect(shown.config.keep_days).toEqual({ value: 2, from: userFile });
     expect(shown.config.max_file_mib).toEqual({ value: 100, from: 'default' });
     expect(shown.config.enabled).toEqual({ value: true, from: 'default (on)' });
-    expect(Object.keys(shown.config)).toHaveLength(13);
+    expect(Object.keys(shown.config)).toHaveLength(14);
     const text = repo.tb(['config']).stdout;
     expect(text).toMatch(/^retain = 7 +\S*turnback\.toml$/m);
     expect(text).toMatch(/^keep_days = 2 +\S*config\.toml$/m);
