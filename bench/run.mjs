@@ -1,5 +1,5 @@
 // turnback benchmark REPORT (not a test): prints figures, ratios and PASS/MISS per goal; always exits 0.
-// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als]
+// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh]
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -8,9 +8,10 @@ import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { collect, diskUsage, fmtBytes, fmtMs, fmtRatio, git, median, parseArgs, say, shadowEnv, TempRoot, timeAsync, timeSync } from './lib.mjs';
 import { editFiles, generateTree, mulberry32 } from './tree.mjs';
+import { benchFresh } from './fresh.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als'];
+const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh'];
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
@@ -479,7 +480,7 @@ async function benchAls() {
 }
 
 // ---------------------------------------------------------------------------------------------
-const table = { overhead: benchOverhead, restore: benchRestore, pictures: benchPictures, memory: benchMemory, als: benchAls };
+const table = { overhead: benchOverhead, restore: benchRestore, pictures: benchPictures, memory: benchMemory, als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }) };
 const startedAt = performance.now();
 const cleanup = () => temp.remove();
 process.on('SIGINT', () => {
