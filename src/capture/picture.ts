@@ -308,7 +308,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     copied,
     copiedBytes,
     summary: summarize(records.size, copied, partial, budgetSkipped, scan.unchecked),
-    counts: countCoverage(records, scan.ignored),
+    counts: countCoverage(records, scan.ignored.length),
   };
 }
 

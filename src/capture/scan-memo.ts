@@ -12,8 +12,8 @@ export interface FolderMemo {
   byName?: Map<string, StatRecord>;
   /** Set when a later scan may take the folder's entries from here instead of listing it. */
   listing?: SettledListing;
-  /** Entries of the folder the ignore rules (and `skip`) left out when it was listed. */
-  ignored?: number;
+  /** Entries of the folder the ignore rules (and `skip`) left out when it was listed; a folder ends with `/`. */
+  ignored?: string[];
 }
 
 /**

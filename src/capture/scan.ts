@@ -44,8 +44,8 @@ export interface ScanResult {
   partial: boolean;
   /** Folder entries listed. */
   walked: number;
-  /** Entries the ignore rules, `skip` and the default skipped folders left out (a folder counts once). */
-  ignored: number;
+  /** Entries the ignore rules, `skip` and the default skipped folders left out; a folder ends with `/` and counts once. */
+  ignored: string[];
   /** The `ignores.epoch` when the scan ended (pass it back as `previousEpoch`). */
   ignoreEpoch: number;
   /** The `memo` generation this scan wrote, for {@link ScanMemo.bind}; `undefined` when it wrote none. */
@@ -102,8 +102,8 @@ interface FolderOutcome {
   problems: UncheckedPath[];
   /** The folder's memo for the next scan, when a memo is kept. */
   memo: FolderMemo | undefined;
-  /** Entries the ignore rules left out. */
-  ignored: number;
+  /** Entries the ignore rules left out (a folder ends with `/`). */
+  ignored: string[];
 }
 
 interface PendingFolder {
@@ -165,7 +165,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const gaps: Gap[] = [];
   const tooDeep: string[] = [];
   let walked = 0;
-  let ignored = 0;
+  const ignored: string[] = [];
   let sinceYield = 0;
   let isRepository = false;
   let stopped: 'walk-entries' | 'time-limit' | undefined;
@@ -282,7 +282,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       break;
     }
     for (const record of outcome.found) list.push(record);
-    ignored += outcome.ignored;
+    for (const hidden of outcome.ignored) ignored.push(hidden);
     if (nextMemo !== undefined && outcome.memo !== undefined) nextMemo.set(folder.rel, outcome.memo);
     for (const problem of outcome.problems) {
       unchecked.push(problem);
@@ -335,7 +335,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     for (let k = 0; k < changedAt.length; k++) records[changedAt[k] as number] = changedTo[k];
     if (changedAt.length > 0) known.byName = undefined;
     const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame }));
-    return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? 0 };
+    return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? [] };
   }
 
   /** Reads a folder's fresh listing: ignore rules matched, every covered entry statted. */
@@ -351,7 +351,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const subfolders: PendingFolder[] = [];
     const problems: UncheckedPath[] = [];
     const memoRecords: (StatRecord | undefined)[] | undefined = nextMemo !== undefined ? new Array<StatRecord | undefined>(dirents.length) : undefined;
-    let ignoredHere = 0;
+    const ignoredHere: string[] = [];
     for (let i = 0; i < dirents.length; i++) {
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
@@ -360,7 +360,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         const rel = prefix + name;
         if (excluded.size > 0 && excluded.has(rel)) continue;
         if ((!isRepository && SKIPPED_WITHOUT_GIT.has(name)) || coverage.isSkipped(rel, true) || isIgnoredBy(frame, rel, true)) {
-          ignoredHere += 1;
+          ignoredHere.push(`${rel}/`);
           continue;
         }
         subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame });
@@ -387,7 +387,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         rel ??= prefix + name;
         if (excluded.size > 0 && excluded.has(rel)) continue;
         if (coverage.isSkipped(rel, false) || isIgnoredBy(frame, rel, false)) {
-          ignoredHere += 1;
+          ignoredHere.push(rel);
           continue;
         }
       }
@@ -405,7 +405,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   }
   // Files git tracks are covered whatever the ignore rules say (not when the walk stopped early).
   if (isRepository && stopped === undefined) {
-    for (const record of trackedBeyondWalk(root, list, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) })) list.push(record);
+    for (const record of trackedBeyondWalk(root, ignored, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) })) list.push(record);
   }
   if (stopped !== undefined) {
     const reason = stopped;

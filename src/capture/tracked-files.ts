@@ -1,6 +1,7 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { GITLINK_MODE, parseGitIndex } from '../core/git-index.js';
+import { gitDirFromFile, objectIdBytes } from '../fs/git-files.js';
 import { resolveInsideRootSync, type AncestorMemo } from '../fs/paths.js';
 import { statEntry, type StatRecord } from './stat-record.js';
 
@@ -29,30 +30,7 @@ function gitDirOf(root: string): string | undefined {
     return undefined;
   }
   if (stats.isDirectory()) return dotGit;
-  if (!stats.isFile() || stats.size > 4096) return undefined;
-  // A worktree or a submodule: `gitdir: <path>`, relative to the work tree.
-  const match = /^gitdir: (.+)$/m.exec(nodeFs.readFileSync(dotGit, 'utf8'));
-  return match?.[1] === undefined ? undefined : path.resolve(root, match[1].trim());
-}
-
-/** 32 for a SHA-256 repository (its config says `objectformat = sha256`), else 20. */
-function hashBytesOf(gitDir: string): number {
-  for (const dir of [gitDir, commonDirOf(gitDir)]) {
-    try {
-      if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(nodeFs.readFileSync(path.join(dir, 'config'), 'utf8'))) return 32;
-    } catch {
-      // No config here: the common folder's, or SHA-1.
-    }
-  }
-  return 20;
-}
-
-function commonDirOf(gitDir: string): string {
-  try {
-    return path.resolve(gitDir, nodeFs.readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim());
-  } catch {
-    return gitDir;
-  }
+  return stats.isFile() ? gitDirFromFile(root, dotGit) : undefined;
 }
 
 /**
@@ -80,7 +58,7 @@ export function trackedFiles(root: string): readonly string[] | undefined {
   } catch {
     return undefined;
   }
-  const entries = parseGitIndex(bytes, hashBytesOf(gitDir));
+  const entries = parseGitIndex(bytes, objectIdBytes(gitDir));
   if (entries === undefined) return undefined;
   const paths = [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
   cache.set(root, { key, paths });
@@ -101,20 +79,27 @@ export interface WalkContext {
 }
 
 /**
- * Records for the files git tracks that a walk by the ignore rules left out (a tracked file a
- * `.gitignore` matches, or one inside an ignored folder). Each is reached from the root through
- * real folders only — a tracked path under a link is never followed — and `skip` patterns and
- * excluded paths still hold. Empty outside a work tree's top.
+ * Records for the files git tracks that the walk's ignore rules left out (`hidden`: the files and
+ * the folders, ending with `/`, the walk passed over). Each is reached from the root through real
+ * folders only — a tracked path under a link is never followed — and `skip` patterns, excluded
+ * and unchecked paths still hold. Empty outside a work tree's top, and free when the walk hid
+ * nothing (the index is not even read).
  */
-export function trackedBeyondWalk(root: string, walked: readonly StatRecord[], context: WalkContext): StatRecord[] {
+export function trackedBeyondWalk(root: string, hidden: readonly string[], context: WalkContext): StatRecord[] {
+  if (hidden.length === 0) return [];
   const tracked = trackedFiles(root);
   if (tracked === undefined || tracked.length === 0) return [];
-  const seen = new Set<string>();
-  for (const record of walked) seen.add(record.path);
+  const hiddenFiles = new Set<string>();
+  const hiddenFolders = new Set<string>();
+  for (const entry of hidden) {
+    if (entry.endsWith('/')) hiddenFolders.add(entry.slice(0, -1));
+    else hiddenFiles.add(entry);
+  }
   const ancestors: AncestorMemo = new Map();
   const extra: StatRecord[] = [];
   for (const projectPath of tracked) {
-    if (seen.has(projectPath) || !coverable(projectPath, context)) continue;
+    if (!hiddenFiles.has(projectPath) && !(hiddenFolders.size > 0 && underAny(projectPath, hiddenFolders))) continue;
+    if (!coverable(projectPath, context)) continue;
     let resolved;
     try {
       resolved = resolveInsideRootSync(nodeFs, root, projectPath, ancestors);
@@ -128,6 +113,14 @@ export function trackedBeyondWalk(root: string, walked: readonly StatRecord[], c
     if (typeof record !== 'string') extra.push(record);
   }
   return extra;
+}
+
+/** True when a folder above `projectPath` is one of `folders`. */
+function underAny(projectPath: string, folders: ReadonlySet<string>): boolean {
+  for (let slash = projectPath.indexOf('/'); slash >= 0; slash = projectPath.indexOf('/', slash + 1)) {
+    if (folders.has(projectPath.slice(0, slash))) return true;
+  }
+  return false;
 }
 
 /** False for a path a `skip` pattern, an excluded or an unchecked folder covers, itself or through a folder above it. */

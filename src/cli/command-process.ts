@@ -52,14 +52,28 @@ export function spawnCommand(argv: readonly string[], sessionId: string): ChildP
  * replaced its whole environment is not seen.
  */
 export function processesOfRun(sessionId: string, procRoot = '/proc'): number[] | undefined {
+  let scan = scans.get(procRoot);
+  if (scan === undefined || Date.now() - scan.at > SCAN_FRESH_MS) {
+    scan = { at: Date.now(), byRun: runsByProcess(procRoot) };
+    scans.set(procRoot, scan);
+  }
+  return scan.byRun === null ? undefined : [...(scan.byRun.get(sessionId) ?? [])];
+}
+
+/** How long one scan of /proc answers: one command asks about several pictures in a moment. */
+const SCAN_FRESH_MS = 1000;
+const scans = new Map<string, { at: number; byRun: Map<string, number[]> | null }>();
+
+/** Every process's TURNBACK_RUN, as run → pids (sorted); `null` where processes cannot be listed. */
+function runsByProcess(procRoot: string): Map<string, number[]> | null {
   let names: string[];
   try {
     names = readdirSync(procRoot);
   } catch {
-    return undefined;
+    return null;
   }
-  const mark = Buffer.from(`${RUN_ENV}=${sessionId}\u0000`);
-  const found: number[] = [];
+  const mark = Buffer.from(`${RUN_ENV}=`);
+  const byRun = new Map<string, number[]>();
   for (const name of names) {
     if (!/^[0-9]+$/.test(name) || Number(name) === process.pid) continue;
     let environ: Buffer;
@@ -69,11 +83,17 @@ export function processesOfRun(sessionId: string, procRoot = '/proc'): number[] 
       // Gone meanwhile, or another user's: not ours to see.
       continue;
     }
-    const at = environ.indexOf(mark.subarray(0, mark.length - 1));
-    if (at < 0) continue;
-    // Whole entries only: at the start or after a NUL, and ending at a NUL or the end.
-    const end = at + mark.length - 1;
-    if ((at === 0 || environ[at - 1] === 0) && (end === environ.length || environ[end] === 0)) found.push(Number(name));
+    // Whole entries only: the name starts the environment or follows a NUL; the value ends at a NUL.
+    for (let at = environ.indexOf(mark); at >= 0; at = environ.indexOf(mark, at + 1)) {
+      if (at !== 0 && environ[at - 1] !== 0) continue;
+      const end = environ.indexOf(0, at);
+      const run = environ.toString('utf8', at + mark.length, end < 0 ? environ.length : end);
+      const pids = byRun.get(run) ?? [];
+      pids.push(Number(name));
+      byRun.set(run, pids);
+      break;
+    }
   }
-  return found.sort((a, b) => a - b);
+  for (const pids of byRun.values()) pids.sort((a, b) => a - b);
+  return byRun;
 }

@@ -1,5 +1,8 @@
 import { execFile, spawn } from 'node:child_process';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
+import * as path from 'node:path';
 import type { GitAnswer } from '../report/turn-end-list.js';
+import { gitDirFromFile, objectIdBytes } from '../fs/git-files.js';
 
 interface GitResult {
   ok: boolean;
@@ -7,9 +10,9 @@ interface GitResult {
   stderr: string;
 }
 
-function git(args: string[], cwd: string, timeoutMs = 10_000): Promise<GitResult> {
+function git(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env, timeoutMs = 10_000): Promise<GitResult> {
   return new Promise((resolve) => {
-    execFile('git', args, { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8', env: { ...process.env, GIT_OPTIONAL_LOCKS: '0' } }, (error, stdout, stderr) => {
+    execFile('git', args, { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8', env: { ...env, GIT_OPTIONAL_LOCKS: '0' } }, (error, stdout, stderr) => {
       resolve({ ok: error === null, stdout, stderr });
     });
   });
@@ -25,9 +28,51 @@ export interface GitRepo {
   hashBytes: number;
 }
 
-/** The repository `cwd` is in, in one git call, or `undefined` outside a work tree (or without git). */
-export async function gitRepoOf(cwd: string): Promise<GitRepo | undefined> {
-  const result = await git(['rev-parse', '--show-toplevel', '--absolute-git-dir', '--show-object-format'], cwd);
+/**
+ * The repository `cwd` is in, or `undefined` outside a work tree. Found as git finds it — the
+ * nearest folder above with a `.git` folder or `.git` file, not past a file-system boundary —
+ * by reading the file system, which costs a fresh command no git process. Whatever that reading
+ * cannot settle as git would (GIT_DIR and the other discovery variables, a `.git` owned by another
+ * user, a start inside a `.git` folder) is asked of git itself, in one call.
+ */
+export async function gitRepoOf(cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<GitRepo | undefined> {
+  const discoveryVariables = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_CEILING_DIRECTORIES', 'GIT_DISCOVERY_ACROSS_FILESYSTEM', 'GIT_COMMON_DIR'];
+  const found = discoveryVariables.some((name) => env[name] !== undefined) ? 'ask' : discoverRepo(cwd);
+  return found === 'ask' ? askGitForRepo(cwd, env) : found;
+}
+
+/** The walk up from `cwd` that git's discovery makes; `'ask'` where only git can say. */
+function discoverRepo(cwd: string): GitRepo | undefined | 'ask' {
+  let dir: string;
+  try {
+    dir = realpathSync(cwd);
+  } catch {
+    return 'ask';
+  }
+  if (dir.split(path.sep).includes('.git')) return 'ask';
+  const device = statSync(dir).dev;
+  const uid = process.getuid?.();
+  for (;;) {
+    const dotGit = path.join(dir, '.git');
+    const stats = lstatSync(dotGit, { throwIfNoEntry: false });
+    if (stats !== undefined) {
+      // git's safe.directory rule: a repository another user owns is git's to accept or refuse.
+      if (uid !== undefined && stats.uid !== uid) return 'ask';
+      const gitDir = stats.isDirectory() ? dotGit : stats.isFile() ? gitDirFromFile(dir, dotGit) : undefined;
+      if (gitDir !== undefined && statSync(path.join(gitDir, 'HEAD'), { throwIfNoEntry: false })?.isFile() === true) {
+        return { toplevel: dir, gitDir, hashBytes: objectIdBytes(gitDir) };
+      }
+    }
+    const up = path.dirname(dir);
+    // git stops at the file system's root and at a mount point.
+    if (up === dir || statSync(up).dev !== device) return undefined;
+    dir = up;
+  }
+}
+
+/** What git itself says of `cwd`, in one call. */
+async function askGitForRepo(cwd: string, env: NodeJS.ProcessEnv): Promise<GitRepo | undefined> {
+  const result = await git(['rev-parse', '--show-toplevel', '--absolute-git-dir', '--show-object-format'], cwd, env);
   const [toplevel, gitDir, format] = result.stdout.split('\n');
   if (!result.ok || toplevel === undefined || toplevel.length === 0 || gitDir === undefined || gitDir.length === 0) return undefined;
   return { toplevel, gitDir, hashBytes: format === 'sha256' ? 32 : 20 };

@@ -79,8 +79,7 @@ function stateOf(meta: CheckpointMeta): PictureState {
   if (meta.complete) return 'complete';
   const pid = cliPid(meta.sessionId);
   if (pid === undefined) return 'open';
-  // Its turnback is gone, yet the command (or a child it left) may still be writing.
-  return isPidAlive(pid) || (processesOfRun(meta.sessionId as string)?.length ?? 0) > 0 ? 'running' : 'cut-short';
+  return isPidAlive(pid) ? 'running' : 'cut-short';
 }
 
 /**
@@ -99,8 +98,13 @@ export async function undoablePictures(store: StoreView): Promise<Picture[]> {
   const pictures: Picture[] = [];
   for (const meta of metas) {
     let state = undone.has(meta.id) ? 'undone' : stateOf(meta);
-    // Not complete can also mean a finished run whose picture was partial: its run call ended.
-    if (state === 'cut-short' && meta.kind === 'turn' && (await store.manifest(meta.id).catch(() => undefined))?.calls.some((c) => c.callId === 'run' && c.endedAt !== undefined) === true) state = 'partial';
+    if (state === 'cut-short' && meta.kind === 'turn') {
+      // Not complete can also mean a finished run whose picture was partial (its run call ended);
+      // else its turnback is gone, yet the command (or a child it left) may still be writing.
+      const ended = (await store.manifest(meta.id).catch(() => undefined))?.calls.some((c) => c.callId === 'run' && c.endedAt !== undefined) === true;
+      if (ended) state = 'partial';
+      else if ((processesOfRun(meta.sessionId as string)?.length ?? 0) > 0) state = 'running';
+    }
     if (state === 'cut-short' && meta.kind === 'turn' && meta.entryCount === 0) continue;
     let shownAt = meta.createdAt;
     if (meta.kind === 'call') {
