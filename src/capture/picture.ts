@@ -6,6 +6,7 @@ import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
+import { withThousands } from '../core/numbers.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -119,7 +120,6 @@ const SYNC_COPY_MAX_BYTES = 256 * 1024;
 /** How long the synchronous copies may hold the event loop before yielding a turn. */
 const YIELD_EVERY_MS = 10;
 const PROGRESS_EVERY = 256;
-const numberFormat = new Intl.NumberFormat('en-US');
 
 type BudgetStop = 'files' | 'bytes' | 'time';
 
@@ -294,7 +294,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   if (budgetStops.size > 0) {
     gaps.push({
       reason: 'picture-budget',
-      detail: `${describeBudget(budgetStops, coverage)}: ${numberFormat.format(budgetSkipped.length)} file${budgetSkipped.length === 1 ? '' : 's'} not copied; a later picture copies them`,
+      detail: `${describeBudget(budgetStops, coverage)}: ${withThousands(budgetSkipped.length)} file${budgetSkipped.length === 1 ? '' : 's'} not copied; a later picture copies them`,
     });
   }
   cache?.memo?.bind(scan.memoGeneration, records);
@@ -388,7 +388,7 @@ function failureReason(error: unknown): UncopiedReason {
 
 function describeBudget(stops: Set<BudgetStop>, coverage: ResolvedCoverage): string {
   const parts: string[] = [];
-  if (stops.has('files')) parts.push(`${numberFormat.format(coverage.maxPictureFiles)} files`);
+  if (stops.has('files')) parts.push(`${withThousands(coverage.maxPictureFiles)} files`);
   if (stops.has('bytes')) parts.push(`${coverage.maxPictureMib} MiB`);
   if (stops.has('time')) parts.push(`${coverage.maxPictureSeconds} s`);
   return `copy budget reached (${parts.join(', ')})`;
@@ -405,7 +405,7 @@ const UNCHECKED_WORDS: Record<UncheckedPath['reason'], string> = {
 
 /** Builds the one-line summary; uncopied-by-budget files are grouped by their top folder. */
 function summarize(total: number, copied: number, partial: boolean, budgetSkipped: string[], unchecked: UncheckedPath[]): string {
-  if (!partial) return `checkpoint: ${numberFormat.format(total)} file${total === 1 ? '' : 's'}, ${numberFormat.format(copied)} copied`;
+  if (!partial) return `checkpoint: ${withThousands(total)} file${total === 1 ? '' : 's'}, ${withThousands(copied)} copied`;
   const parts: string[] = [];
   if (budgetSkipped.length > 0) {
     const groups = new Map<string, number>();
@@ -417,12 +417,12 @@ function summarize(total: number, copied: number, partial: boolean, budgetSkippe
     const sorted = [...groups].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
     const shown = sorted.slice(0, 3);
     shown.forEach(([top, count], i) => {
-      parts.push(`${numberFormat.format(count)}${i === 0 ? ` new file${count === 1 ? '' : 's'}` : ''} in ${top}`);
+      parts.push(`${withThousands(count)}${i === 0 ? ` new file${count === 1 ? '' : 's'}` : ''} in ${top}`);
     });
     const rest = sorted.slice(3).reduce((sum, [, count]) => sum + count, 0);
-    if (rest > 0) parts.push(`${numberFormat.format(rest)} elsewhere`);
+    if (rest > 0) parts.push(`${withThousands(rest)} elsewhere`);
   }
-  parts.push(`${numberFormat.format(copied)} copied`);
+  parts.push(`${withThousands(copied)} copied`);
   let sentence = `checkpoint partial: ${parts.join(', ')}`;
   if (unchecked.length > 0) {
     // One clause per reason, so a walk stopped with 800 folders left stays one readable line.
@@ -433,7 +433,7 @@ function summarize(total: number, copied: number, partial: boolean, budgetSkippe
       byReason.set(u.reason, list);
     }
     const clauses = [...byReason].map(([reason, list]) =>
-      list.length === 1 ? `${list[0]} (${UNCHECKED_WORDS[reason]})` : `${numberFormat.format(list.length)} folders (${UNCHECKED_WORDS[reason]}) such as ${list[0]}`,
+      list.length === 1 ? `${list[0]} (${UNCHECKED_WORDS[reason]})` : `${withThousands(list.length)} folders (${UNCHECKED_WORDS[reason]}) such as ${list[0]}`,
     );
     sentence += `; not checked: ${clauses.join(', ')}`;
   }

@@ -11,6 +11,7 @@ import { LISTING_SETTLE_MS, ScanMemo, prefetchSettled, type FolderMemo, type Set
 import { entryFromBatch, folderFromBatch, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk } from './tracked-files.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
+import { withThousands } from '../core/numbers.js';
 
 export { ScanMemo } from './scan-memo.js';
 export type { StatRecord } from './stat-record.js';
@@ -410,17 +411,17 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   if (stopped !== undefined) {
     const reason = stopped;
     for (const folder of pending) unchecked.push({ path: folder.rel === '' ? '.' : folder.rel, reason });
-    const limit = reason === 'walk-entries' ? `${coverage.maxWalkEntries.toLocaleString('en-US')} entries` : `${coverage.maxPictureSeconds} s`;
+    const limit = reason === 'walk-entries' ? `${withThousands(coverage.maxWalkEntries)} entries` : `${coverage.maxPictureSeconds} s`;
     gaps.push({
       reason,
-      detail: `${STOP_DETAIL[reason]} (${limit}); ${pending.length.toLocaleString('en-US')} folder${pending.length === 1 ? '' : 's'} not checked`,
+      detail: `${STOP_DETAIL[reason]} (${limit}); ${withThousands(pending.length)} folder${pending.length === 1 ? '' : 's'} not checked`,
     });
   }
   if (tooDeep.length > 0) {
     gaps.push({
       path: tooDeep[0] as string,
       reason: 'too-deep',
-      detail: `${tooDeep.length.toLocaleString('en-US')} folder${tooDeep.length === 1 ? '' : 's'} deeper than ${coverage.maxDepth} levels not checked`,
+      detail: `${withThousands(tooDeep.length)} folder${tooDeep.length === 1 ? '' : 's'} deeper than ${coverage.maxDepth} levels not checked`,
     });
   }
   ignores.trimCaches();

@@ -12,6 +12,7 @@ import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateTex
 import { turnEndListFor } from './turn-list.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
+import { withThousands } from '../core/numbers.js';
 
 function refusalNotice(context: CliContext, io: Io): void {
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
@@ -165,7 +166,7 @@ async function lastCoverage(store: StoreView): Promise<CoverageCounts | undefine
  * categories a picture does not copy, said up front with their counts.
  */
 export function coverageLine(counts: CoverageCounts, maxFileMib: number, copyCredentials: boolean): string {
-  const n = (value: number): string => value.toLocaleString('en-US');
+  const n = withThousands;
   const parts: string[] = [];
   if (counts.ignored > 0) parts.push(`${n(counts.ignored)} ignored (.gitignore, skip; files git tracks are covered all the same)`);
   if (counts.credential > 0) parts.push(`${n(counts.credential)} credential ${counts.credential === 1 ? 'file' : 'files'} recorded without a copy${copyCredentials ? '' : ' (copy_credentials = true copies them)'}`);

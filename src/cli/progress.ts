@@ -1,3 +1,5 @@
+import { withThousands } from '../core/numbers.js';
+
 /** Pictures shorter than this print nothing; longer ones get a progress line. */
 const DEFAULT_AFTER_MS = 1000;
 
@@ -48,7 +50,7 @@ export class Progress {
 
   /** New counts from the picture. */
   update(progress: PictureProgress): void {
-    this.#last = `turnback: taking a picture… ${progress.walked.toLocaleString('en')} files seen, ${progress.copied.toLocaleString('en')} of ${progress.toCopy.toLocaleString('en')} copied`;
+    this.#last = `turnback: taking a picture… ${withThousands(progress.walked)} files seen, ${withThousands(progress.copied)} of ${withThousands(progress.toCopy)} copied`;
     if (this.#shown && this.#tty) this.#show();
   }
 
