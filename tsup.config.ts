@@ -24,25 +24,16 @@ export default defineConfig([
   },
   {
     entry: { 'cli/main': 'src/cli/main.ts' },
-    format: ['esm'],
+    // The command is one CommonJS file with its dependencies inside. A fresh process then
+    // compiles one module instead of seven packages, and never loads Node's ESM loader: together
+    // about 90 ms of each command's start (bench/RESULTS.md, the fresh section).
+    format: ['cjs'],
     dts: false,
     sourcemap: true,
     target: 'node20',
-    // The command is one file with its dependencies inside: a fresh process resolves and compiles
-    // one module instead of seven packages (CommonJS ones through the ESM interop), which
-    // measured about 80 ms of each command's start (bench/RESULTS.md, the fresh section).
     noExternal: [/./],
-    // Bundled CommonJS dependencies call require() for Node's own modules and read __filename.
-    banner: {
-      js: [
-        '#!/usr/bin/env node',
-        "import { createRequire as __turnbackRequire } from 'node:module';",
-        "import { fileURLToPath as __turnbackPath } from 'node:url';",
-        "import { dirname as __turnbackDirname } from 'node:path';",
-        'const require = __turnbackRequire(import.meta.url);',
-        'const __filename = __turnbackPath(import.meta.url);',
-        'const __dirname = __turnbackDirname(__filename);',
-      ].join('\n'),
-    },
+    // import.meta.url (where the stat helper thread's program is) in CommonJS.
+    shims: true,
+    banner: { js: '#!/usr/bin/env node' },
   },
 ]);

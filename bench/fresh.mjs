@@ -31,7 +31,7 @@ export async function benchFresh({ temp, row, notes, quick, dist }) {
   const home = temp.path('fresh-home');
   fs.mkdirSync(home, { recursive: true });
   const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1' };
-  const cli = path.join(dist, 'cli', 'main.js');
+  const cli = path.join(dist, 'cli', 'main.cjs');
   const options = { cwd: repo, env };
   const node = process.execPath;
   // The store's first picture, and one repeat, before anything is timed.

@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli', 'main.js');
+const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli', 'main.cjs');
 const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'turnback-demo-')));
 const home = path.join(root, 'home');
 const proj = path.join(root, 'sample');

@@ -3,10 +3,10 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Builds dist/ once when the CLI is missing, so end-to-end tests can run `node dist/cli/main.js`. */
+/** Builds dist/ once when the CLI is missing, so end-to-end tests can run `node dist/cli/main.cjs`. */
 export default function setup(): void {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-  const cli = path.join(root, 'dist', 'cli', 'main.js');
+  const cli = path.join(root, 'dist', 'cli', 'main.cjs');
   if (existsSync(cli)) return;
   try {
     execFileSync('npx', ['tsup'], { cwd: root, stdio: 'inherit' });

@@ -166,4 +166,5 @@ export async function main(argv: string[] = process.argv): Promise<void> {
   }
 }
 
-await main();
+// Not a top-level await: the command is built as CommonJS (see tsup.config.ts).
+void main();

@@ -101,8 +101,9 @@ export async function undoablePictures(store: StoreView): Promise<Picture[]> {
     if (state === 'cut-short' && meta.kind === 'turn') {
       // Not complete can also mean a finished run whose picture was partial (its run call ended);
       // else its turnback is gone, yet the command (or a child it left) may still be writing.
-      const ended = (await store.manifest(meta.id).catch(() => undefined))?.calls.some((c) => c.callId === 'run' && c.endedAt !== undefined) === true;
-      if (ended) state = 'partial';
+      const manifest = await store.manifest(meta.id).catch(() => undefined);
+      const ended = manifest?.calls.some((c) => c.callId === 'run' && c.endedAt !== undefined) === true;
+      if (ended && (manifest?.gaps.length ?? 0) > 0) state = 'partial';
       else if ((processesOfRun(meta.sessionId as string)?.length ?? 0) > 0) state = 'running';
     }
     if (state === 'cut-short' && meta.kind === 'turn' && meta.entryCount === 0) continue;

@@ -8,7 +8,7 @@ import { tempFolder } from '../helpers/temp.js';
 import { CheckpointStore } from '../../src/store/store.js';
 
 // TURNBACK_CLI runs these tests against another bundle of src/cli/main.ts (a private build) without touching dist/.
-const CLI = process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+const CLI = process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.cjs');
 
 let root: string;
 let home: string;

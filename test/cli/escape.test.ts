@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { shownPath, shownText } from '../../src/report/escape.js';
 import { tempFolder } from '../helpers/temp.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.cjs');
 // A name that would retitle the terminal (OSC), ring its bell, and forge a line of its own.
 const EVIL = 'evil\u001b]0;pwned\u0007\n  write back  innocent.txt';
 

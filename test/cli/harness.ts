@@ -6,7 +6,7 @@ import { tempFolder } from '../helpers/temp.js';
 
 /** The built command (TURNBACK_CLI: another bundle of src/cli/main.ts, a private build). */
 export const CLI: string =
-  process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+  process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.cjs');
 
 /** What one `turnback` process did. */
 export interface CliResult {

@@ -8,7 +8,7 @@ import { isCheckpointError } from '../../src/core/errors.js';
 import { resolveCheckpointConfig } from '../../src/session/config.js';
 import { sandbox } from '../session/helpers.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.cjs');
 
 describe('the file-size limit has a ceiling, enforced when the config is read', () => {
   it('max_file_mib above 1024 is INVALID_CONFIG in the config and in coverage options; 1024 is accepted', () => {

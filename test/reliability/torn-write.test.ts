@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { CheckpointId } from '../../src/core/id.js';
 import { openObserver, sandbox, writeTree } from '../session/helpers.js';
 
-const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
+const CLI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.cjs');
 
 /** A turn whose write of `torn.txt` was cut short: its pre-image is kept, its after record never came. */
 async function tornTurn(): Promise<{ base: string; project: string; storeDir: string; turn: CheckpointId }> {
