@@ -7,6 +7,8 @@ import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
 import { withThousands } from '../core/numbers.js';
+import { gitBlobIdOf, gitObjectKey } from '../core/git-blob.js';
+import { cleanTrackedBlob } from './tracked-files.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -191,6 +193,8 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   let reservedBytes = 0;
   const budgetStops = new Set<BudgetStop>();
   const budgetSkipped: string[] = [];
+  /** Files past the budget recorded by their git blob id instead of a copy. */
+  let onGit = 0;
   const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
 
   type StoredRef = { object: string; hash: string; size: number; mode: number };
@@ -205,6 +209,14 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
             ? 'bytes'
             : undefined;
     if (stop !== undefined) {
+      // A clean tracked file needs no copy to come back: its bytes are git's blob, recorded by id.
+      const blob = cleanTrackedBlob(root, stat);
+      if (blob !== undefined) {
+        const key = gitObjectKey(blob);
+        results[index] = withState(stat, { type: 'file', object: key, hash: key, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino });
+        onGit += 1;
+        return false;
+      }
       budgetStops.add(stop);
       budgetSkipped.push(stat.path);
       results[index] = withState(stat, uncopiedState('picture-budget', stat));
@@ -316,13 +328,15 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
 function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number): CoverageCounts {
   let credential = 0;
   let tooLarge = 0;
+  let onGit = 0;
   for (const record of records.values()) {
     const state = record.state;
+    if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) onGit += 1;
     if (state.type !== 'uncopied') continue;
     if (state.reason === 'credential') credential += 1;
     else if (state.reason === 'too-large') tooLarge += 1;
   }
-  return { files: records.size, ignored, credential, tooLarge };
+  return { files: records.size, ignored, credential, tooLarge, onGit };
 }
 
 function canonicalRoot(projectRoot: string): string {
@@ -343,7 +357,8 @@ function settled(record: PictureRecord, coverage: ResolvedCoverage): boolean {
   const state = record.state;
   switch (state.type) {
     case 'file':
-      return state.size === record.size;
+      // A file resting on git's blob is copied in by a later picture, within its budget.
+      return state.size === record.size && gitBlobIdOf(state.object) === undefined;
     case 'symlink':
       return true;
     case 'uncopied':

@@ -132,3 +132,62 @@ function coverable(projectPath: string, context: WalkContext): boolean {
   }
   return true;
 }
+
+/** What git's index says of the clean tracked files: their blob, and the stat git last saw. */
+interface CleanIndex {
+  key: string;
+  /** The index file's own mtime: an entry at or after it may be racily clean (git re-reads it). */
+  indexMtimeMs: number;
+  entries: Map<string, { object: string; mode: number; mtimeMs: number; ino: number; size: number }>;
+}
+
+const cleanIndexes = new Map<string, CleanIndex>();
+
+function cleanIndexOf(root: string): CleanIndex | undefined {
+  const gitDir = gitDirOf(root);
+  if (gitDir === undefined) return undefined;
+  const indexFile = path.join(gitDir, 'index');
+  let stats: nodeFs.Stats;
+  try {
+    stats = nodeFs.statSync(indexFile);
+  } catch {
+    return undefined;
+  }
+  if (stats.size > INDEX_MAX_BYTES) return undefined;
+  const key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+  const known = cleanIndexes.get(root);
+  if (known?.key === key) return known;
+  let parsed;
+  try {
+    parsed = parseGitIndex(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir), { objects: true, stat: true });
+  } catch {
+    return undefined;
+  }
+  if (parsed === undefined) return undefined;
+  const entries: CleanIndex['entries'] = new Map();
+  for (const entry of parsed) {
+    // Only stage 0 regular files: a conflicted path has no one blob.
+    if (entry.stage !== 0 || (entry.mode & 0o170000) !== 0o100000 || entry.object === undefined || entry.stat === undefined) continue;
+    entries.set(entry.path, { object: entry.object, mode: entry.mode, ...entry.stat });
+  }
+  const index: CleanIndex = { key, indexMtimeMs: stats.mtimeMs, entries };
+  cleanIndexes.set(root, index);
+  return index;
+}
+
+/**
+ * The blob id of a file git tracks whose bytes are, by git's own rule, that blob: its index entry
+ * names the same size, inode, modification time (to the microsecond) and executable bit as
+ * `record`, and the entry is older than the index file (not racily clean). `undefined` for
+ * anything else — the file is then copied, or left uncopied, as before.
+ */
+export function cleanTrackedBlob(root: string, record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
+  if (record.type !== 'file') return undefined;
+  const index = cleanIndexOf(root);
+  const entry = index?.entries.get(record.path);
+  if (index === undefined || entry === undefined) return undefined;
+  if (entry.size !== record.size % 2 ** 32 || entry.ino !== record.ino % 2 ** 32) return undefined;
+  if (Math.abs(entry.mtimeMs - record.mtimeMs) > 0.002 || entry.mtimeMs >= index.indexMtimeMs) return undefined;
+  if (((entry.mode & 0o111) !== 0) !== ((record.mode & 0o100) !== 0)) return undefined;
+  return entry.object;
+}

@@ -171,5 +171,7 @@ export function coverageLine(counts: CoverageCounts, maxFileMib: number, copyCre
   if (counts.ignored > 0) parts.push(`${n(counts.ignored)} ignored (.gitignore, skip; files git tracks are covered all the same)`);
   if (counts.credential > 0) parts.push(`${n(counts.credential)} credential ${counts.credential === 1 ? 'file' : 'files'} recorded without a copy${copyCredentials ? '' : ' (copy_credentials = true copies them)'}`);
   if (counts.tooLarge > 0) parts.push(`${n(counts.tooLarge)} over ${maxFileMib} MiB recorded without a copy (max_file_mib)`);
-  return `coverage: ${n(counts.files)} ${counts.files === 1 ? 'file' : 'files'} pictured${parts.length > 0 ? `; left out: ${parts.join(', ')}` : '; nothing left out'}`;
+  const onGit = counts.onGit ?? 0;
+  const resting = onGit > 0 ? ` (${n(onGit)} tracked ${onGit === 1 ? 'file rests' : 'files rest'} on git's objects: past the copy budget, later pictures copy them in)` : '';
+  return `coverage: ${n(counts.files)} ${counts.files === 1 ? 'file' : 'files'} pictured${resting}${parts.length > 0 ? `; left out: ${parts.join(', ')}` : '; nothing left out'}`;
 }

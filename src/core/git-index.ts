@@ -12,6 +12,8 @@ export interface GitIndexEntry {
   stage: number;
   /** The object id in hex, when asked for. */
   object?: string;
+  /** What git saw of the file when it last checked it, when asked for (`stat`). */
+  stat?: { mtimeMs: number; ino: number; size: number };
 }
 
 /** Mode of a submodule entry (a commit of another repository, not a file of this one). */
@@ -21,7 +23,7 @@ export const GITLINK_MODE = 0o160000;
  * The entries of an index file, or `undefined` for anything not recognised (another version, a cut
  * file), so a format it cannot read is said, never misread. `hashBytes` is 20 (SHA-1) or 32 (SHA-256).
  */
-export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?: boolean } = {}): GitIndexEntry[] | undefined {
+export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?: boolean; stat?: boolean } = {}): GitIndexEntry[] | undefined {
   if (bytes.length < 12 || bytes.toString('latin1', 0, 4) !== 'DIRC') return undefined;
   const version = bytes.readUInt32BE(4);
   if (version < 2 || version > 4) return undefined;
@@ -35,6 +37,8 @@ export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?
     if (at + 40 + hashBytes + 2 > bytes.length) return undefined;
     const mode = bytes.readUInt32BE(at + 24);
     const object = options.objects === true ? bytes.toString('hex', at + 40, at + 40 + hashBytes) : undefined;
+    // mtime seconds and nanoseconds at 8 and 12, inode at 20, size (its low 32 bits) at 36.
+    const stat = options.stat === true ? { mtimeMs: bytes.readUInt32BE(at + 8) * 1000 + bytes.readUInt32BE(at + 12) / 1e6, ino: bytes.readUInt32BE(at + 20), size: bytes.readUInt32BE(at + 36) } : undefined;
     const flags = bytes.readUInt16BE(at + 40 + hashBytes);
     at += 40 + hashBytes + 2;
     if ((flags & 0x4000) !== 0) {
@@ -65,7 +69,7 @@ export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?
       at = start + Math.ceil((end - start + 1) / 8) * 8;
     }
     previous = name;
-    entries.push({ path: name.toString('utf8'), mode, stage: (flags >> 12) & 0x3, ...(object !== undefined ? { object } : {}) });
+    entries.push({ path: name.toString('utf8'), mode, stage: (flags >> 12) & 0x3, ...(object !== undefined ? { object } : {}), ...(stat !== undefined ? { stat } : {}) });
   }
   return entries;
 }

@@ -166,6 +166,8 @@ export interface CoverageCounts {
   credential: number;
   /** Files over `max_file_mib`, recorded without a copy. */
   tooLarge: number;
+  /** Clean tracked files past the copy budget, recorded by their git blob id until a later picture copies them in. */
+  onGit?: number;
 }
 
 /** The most notes one call record keeps. */

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { CheckpointError, isCheckpointError } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
+import { gitBlobIdOf, isGitBlob } from '../core/git-blob.js';
 import type { PathState } from '../core/model.js';
 import { TEMP_PREFIX } from '../fs/file-system.js';
 import { assertCanonicalProjectPath, resolveInsideRoot, type AncestorMemo } from '../fs/paths.js';
@@ -145,8 +146,10 @@ export async function readVerified(
       cause: error,
     });
   }
-  // The store verifies too; checking here keeps apply safe with any readObject.
-  const hash = contentHash(bytes);
+  // The store verifies too; checking here keeps apply safe with any readObject. A file recorded
+  // by its blob id is checked against that id.
+  const blob = gitBlobIdOf(target.hash);
+  const hash = blob !== undefined ? (isGitBlob(bytes, blob) ? target.hash : 'not-that-blob') : contentHash(bytes);
   if (bytes.length !== target.size || hash !== target.hash) {
     throw new CheckpointError('INTEGRITY', `object ${target.object} for ${projectPath} does not match its record`, {
       path: projectPath,

@@ -5,6 +5,7 @@ import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type Checkpoi
 import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
+import { gitBlobIdOf } from '../core/git-blob.js';
 
 const KINDS: ReadonlySet<string> = new Set<CheckpointKind>(['turn', 'call', 'snapshot', 'pre-restore']);
 const UNCOPIED_REASONS: ReadonlySet<string> = new Set([
@@ -55,8 +56,13 @@ export function validatePathState(value: unknown): string | undefined {
     case 'file':
       if (extraKey(value, ['type', 'object', 'hash', 'size', 'mode', 'ino'])) return 'file: unexpected field';
       if (value.ino !== undefined && !isSize(value.ino)) return 'file: bad inode';
-      if (!isObjectKey(value.object)) return 'file: bad object key';
-      if (typeof value.hash !== 'string' || !HASH.test(value.hash)) return 'file: bad hash';
+      // A file recorded by its git blob id names it as both its object and its hash.
+      if (gitBlobIdOf(value.object) !== undefined) {
+        if (value.hash !== value.object) return 'file: bad hash';
+      } else {
+        if (!isObjectKey(value.object)) return 'file: bad object key';
+        if (typeof value.hash !== 'string' || !HASH.test(value.hash)) return 'file: bad hash';
+      }
       if (!isSize(value.size) || !isMode(value.mode)) return 'file: bad size or mode';
       return undefined;
     case 'absent':
@@ -85,7 +91,8 @@ export function validateGap(value: unknown): string | undefined {
 }
 
 function validCoverage(value: unknown): boolean {
-  if (!isObj(value) || extraKey(value, ['files', 'ignored', 'credential', 'tooLarge'])) return false;
+  if (!isObj(value) || extraKey(value, ['files', 'ignored', 'credential', 'tooLarge', 'onGit'])) return false;
+  if (value.onGit !== undefined && !(Number.isSafeInteger(value.onGit) && (value.onGit as number) >= 0)) return false;
   return ['files', 'ignored', 'credential', 'tooLarge'].every((key) => Number.isSafeInteger(value[key]) && (value[key] as number) >= 0);
 }
 

@@ -16,6 +16,8 @@ import { verifyStore, type VerifyReport } from './verify.js';
 import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } from './checkpoint-writer.js';
 import { StateDocumentFolder, type StateWriteOptions } from './state-documents.js';
 import { goneMessage, recordRemovals, removalOf, type Removal } from './removals.js';
+import { gitBlobIdOf } from '../core/git-blob.js';
+import { hasGitBlob, readGitBlob } from './git-blobs.js';
 
 export { buildManifest } from './checkpoint-writer.js';
 
@@ -306,11 +308,16 @@ export class CheckpointStore {
 
   /** An object's original bytes. @throws CheckpointError `INTEGRITY` when missing or damaged. */
   readObject(object: string): Promise<Buffer> {
+    // A file recorded by its blob id: read from the project's repository and checked against the id.
+    const blob = gitBlobIdOf(object);
+    if (blob !== undefined) return readGitBlob(this.projectRoot, blob);
     return this.objects.readObject(object);
   }
 
-  /** True when the object file exists. */
+  /** True when the object file exists (for a file recorded by its blob id: when git still has the blob). */
   hasObject(object: string): Promise<boolean> {
+    const blob = gitBlobIdOf(object);
+    if (blob !== undefined) return hasGitBlob(this.projectRoot, blob);
     return this.objects.hasObject(object);
   }
 

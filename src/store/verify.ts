@@ -8,6 +8,7 @@ import { readJournal } from './journal.js';
 import { STORE_FORMAT, STORE_VERSION } from './layout.js';
 import { readManifest } from './manifests.js';
 import { checkObjectBytes, parseObjectKey } from './object-codec.js';
+import { gitBlobIdOf } from '../core/git-blob.js';
 import { closeReads, isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
 import { stateReferences, type StoreContext } from './retention.js';
 
@@ -86,6 +87,8 @@ async function checkCheckpoints(ctx: StoreContext, problems: VerifyProblem[], re
     for (const entry of manifest.entries) {
       const state = entry.before;
       if (state.type !== 'file') continue;
+      // Recorded by its blob id: git's object, not the store's (the restore checks it against the id).
+      if (gitBlobIdOf(state.object) !== undefined) continue;
       const parsed = parseObjectKey(state.object);
       if (!parsed || parsed.hash !== state.hash || parsed.size !== state.size) {
         problems.push({ kind: 'manifest', id, detail: `${entry.path}: object key ${state.object} does not match hash ${state.hash} / size ${state.size}` });

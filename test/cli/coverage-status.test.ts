@@ -21,7 +21,7 @@ describe('coverage said up front', () => {
       'coverage: 5 files pictured; left out: 2 ignored (.gitignore, skip; files git tracks are covered all the same), 1 credential file recorded without a copy (copy_credentials = true copies them), 1 over 1 MiB recorded without a copy (max_file_mib)',
     );
     const json = JSON.parse(repo.tb(['status', '--json']).stdout) as { coverage: Record<string, number> };
-    expect(json.coverage).toEqual({ files: 5, ignored: 2, credential: 1, tooLarge: 1 });
+    expect(json.coverage).toEqual({ files: 5, ignored: 2, credential: 1, tooLarge: 1, onGit: 0 });
     expect(repo.tb(['config']).stdout).toMatch(/copy_credentials = false +default/);
   });
 

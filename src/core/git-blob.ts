@@ -1,0 +1,29 @@
+import { createHash } from 'node:crypto';
+
+// Files recorded by their git blob id rather than a copy in the store: a clean tracked file the
+// copy budget would leave without a copy. The key and the check of the bytes against it live
+// here, below both the store (which reads such an object from git) and the restore (which
+// checks what it writes back).
+
+const GIT_KEY = /^git:([0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** The store key of a file whose bytes are git's blob `id` (40 hex digits for SHA-1, 64 for SHA-256). */
+export function gitObjectKey(id: string): string {
+  return `git:${id}`;
+}
+
+/** The blob id inside a git object key, or `undefined` for any other key. */
+export function gitBlobIdOf(key: unknown): string | undefined {
+  if (typeof key !== 'string') return undefined;
+  return GIT_KEY.exec(key)?.[1];
+}
+
+/** git's id of a blob holding `bytes`: SHA-1 (or SHA-256 for a 64-digit id) of `blob <size>\0` and the bytes. */
+export function gitBlobId(bytes: Buffer, algorithm: 'sha1' | 'sha256' = 'sha1'): string {
+  return createHash(algorithm).update(`blob ${bytes.length}\u0000`).update(bytes).digest('hex');
+}
+
+/** True when `bytes` are exactly the blob `id`. */
+export function isGitBlob(bytes: Buffer, id: string): boolean {
+  return gitBlobId(bytes, id.length === 64 ? 'sha256' : 'sha1') === id;
+}

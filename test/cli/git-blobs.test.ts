@@ -1,0 +1,57 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cliRepo } from './harness.js';
+
+// A clean tracked file past the copy budget is recorded by its git blob id (read-only: nothing
+// is written into .git), restored from git with its bytes checked against the id, and copied in
+// by later pictures; a blob git has since lost is reported, never written wrong.
+
+function tracked(count: number): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < count; i++) files[`src/f${i}.txt`] = `file ${i}\n${'x'.repeat(i * 7)}\n`;
+  return files;
+}
+
+const rests = /coverage: \d+ files pictured \((\d+) tracked files? rests? on git's objects/;
+
+describe("clean tracked files past the copy budget rest on git's objects", () => {
+  it('an rm of every file comes back byte for byte from git; status counts them; verify is clean; later pictures copy them in', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    const status = repo.tb(['status']).stdout;
+    const onGit = Number(rests.exec(status)?.[1]);
+    expect(onGit).toBeGreaterThanOrEqual(4);
+    expect(repo.tb(['verify']).code).toBe(0);
+
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code).toBe(0);
+    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+    expect(repo.git('status', '--porcelain', '--', 'src')).toBe('');
+
+    // Each later picture copies more of them into the store, within its budget.
+    repo.tb(['run', '--', 'true']);
+    repo.tb(['run', '--', 'true']);
+    const later = Number(rests.exec(repo.tb(['status']).stdout)?.[1] ?? 0);
+    expect(later).toBeLessThan(onGit);
+  });
+
+  it('a blob git has garbage-collected since is reported and left; the rest come back', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 1\n');
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    // The commit that held the files is replaced and every path to it expired: git drops its blobs.
+    repo.git('rm', '-r', '-q', '--cached', 'src');
+    repo.git('commit', '-q', '--amend', '--allow-empty', '-m', 'without src');
+    repo.git('reflog', 'expire', '--expire=now', '--all');
+    repo.git('gc', '-q', '--prune=now');
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.stdout).toMatch(/its stored copy is missing or damaged/);
+    const back = Object.keys(files).filter((name) => undo.stdout.includes(`recreated   ${name}`));
+    for (const name of back) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(files[name]);
+    expect(back.length).toBeLessThan(Object.keys(files).length);
+  });
+});
