@@ -1,6 +1,6 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
-import { GITLINK_MODE, parseGitIndex } from '../core/git-index.js';
+import { GITLINK_MODE, parseGitIndex, type GitIndexEntry } from '../core/git-index.js';
 import { gitDirFromFile, objectIdBytes } from '../fs/git-files.js';
 import { resolveInsideRootSync, type AncestorMemo } from '../fs/paths.js';
 import { statEntry, type StatRecord } from './stat-record.js';
@@ -12,13 +12,19 @@ import { statEntry, type StatRecord } from './stat-record.js';
 /** The largest index read; a larger one is not used (pictures then follow the ignore rules alone). */
 const INDEX_MAX_BYTES = 256 * 1024 * 1024;
 
-interface Cached {
+/** One reading of a repository's index, and what is derived from it on first use. */
+interface IndexReading {
+  /** The index file's identity and stat when read: a different one is read again. */
   key: string;
-  paths: readonly string[];
+  /** The index file's own mtime: an entry at or after it may be racily clean (git re-reads it). */
+  indexMtimeMs: number;
+  entries: GitIndexEntry[];
+  paths?: readonly string[];
+  clean?: Map<string, GitIndexEntry>;
 }
 
 /** One reading per index version, for long-lived observers that picture again and again. */
-const cache = new Map<string, Cached>();
+const readings = new Map<string, IndexReading>();
 
 /** The git folder of a work tree rooted at `root`: `.git` itself, or where a `.git` file points. */
 function gitDirOf(root: string): string | undefined {
@@ -33,12 +39,8 @@ function gitDirOf(root: string): string | undefined {
   return stats.isFile() ? gitDirFromFile(root, dotGit) : undefined;
 }
 
-/**
- * The project paths of the regular files and links git tracks in the repository whose work tree
- * is `root` (submodules left out), or `undefined` when `root` is no work tree's top or its index
- * cannot be read. Read again only when the index file changed.
- */
-export function trackedFiles(root: string): readonly string[] | undefined {
+/** The index of the work tree rooted at `root`, read again only when the index file changed. */
+function readingOf(root: string): IndexReading | undefined {
   const gitDir = gitDirOf(root);
   if (gitDir === undefined) return undefined;
   const indexFile = path.join(gitDir, 'index');
@@ -50,19 +52,30 @@ export function trackedFiles(root: string): readonly string[] | undefined {
   }
   if (stats.size > INDEX_MAX_BYTES) return undefined;
   const key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
-  const known = cache.get(root);
-  if (known?.key === key) return known.paths;
-  let bytes: Buffer;
+  const known = readings.get(root);
+  if (known?.key === key) return known;
+  let entries: GitIndexEntry[] | undefined;
   try {
-    bytes = nodeFs.readFileSync(indexFile);
+    entries = parseGitIndex(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir), { objects: true, stat: true });
   } catch {
     return undefined;
   }
-  const entries = parseGitIndex(bytes, objectIdBytes(gitDir));
   if (entries === undefined) return undefined;
-  const paths = [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
-  cache.set(root, { key, paths });
-  return paths;
+  const reading: IndexReading = { key, indexMtimeMs: stats.mtimeMs, entries };
+  readings.set(root, reading);
+  return reading;
+}
+
+/**
+ * The project paths of the regular files and links git tracks in the repository whose work tree
+ * is `root` (submodules left out), or `undefined` when `root` is no work tree's top or its index
+ * cannot be read.
+ */
+export function trackedFiles(root: string): readonly string[] | undefined {
+  const reading = readingOf(root);
+  if (reading === undefined) return undefined;
+  reading.paths ??= [...new Set(reading.entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  return reading.paths;
 }
 
 /** What {@link trackedBeyondWalk} needs of the scan that walked the tree. */
@@ -133,48 +146,6 @@ function coverable(projectPath: string, context: WalkContext): boolean {
   return true;
 }
 
-/** What git's index says of the clean tracked files: their blob, and the stat git last saw. */
-interface CleanIndex {
-  key: string;
-  /** The index file's own mtime: an entry at or after it may be racily clean (git re-reads it). */
-  indexMtimeMs: number;
-  entries: Map<string, { object: string; mode: number; mtimeMs: number; ino: number; size: number }>;
-}
-
-const cleanIndexes = new Map<string, CleanIndex>();
-
-function cleanIndexOf(root: string): CleanIndex | undefined {
-  const gitDir = gitDirOf(root);
-  if (gitDir === undefined) return undefined;
-  const indexFile = path.join(gitDir, 'index');
-  let stats: nodeFs.Stats;
-  try {
-    stats = nodeFs.statSync(indexFile);
-  } catch {
-    return undefined;
-  }
-  if (stats.size > INDEX_MAX_BYTES) return undefined;
-  const key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
-  const known = cleanIndexes.get(root);
-  if (known?.key === key) return known;
-  let parsed;
-  try {
-    parsed = parseGitIndex(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir), { objects: true, stat: true });
-  } catch {
-    return undefined;
-  }
-  if (parsed === undefined) return undefined;
-  const entries: CleanIndex['entries'] = new Map();
-  for (const entry of parsed) {
-    // Only stage 0 regular files: a conflicted path has no one blob.
-    if (entry.stage !== 0 || (entry.mode & 0o170000) !== 0o100000 || entry.object === undefined || entry.stat === undefined) continue;
-    entries.set(entry.path, { object: entry.object, mode: entry.mode, ...entry.stat });
-  }
-  const index: CleanIndex = { key, indexMtimeMs: stats.mtimeMs, entries };
-  cleanIndexes.set(root, index);
-  return index;
-}
-
 /**
  * The blob id of a file git tracks whose bytes are, by git's own rule, that blob: its index entry
  * names the same size, inode, modification time (to the microsecond) and executable bit as
@@ -183,11 +154,15 @@ function cleanIndexOf(root: string): CleanIndex | undefined {
  */
 export function cleanTrackedBlob(root: string, record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
   if (record.type !== 'file') return undefined;
-  const index = cleanIndexOf(root);
-  const entry = index?.entries.get(record.path);
-  if (index === undefined || entry === undefined) return undefined;
-  if (entry.size !== record.size % 2 ** 32 || entry.ino !== record.ino % 2 ** 32) return undefined;
-  if (Math.abs(entry.mtimeMs - record.mtimeMs) > 0.002 || entry.mtimeMs >= index.indexMtimeMs) return undefined;
+  const reading = readingOf(root);
+  if (reading === undefined) return undefined;
+  // Only stage 0 regular files: a conflicted path has no one blob.
+  reading.clean ??= new Map(reading.entries.filter((e) => e.stage === 0 && (e.mode & 0o170000) === 0o100000).map((e) => [e.path, e]));
+  const entry = reading.clean.get(record.path);
+  const seen = entry?.stat;
+  if (entry?.object === undefined || seen === undefined) return undefined;
+  if (seen.size !== record.size % 2 ** 32 || seen.ino !== record.ino % 2 ** 32) return undefined;
+  if (Math.abs(seen.mtimeMs - record.mtimeMs) > 0.002 || seen.mtimeMs >= reading.indexMtimeMs) return undefined;
   if (((entry.mode & 0o111) !== 0) !== ((record.mode & 0o100) !== 0)) return undefined;
   return entry.object;
 }
