@@ -9,6 +9,7 @@ import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type Unchec
 import { withThousands } from '../core/numbers.js';
 import { gitBlobIdOf, gitObjectKey } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
+import { countCoverage, untrackedFirst } from './picture-coverage.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -182,6 +183,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     }
     toCopy.push(stat);
   }
+  untrackedFirst(toCopy, root, coverage);
   const walked = scan.walked;
   // The scan's list is no longer needed; free it before the copies allocate.
   scan.list = [];
@@ -324,20 +326,6 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   };
 }
 
-/** The picture's coverage by kind: one pass over its records. */
-function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number): CoverageCounts {
-  let credential = 0;
-  let tooLarge = 0;
-  let onGit = 0;
-  for (const record of records.values()) {
-    const state = record.state;
-    if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) onGit += 1;
-    if (state.type !== 'uncopied') continue;
-    if (state.reason === 'credential') credential += 1;
-    else if (state.reason === 'too-large') tooLarge += 1;
-  }
-  return { files: records.size, ignored, credential, tooLarge, onGit };
-}
 
 function canonicalRoot(projectRoot: string): string {
   // scanTree already resolved (and validated) the root; resolve the same way for copies.

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliRepo } from './harness.js';
@@ -53,5 +53,23 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     const back = Object.keys(files).filter((name) => undo.stdout.includes(`recreated   ${name}`));
     for (const name of back) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(files[name]);
     expect(back.length).toBeLessThan(Object.keys(files).length);
+  });
+
+  it('files git does not hold get the copy budget first; every clean tracked file rests on git instead of going without a copy', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    const untracked: Record<string, string> = { 'notes/a.md': 'a\n', 'notes/b.md': 'b\n', 'notes/c.md': 'c\n' };
+    for (const [name, text] of Object.entries(untracked)) {
+      await mkdir(path.dirname(path.join(repo.proj, name)), { recursive: true });
+      await writeFile(path.join(repo.proj, name), text);
+    }
+    // Three untracked notes and turnback.toml itself: exactly the budget.
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 4\n');
+    const run = repo.tb(['run', '--', 'sh', '-c', 'rm -r src notes']);
+    expect(run.code).toBe(0);
+    expect(run.stderr).not.toContain('cut short');
+    expect(Number(rests.exec(repo.tb(['status']).stdout)?.[1])).toBe(8);
+    expect(repo.tb(['undo', '--yes']).code).toBe(0);
+    for (const [name, text] of Object.entries({ ...files, ...untracked })) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
   });
 });
