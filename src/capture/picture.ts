@@ -1,6 +1,6 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { CoverageCounts, Gap, PathState, UncopiedReason } from '../core/model.js';
+import type { Gap, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
@@ -9,7 +9,7 @@ import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type Unchec
 import { withThousands } from '../core/numbers.js';
 import { gitBlobIdOf, gitObjectKey } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
-import { countCoverage, untrackedFirst } from './picture-coverage.js';
+import { untrackedFirst } from './picture-coverage.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -55,8 +55,8 @@ export interface Picture {
   summary: string;
   /** The `.gitignore` epoch the walk ended at (see {@link PictureCache.ignoreEpoch}). */
   ignoreEpoch?: number;
-  /** What the picture covered and left out on purpose, by kind. */
-  counts?: CoverageCounts;
+  /** Entries the ignore rules, `skip` and the default skipped folders left out (a folder counts once). */
+  ignored?: number;
 }
 
 /**
@@ -322,7 +322,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     copied,
     copiedBytes,
     summary: summarize(records.size, copied, partial, budgetSkipped, scan.unchecked),
-    counts: countCoverage(records, scan.ignored.length),
+    ignored: scan.ignored.length,
   };
 }
 

@@ -7,6 +7,7 @@ import type { CheckpointId } from '../core/id.js';
 import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type CoverageCounts, type Gap, type PathState, type SideEffect } from '../core/model.js';
 import type { CheckpointStore } from '../store/store.js';
 import type { OpenTurn, TurnJournal } from './turns.js';
+import { countCoverage } from '../capture/picture-coverage.js';
 
 /** What {@link CheckpointObserver.callEnd} attributes to a call. */
 export interface CallAttribution {
@@ -59,7 +60,7 @@ export interface CallBeginResult {
   coverage?: CoverageCounts;
 }
 
-type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch' | 'counts'>;
+type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>;
 
 const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);
 
@@ -68,7 +69,7 @@ const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_
  * after it, and the difference recorded on the turn's timeline as the call's changes.
  */
 export class CallAttributor {
-  readonly #calls = new Map<string, { baseline: CallBaseline; picture: CallPicture; startedAt: string }>();
+  readonly #calls = new Map<string, { baseline: CallBaseline; picture: CallPicture; startedAt: string; coverage?: CoverageCounts }>();
 
   constructor(
     private readonly store: CheckpointStore,
@@ -112,14 +113,16 @@ export class CallAttributor {
     // Not fsynced, like the captures it refers to: it survives a process crash; after a power loss
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
     // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
-    this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt });
+    // Counted once, for the picture a call rests on (not for every picture a session takes).
+    const coverage = countCoverage(picture.records, picture.ignored ?? 0);
+    this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt, coverage });
     try {
       await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
     } catch (error) {
       this.#calls.delete(callId);
       throw error;
     }
-    return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary, ...(picture.counts !== undefined ? { coverage: picture.counts } : {}) };
+    return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage };
   }
 
   /**
@@ -192,7 +195,7 @@ export class CallAttributor {
         ...(incomplete.length > 0 ? { incompletePaths: incomplete } : {}),
         ...(options.exitCode !== undefined ? { exitCode: options.exitCode } : {}),
         ...(notes !== undefined && notes.length > 0 ? { notes: [...notes] } : {}),
-        ...(call.picture.counts !== undefined ? { coverage: call.picture.counts } : {}),
+        ...(call.coverage !== undefined ? { coverage: call.coverage } : {}),
       },
     });
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });
