@@ -21,6 +21,8 @@ interface IndexReading {
   entries: GitIndexEntry[];
   paths?: readonly string[];
   clean?: Map<string, GitIndexEntry>;
+  /** The tracked paths the last walk's hidden entries cover, and those entries (joined): a repeat walk hides the same. */
+  hiddenTracked?: { hidden: string; paths: string[] };
 }
 
 /** One reading per index version, for long-lived observers that picture again and again. */
@@ -66,18 +68,6 @@ function readingOf(root: string): IndexReading | undefined {
   return reading;
 }
 
-/**
- * The project paths of the regular files and links git tracks in the repository whose work tree
- * is `root` (submodules left out), or `undefined` when `root` is no work tree's top or its index
- * cannot be read.
- */
-export function trackedFiles(root: string): readonly string[] | undefined {
-  const reading = readingOf(root);
-  if (reading === undefined) return undefined;
-  reading.paths ??= [...new Set(reading.entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
-  return reading.paths;
-}
-
 /** What {@link trackedBeyondWalk} needs of the scan that walked the tree. */
 export interface WalkContext {
   /** The configured `skip` patterns: a person's explicit choice holds even for tracked files. */
@@ -100,18 +90,11 @@ export interface WalkContext {
  */
 export function trackedBeyondWalk(root: string, hidden: readonly string[], context: WalkContext): StatRecord[] {
   if (hidden.length === 0) return [];
-  const tracked = trackedFiles(root);
-  if (tracked === undefined || tracked.length === 0) return [];
-  const hiddenFiles = new Set<string>();
-  const hiddenFolders = new Set<string>();
-  for (const entry of hidden) {
-    if (entry.endsWith('/')) hiddenFolders.add(entry.slice(0, -1));
-    else hiddenFiles.add(entry);
-  }
+  const reading = readingOf(root);
+  if (reading === undefined) return [];
   const ancestors: AncestorMemo = new Map();
   const extra: StatRecord[] = [];
-  for (const projectPath of tracked) {
-    if (!hiddenFiles.has(projectPath) && !(hiddenFolders.size > 0 && underAny(projectPath, hiddenFolders))) continue;
+  for (const projectPath of hiddenTrackedPaths(reading, hidden)) {
     if (!coverable(projectPath, context)) continue;
     let resolved;
     try {
@@ -126,6 +109,27 @@ export function trackedBeyondWalk(root: string, hidden: readonly string[], conte
     if (typeof record !== 'string') extra.push(record);
   }
   return extra;
+}
+
+/**
+ * The tracked paths that `hidden` (files, and folders ending with `/`) covers, matched once per
+ * index and set of hidden entries: a session's repeat walks hide the same entries, so a call pair
+ * does not pass over every tracked path again.
+ */
+function hiddenTrackedPaths(reading: IndexReading, hidden: readonly string[]): string[] {
+  const joined = hidden.join('\u0000');
+  if (reading.hiddenTracked?.hidden === joined) return reading.hiddenTracked.paths;
+  const hiddenFiles = new Set<string>();
+  const hiddenFolders = new Set<string>();
+  for (const entry of hidden) {
+    if (entry.endsWith('/')) hiddenFolders.add(entry.slice(0, -1));
+    else hiddenFiles.add(entry);
+  }
+  // Regular files and links git tracks; submodules are another repository's.
+  reading.paths ??= [...new Set(reading.entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  const paths = reading.paths.filter((p) => hiddenFiles.has(p) || (hiddenFolders.size > 0 && underAny(p, hiddenFolders)));
+  reading.hiddenTracked = { hidden: joined, paths };
+  return paths;
 }
 
 /** True when a folder above `projectPath` is one of `folders`. */
