@@ -283,7 +283,7 @@ export class Transaction {
     // moments ago) is most of a restore's kernel work, and it overlaps well; measured 2-3x faster
     // than one synchronous unlink after another.
     await mapLimit(leftovers, COMMIT_UNLINKS_IN_FLIGHT, (leftover) =>
-      ignoreMissing(async () => this.fs.unlink(await this.anchors.at(leftover))).catch(() => {
+      twice(() => ignoreMissing(async () => this.fs.unlink(await this.anchors.at(leftover)))).catch(() => {
         pending.push(this.relative(leftover));
       }),
     );
@@ -292,7 +292,7 @@ export class Transaction {
     for (const step of [...this.steps].reverse()) {
       if (step.kind !== 'mkdir') continue;
       try {
-        await ignoreMissing(() => this.fast.rmdir(step.abs));
+        await twice(() => ignoreMissing(() => this.fast.rmdir(step.abs)));
       } catch (error) {
         if (errnoCode(error) !== 'ENOTEMPTY' && errnoCode(error) !== 'EEXIST') pending.push(this.relative(step.abs));
       }
@@ -304,6 +304,20 @@ export class Transaction {
 
   protected relative(abs: string): string {
     return path.relative(this.context.projectRoot, abs).split(path.sep).join('/');
+  }
+}
+
+/**
+ * Runs a cleanup `operation`, and once more if it fails (a transient `EIO`, a descriptor limit
+ * hit for a moment): after the commit a leftover is only reported, so one more try is cheap and
+ * spares the person a cleanup. A folder that is not empty is final at once.
+ */
+async function twice(operation: () => Promise<void>): Promise<void> {
+  try {
+    await operation();
+  } catch (error) {
+    if (errnoCode(error) === 'ENOTEMPTY' || errnoCode(error) === 'EEXIST') throw error;
+    await operation();
   }
 }
 

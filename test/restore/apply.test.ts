@@ -681,3 +681,29 @@ describe('transaction rollback under injected faults', () => {
     expect(await bytesOf('a')).toBe('orig');
   });
 });
+
+describe('cleanup after the commit', () => {
+  it('a cleanup call that fails once is tried again: nothing is left for the person to clean', async () => {
+    const scenario = async (fsImpl: FileSystem): Promise<ApplyResult> => {
+      await writeTree(root, { 'a.txt': 'old\n' });
+      const entries = await plan({ 'a.txt': { target: await objects.file(Buffer.from('new\n'), 0o644) }, 'made/deep/b.txt': { target: await objects.file(Buffer.from('b\n'), 0o644) } });
+      return apply(entries, fsImpl);
+    };
+    // A clean run tells how many unlinks a restore makes; the last frees the displaced original, after the commit.
+    const counted = faultFs(nodeFileSystem);
+    expect((await scenario(counted.fs)).cleanupPending).toEqual([]);
+    const lastUnlink = counted.calls.get('unlink') ?? 0;
+    expect(lastUnlink).toBeGreaterThan(0);
+    await removeRoot(root);
+    root = await makeRoot();
+
+    const faulty = faultFs(nodeFileSystem, { failOn: { op: 'unlink', nth: lastUnlink } });
+    const result = await scenario(faulty.fs);
+    expect(faulty.fired).toBe(true);
+    expect(result.failed).toEqual([]);
+    expect(result.cleanupPending).toEqual([]);
+    expect(await bytesOf('a.txt')).toBe('new\n');
+    expect(await bytesOf('made/deep/b.txt')).toBe('b\n');
+    expect(tempLeftovers(await snapshotTree(root))).toEqual([]);
+  });
+});
