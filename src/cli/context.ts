@@ -155,9 +155,22 @@ export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv
   return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), ...(refusal !== undefined ? { refusal } : {}) };
 }
 
-/** Opens the store (creating it when missing). */
-export function openStore(context: CliContext): Promise<StoreView> {
-  return openStoreView(context.storeDir, { projectRoot: context.projectRoot });
+/** Every store this process opened, closed by {@link closeOpenedStores} when the command ends. */
+const opened: StoreView[] = [];
+
+/** Opens the store (creating it when missing); the command's end closes it. */
+export async function openStore(context: CliContext): Promise<StoreView> {
+  const store = await openStoreView(context.storeDir, { projectRoot: context.projectRoot });
+  opened.push(store);
+  return store;
+}
+
+/**
+ * Closes every store the command opened: its presence file goes (else each command left one
+ * behind until a prune), and its pack is sealed. Never rejects: the command's outcome stands.
+ */
+export async function closeOpenedStores(): Promise<void> {
+  for (const store of opened.splice(0)) await store.close().catch(() => undefined);
 }
 
 /** True when the store folder exists, so read-only commands can avoid creating one. */

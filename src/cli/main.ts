@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { configCommand, dropCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
-import type { GlobalOptions } from './context.js';
+import { closeOpenedStores, type GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, type DiffOptions } from './diff.js';
 import { listCommand, showCommand, statusCommand } from './info.js';
@@ -163,6 +163,8 @@ export async function main(argv: string[] = process.argv): Promise<void> {
       return;
     }
     throw error;
+  } finally {
+    await closeOpenedStores();
   }
 }
 
