@@ -201,6 +201,19 @@ export interface IgnoreFrame {
   readonly rules: Ignore;
   /** The nearest ancestor frame. */
   readonly parent: IgnoreFrame | undefined;
+  /**
+   * The chain's identity across processes: each `.gitignore` of the chain by folder, size,
+   * mtime (ns) and inode, the same key that decides whether a file is parsed again.
+   */
+  readonly key: string;
+}
+
+/** The chain key of no `.gitignore` at all. */
+export const NO_RULES_KEY = '';
+
+/** The {@link IgnoreFrame.key} of a chain (`''` for none). */
+export function chainKeyOf(frame: IgnoreFrame | undefined): string {
+  return frame === undefined ? NO_RULES_KEY : frame.key;
 }
 
 /** The outcome of loading one folder's `.gitignore`. */
@@ -231,6 +244,8 @@ export class IgnoreStack {
   readonly #cache = new Map<string, CachedRules>();
   /** Per folder, the frame chain the last scan used there. */
   readonly #frames = new Map<string, IgnoreFrame | undefined>();
+  /** Per folder, the chain key a scan of an earlier process used there (see {@link IgnoreStack.seed}). */
+  #seeded: ReadonlyMap<string, string> | undefined;
   #epoch = 0;
   #coverage: unknown;
 
@@ -265,15 +280,48 @@ export class IgnoreStack {
 
   /**
    * Records the chain a scan uses for a folder; true when it is the very chain the last scan
-   * that visited the folder used.
+   * that visited the folder used (in this process, or, for a first visit, the chain key seeded
+   * from an earlier process's scan).
    */
   noteFrame(folderRel: string, frame: IgnoreFrame | undefined): boolean {
     if (this.#frames.has(folderRel)) {
       if (this.#frames.get(folderRel) === frame) return true;
       this.#epoch++;
+    } else if (this.#seeded !== undefined) {
+      const seeded = this.#seeded.get(folderRel);
+      if (seeded !== undefined) {
+        this.#frames.set(folderRel, frame);
+        if (seeded === chainKeyOf(frame)) return true;
+        this.#epoch++;
+        return false;
+      }
     }
     this.#frames.set(folderRel, frame);
     return false;
+  }
+
+  /**
+   * The chain key the last scan used per folder, for an earlier-process seed of the next one
+   * ({@link IgnoreStack.seed}).
+   */
+  chainKeys(): Map<string, string> {
+    const keys = new Map<string, string>();
+    for (const [folderRel, frame] of this.#frames) keys.set(folderRel, chainKeyOf(frame));
+    return keys;
+  }
+
+  /**
+   * Seeds a fresh stack with what an earlier process's scan saw: its chain key per folder, under
+   * `coverage`. A first visit whose chain has the seeded key counts as the same chain, so ignore
+   * decisions that scan took still hold where no `.gitignore` of the chain changed. Only a stack
+   * no scan used yet can be seeded; returns the epoch those decisions hold at.
+   */
+  seed(coverage: unknown, keys: ReadonlyMap<string, string>): number {
+    if (this.#coverage === undefined && this.#frames.size === 0) {
+      this.#coverage = coverage;
+      this.#seeded = keys;
+    }
+    return this.#epoch;
   }
 
   /**
@@ -317,7 +365,9 @@ export class IgnoreStack {
     }
     if (cached.rules === undefined) return { ok: true, frame: parent };
     // The same object while nothing above changed, so scans can compare chains by identity.
-    if (cached.frame === undefined || cached.frame.parent !== parent) cached.frame = { base: folderRel, rules: cached.rules, parent };
+    if (cached.frame === undefined || cached.frame.parent !== parent) {
+      cached.frame = { base: folderRel, rules: cached.rules, parent, key: `${chainKeyOf(parent)}\u0000${folderRel}\u0000${key}` };
+    }
     return { ok: true, frame: cached.frame };
   }
 }

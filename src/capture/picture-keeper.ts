@@ -6,6 +6,8 @@ import { IgnoreStack, type ResolvedCoverage } from './coverage.js';
 import { takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
 import { loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, writePictureBase, type PersistedRecords, type PictureBase, type StateDocuments } from './picture-persist.js';
 import { ScanMemo } from './scan.js';
+import { restoreScanIndex, scanIndexOf } from './scan-index.js';
+import { hiddenTrackedAnswer, seedHiddenTracked, type HiddenTrackedAnswer } from './tracked-files.js';
 import { pictureStoreOf, type ObjectSink } from './stable-read.js';
 
 /** What a {@link PictureKeeper} needs from the store. `CheckpointStore` satisfies it. */
@@ -30,6 +32,14 @@ export interface PictureKeeperOptions {
 
 /** The stat cache state document. */
 const STAT_CACHE = 'stat-cache';
+/** The settled folders of the last scan (see scan-index.ts). */
+const SCAN_INDEX = 'scan-index';
+/**
+ * Shortest time between two saves of the scan index while a keeper lives (it is saved again on
+ * close): in a session where some folder keeps changing, every picture lists it afresh, and a
+ * big tree's index is a few hundred kilobytes.
+ */
+const SCAN_INDEX_SAVE_EVERY_MS = 5000;
 /** A new picture base is written once this many files (or an eighth of the base) differ from it. */
 const BASE_REWRITE_MIN = 256;
 /**
@@ -39,6 +49,11 @@ const BASE_REWRITE_MIN = 256;
 export const CACHE_SAVE_DELAY_MS = 200;
 /** Bases younger than this are never removed: another process may be about to name one. */
 const BASE_GRACE_MS = 10 * 60 * 1000;
+
+/** What identifies a hidden-tracked answer, to tell whether the saved one is current. */
+function trackedToken(answer: HiddenTrackedAnswer | undefined): string | undefined {
+  return answer === undefined ? undefined : `${answer.index}\u0000${answer.hidden}`;
+}
 
 /**
  * The pictures of one observer and what they keep between them: the stat cache (loaded from the
@@ -65,6 +80,8 @@ export class PictureKeeper {
   readonly #memo = new ScanMemo();
   /** The helper thread of big repeat pictures; stopped by {@link PictureKeeper.close}. */
   readonly #parallel = new ParallelLstat();
+  /** The memo revision the persisted scan index describes, and when it was saved. */
+  #scanIndexSaved: { revision: number; at: number; tracked: string | undefined } = { revision: 0, at: 0, tracked: undefined };
 
   constructor(options: PictureKeeperOptions) {
     this.#options = options;
@@ -84,7 +101,7 @@ export class PictureKeeper {
     await loadHasher();
     if (this.#cache === undefined) {
       const loaded = await loadPictureCache(this.#options.store, STAT_CACHE);
-      this.#cache = this.cacheOf(loaded.records, undefined);
+      this.#cache = this.cacheOf(loaded.records, await this.#restoreScanIndex(loaded.records));
       this.#base = loaded.base;
       this.#savedRecords = loaded.records;
     }
@@ -139,14 +156,58 @@ export class PictureKeeper {
       } catch {
         this.#unsaved ??= picture;
       }
+      await this.#saveScanIndex(false);
     });
     return this.#saving;
   }
 
-  /** Saves what is unsaved and stops the helper thread. */
+  /** Saves what is unsaved (the scan index too) and stops the helper thread. */
   async close(): Promise<void> {
     await this.saveNow();
+    await this.#saveScanIndex(true);
     await this.#parallel.close();
+  }
+
+  /**
+   * Starts the memo and the ignore stack of a fresh process from the scan index an earlier one
+   * saved, bound to the stat cache just loaded; returns the ignore epoch its decisions hold at,
+   * or `undefined` when there is no usable index. The helper thread is not started for it: in a
+   * fresh process it measured no faster (it boots and warms up while the sweep runs).
+   */
+  async #restoreScanIndex(records: ReadonlyMap<string, PictureRecord>): Promise<number | undefined> {
+    if (records.size === 0) return undefined;
+    let doc: unknown;
+    try {
+      doc = await this.#options.store.readState(SCAN_INDEX);
+    } catch {
+      return undefined;
+    }
+    const restored = restoreScanIndex(doc, records);
+    if (restored === undefined || restored.folders.size === 0 || !this.#memo.restore(restored.folders, records, restored.scope)) return undefined;
+    if (restored.tracked !== undefined) seedHiddenTracked(this.#options.projectRoot, restored.tracked);
+    this.#scanIndexSaved = { revision: this.#memo.revision, at: Date.now(), tracked: trackedToken(restored.tracked) };
+    return this.#ignores.seed(this.#options.coverage, restored.keys);
+  }
+
+  /**
+   * Saves the scan index when the memo changed since the last save, at most every
+   * {@link SCAN_INDEX_SAVE_EVERY_MS} unless `now`. Never rejects: without it the next process
+   * lists every folder, which is slower, never wrong.
+   */
+  async #saveScanIndex(now: boolean): Promise<void> {
+    const revision = this.#memo.revision;
+    const tracked = hiddenTrackedAnswer(this.#options.projectRoot);
+    const token = trackedToken(tracked);
+    if (revision === this.#scanIndexSaved.revision && token === this.#scanIndexSaved.tracked) return;
+    if (!now && Date.now() - this.#scanIndexSaved.at < SCAN_INDEX_SAVE_EVERY_MS) return;
+    const doc = scanIndexOf(this.#memo, this.#ignores, tracked);
+    if (doc === undefined) return;
+    try {
+      await this.#options.store.writeState(SCAN_INDEX, doc, { durable: false });
+      this.#scanIndexSaved = { revision, at: Date.now(), tracked: token };
+    } catch {
+      // Tried again on the next save.
+    }
   }
 
   /**

@@ -54,23 +54,56 @@ export class ScanMemo {
   #generation = 0;
   #boundTo: ReadonlyMap<string, StatRecord> | undefined;
   #scope: string | undefined;
+  #revision = 0;
+  /** The folders came from an earlier process ({@link ScanMemo.restore}) and no scan used them yet. */
+  #restored = false;
 
   /**
    * @internal Starts a scan: returns its generation and the folders to read, if `previous`
    * matches and the scan covers the same way (`scope` names the root, coverage and exclusions).
    */
-  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined } {
+  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined; restored: boolean } {
     const folders = previous !== undefined && previous === this.#boundTo && scope === this.#scope ? this.#folders : undefined;
+    const restored = this.#restored && folders !== undefined;
+    this.#restored = false;
     this.#scope = scope;
     // Any scan that starts invalidates the binding until its own picture binds again.
     this.#boundTo = undefined;
-    return { generation: ++this.#generation, folders };
+    return { generation: ++this.#generation, folders, restored };
   }
 
-  /** @internal Ends a scan: keeps its folders when no later scan started meanwhile. */
-  end(generation: number, folders: Map<string, FolderMemo>): boolean {
+  /**
+   * @internal Ends a scan: keeps its folders when no later scan started meanwhile. `relisted`:
+   * some folder was listed afresh, so what a later process could reuse may differ.
+   */
+  end(generation: number, folders: Map<string, FolderMemo>, relisted: boolean): boolean {
     if (generation !== this.#generation) return false;
+    if (relisted || folders.size !== this.#folders.size) this.#revision++;
     this.#folders = folders;
+    return true;
+  }
+
+  /** Grows whenever a scan kept folders that may differ from the ones before (see {@link ScanMemo.end}). */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /** The folders the last scan kept, and the scope it covered (for persisting; see scan-index.ts). */
+  get kept(): { folders: ReadonlyMap<string, FolderMemo>; scope: string | undefined } {
+    return { folders: this.#folders, scope: this.#scope };
+  }
+
+  /**
+   * Starts a memo no scan used yet from folders an earlier process kept, bound to `records` (the
+   * stat cache the folders' records come from) for a scan covering `scope`. Returns false, and
+   * changes nothing, once a scan has used the memo.
+   */
+  restore(folders: Map<string, FolderMemo>, records: ReadonlyMap<string, StatRecord>, scope: string): boolean {
+    if (this.#generation !== 0) return false;
+    this.#folders = folders;
+    this.#boundTo = records;
+    this.#scope = scope;
+    this.#restored = true;
     return true;
   }
 

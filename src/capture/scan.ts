@@ -169,6 +169,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const ignored: string[] = [];
   let sinceYield = 0;
   let isRepository = false;
+  let relisted = false;
   let stopped: 'walk-entries' | 'time-limit' | undefined;
   const pending: PendingFolder[] = [{ abs: root, rel: '', depth: 0, frame: undefined }];
 
@@ -266,6 +267,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       // attempt to reuse the listing, the chain was noted already: both checks must hold.
       const sameRules = ignores.noteFrame(folder.rel, frame) && (attempted === undefined || attempted.same) && trustPrevious;
       outcome = listFolder(folder, dirents, known, frame, sameRules, prefix);
+      relisted = true;
       if (outcome !== 'timed-out' && outcome.problems.length === 0 && outcome.memo !== undefined && folderStat !== undefined && folderStat.mtimeMs < listedAt - LISTING_SETTLE_MS) {
         outcome.memo.listing = {
           mtimeMs: folderStat.mtimeMs,
@@ -428,8 +430,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // Only repeat scans count toward starting the helper: a first picture of a big tree copies
   // every file and peaks in memory, and a thread booting beside it (about 10 MB) measured 10–25 MB
   // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
-  if (options.parallel !== undefined && memoFolders !== undefined && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
-  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo) ? memoStart.generation : undefined;
+  // A memo an earlier process left makes this process's first scan no repeat of its own.
+  if (options.parallel !== undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
+  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {
     list,

@@ -18,7 +18,8 @@ interface IndexReading {
   key: string;
   /** The index file's own mtime: an entry at or after it may be racily clean (git re-reads it). */
   indexMtimeMs: number;
-  entries: GitIndexEntry[];
+  /** The parsed entries, read on first use; `undefined` when the file cannot be parsed. */
+  readonly entries: GitIndexEntry[] | undefined;
   paths?: readonly string[];
   clean?: Map<string, GitIndexEntry>;
   /** The tracked paths the last walk's hidden entries cover, and those entries (joined): a repeat walk hides the same. */
@@ -28,6 +29,36 @@ interface IndexReading {
 /** One reading per index version, for long-lived observers that picture again and again. */
 const readings = new Map<string, IndexReading>();
 
+/**
+ * What the hidden-tracked pass found for one index version and one set of hidden entries, as an
+ * earlier process saw it (see {@link hiddenTrackedAnswer} and {@link seedHiddenTracked}).
+ */
+export interface HiddenTrackedAnswer {
+  /** The index file's identity and stat. */
+  index: string;
+  /** The hidden entries, joined by NUL. */
+  hidden: string;
+  /** The tracked paths they cover. */
+  paths: string[];
+}
+
+/** Per work-tree root, an answer an earlier process saved, used while its index key holds. */
+const seeds = new Map<string, HiddenTrackedAnswer>();
+
+/** The last answer of the hidden-tracked pass for `root`, to persist; `undefined` before one. */
+export function hiddenTrackedAnswer(root: string): HiddenTrackedAnswer | undefined {
+  const reading = readings.get(root);
+  if (reading?.hiddenTracked !== undefined) return { index: reading.key, hidden: reading.hiddenTracked.hidden, paths: reading.hiddenTracked.paths };
+  return seeds.get(root);
+}
+
+/**
+ * Gives this process an answer an earlier one saved: while the index file keeps that key and a
+ * walk hides the same entries, the index is not read for the pass at all.
+ */
+export function seedHiddenTracked(root: string, answer: HiddenTrackedAnswer): void {
+  seeds.set(root, answer);
+}
 /** The git folder of a work tree rooted at `root`: `.git` itself, or where a `.git` file points. */
 function gitDirOf(root: string): string | undefined {
   const dotGit = path.join(root, '.git');
@@ -56,14 +87,23 @@ function readingOf(root: string): IndexReading | undefined {
   const key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
   const known = readings.get(root);
   if (known?.key === key) return known;
-  let entries: GitIndexEntry[] | undefined;
-  try {
-    entries = parseGitIndex(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir), { objects: true, stat: true });
-  } catch {
-    return undefined;
-  }
-  if (entries === undefined) return undefined;
-  const reading: IndexReading = { key, indexMtimeMs: stats.mtimeMs, entries };
+  let parsed: { entries: GitIndexEntry[] | undefined } | undefined;
+  const reading: IndexReading = {
+    key,
+    indexMtimeMs: stats.mtimeMs,
+    get entries(): GitIndexEntry[] | undefined {
+      if (parsed === undefined) {
+        try {
+          parsed = { entries: parseGitIndex(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir), { objects: true, stat: true }) };
+        } catch {
+          parsed = { entries: undefined };
+        }
+      }
+      return parsed.entries;
+    },
+  };
+  const seed = seeds.get(root);
+  if (seed?.index === key) reading.hiddenTracked = { hidden: seed.hidden, paths: seed.paths };
   readings.set(root, reading);
   return reading;
 }
@@ -94,7 +134,7 @@ export function trackedBeyondWalk(root: string, hidden: readonly string[], conte
   if (reading === undefined) return [];
   const ancestors: AncestorMemo = new Map();
   const extra: StatRecord[] = [];
-  for (const projectPath of hiddenTrackedPaths(reading, hidden)) {
+  for (const projectPath of hiddenTrackedPaths(reading, hidden) ?? []) {
     if (!coverable(projectPath, context)) continue;
     let resolved;
     try {
@@ -116,9 +156,11 @@ export function trackedBeyondWalk(root: string, hidden: readonly string[], conte
  * index and set of hidden entries: a session's repeat walks hide the same entries, so a call pair
  * does not pass over every tracked path again.
  */
-function hiddenTrackedPaths(reading: IndexReading, hidden: readonly string[]): string[] {
+function hiddenTrackedPaths(reading: IndexReading, hidden: readonly string[]): string[] | undefined {
   const joined = hidden.join('\u0000');
   if (reading.hiddenTracked?.hidden === joined) return reading.hiddenTracked.paths;
+  const entries = reading.entries;
+  if (entries === undefined) return undefined;
   const hiddenFiles = new Set<string>();
   const hiddenFolders = new Set<string>();
   for (const entry of hidden) {
@@ -126,7 +168,7 @@ function hiddenTrackedPaths(reading: IndexReading, hidden: readonly string[]): s
     else hiddenFiles.add(entry);
   }
   // Regular files and links git tracks; submodules are another repository's.
-  reading.paths ??= [...new Set(reading.entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
   const paths = reading.paths.filter((p) => hiddenFiles.has(p) || (hiddenFolders.size > 0 && underAny(p, hiddenFolders)));
   reading.hiddenTracked = { hidden: joined, paths };
   return paths;
@@ -159,9 +201,10 @@ function coverable(projectPath: string, context: WalkContext): boolean {
 export function cleanTrackedBlob(root: string, record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
   if (record.type !== 'file') return undefined;
   const reading = readingOf(root);
-  if (reading === undefined) return undefined;
+  const entries = reading?.entries;
+  if (reading === undefined || entries === undefined) return undefined;
   // Only stage 0 regular files: a conflicted path has no one blob.
-  reading.clean ??= new Map(reading.entries.filter((e) => e.stage === 0 && (e.mode & 0o170000) === 0o100000).map((e) => [e.path, e]));
+  reading.clean ??= new Map(entries.filter((e) => e.stage === 0 && (e.mode & 0o170000) === 0o100000).map((e) => [e.path, e]));
   const entry = reading.clean.get(record.path);
   const seen = entry?.stat;
   if (entry?.object === undefined || seen === undefined) return undefined;

@@ -1,0 +1,125 @@
+import type { IgnoreStack } from './coverage.js';
+import type { FolderMemo, ScanMemo } from './scan-memo.js';
+import type { StatRecord } from './stat-record.js';
+import type { HiddenTrackedAnswer } from './tracked-files.js';
+
+// What a scan learnt about settled folders, persisted so the first picture of a fresh process
+// skips listing them and matching their names against the ignore rules, as git's untracked cache
+// does. Pure: data in, data out; the keeper reads and writes the document.
+
+const FORMAT = 'turnback-scan-index';
+const VERSION = 1;
+
+/** Flags of a persisted folder. */
+const HAS_GITIGNORE = 1;
+const HAS_GIT = 2;
+const IN_REPOSITORY = 4;
+
+/**
+ * One settled folder: its project path, mtime, inode, flags, the chain key of its ignore rules,
+ * its subfolders walked, its covered files (names, in listing order), and the entries its rules
+ * left out (project paths; a folder ends with `/`).
+ */
+type FolderTuple = [string, number, number, number, string, string[], string[], string[]];
+
+/** The persisted document. */
+export interface ScanIndexDocument {
+  format: typeof FORMAT;
+  version: typeof VERSION;
+  /** The scan's scope (root, skip patterns, exclusions): another scope uses nothing here. */
+  scope: string;
+  folders: FolderTuple[];
+  /** The hidden-tracked pass's last answer (tracked-files.ts), when there was one. */
+  tracked?: HiddenTrackedAnswer;
+}
+
+/**
+ * The document for the settled folders `memo` kept, with each folder's chain key from `ignores`;
+ * `undefined` when there is nothing to keep (no scan yet, or no settled folder).
+ */
+export function scanIndexOf(memo: ScanMemo, ignores: IgnoreStack, tracked?: HiddenTrackedAnswer): ScanIndexDocument | undefined {
+  const { folders, scope } = memo.kept;
+  if (scope === undefined) return undefined;
+  const keys = ignores.chainKeys();
+  const tuples: FolderTuple[] = [];
+  for (const [rel, known] of folders) {
+    const listing = known.listing;
+    const key = keys.get(rel);
+    if (listing === undefined || key === undefined) continue;
+    const prefixLength = rel === '' ? 0 : rel.length + 1;
+    const covered: string[] = [];
+    for (const record of known.records) if (record !== undefined) covered.push(record.path.slice(prefixLength));
+    const flags = (listing.hasGitignore ? HAS_GITIGNORE : 0) | (listing.hasGit ? HAS_GIT : 0) | (listing.inRepository ? IN_REPOSITORY : 0);
+    tuples.push([rel, listing.mtimeMs, listing.ino, flags, key, listing.subfolders, covered, known.ignored ?? []]);
+  }
+  if (tuples.length === 0) return undefined;
+  return { format: FORMAT, version: VERSION, scope, folders: tuples, ...(tracked !== undefined ? { tracked } : {}) };
+}
+
+/** What a fresh process takes from a persisted scan index. */
+export interface RestoredScanIndex {
+  scope: string;
+  folders: Map<string, FolderMemo>;
+  /** Chain key per restored folder, for {@link IgnoreStack.seed}. */
+  keys: Map<string, string>;
+  tracked?: HiddenTrackedAnswer;
+}
+
+/**
+ * Rebuilds the settled folders of `doc` over `records` (the stat cache loaded beside it): a folder
+ * comes back only when every covered file it names has a record there, so a reused listing never
+ * drops a file. A malformed document yields `undefined` (never half trusted); a folder the cache
+ * cannot fill is simply listed again by the next scan.
+ */
+export function restoreScanIndex(doc: unknown, records: ReadonlyMap<string, StatRecord>): RestoredScanIndex | undefined {
+  if (typeof doc !== 'object' || doc === null) return undefined;
+  const d = doc as Partial<ScanIndexDocument>;
+  if (d.format !== FORMAT || d.version !== VERSION || typeof d.scope !== 'string' || !Array.isArray(d.folders)) return undefined;
+  const folders = new Map<string, FolderMemo>();
+  const keys = new Map<string, string>();
+  for (const tuple of d.folders as unknown[]) {
+    if (!isFolderTuple(tuple)) return undefined;
+    const [rel, mtimeMs, ino, flags, key, subfolders, covered, ignored] = tuple;
+    const prefix = rel === '' ? '' : `${rel}/`;
+    const folderRecords: StatRecord[] = [];
+    for (const name of covered) {
+      const record = records.get(prefix + name);
+      if (record === undefined) break;
+      folderRecords.push(record);
+    }
+    if (folderRecords.length !== covered.length) continue;
+    folders.set(rel, {
+      records: folderRecords,
+      ignored,
+      listing: { mtimeMs, ino, subfolders, hasGitignore: (flags & HAS_GITIGNORE) !== 0, hasGit: (flags & HAS_GIT) !== 0, inRepository: (flags & IN_REPOSITORY) !== 0 },
+    });
+    keys.set(rel, key);
+  }
+  const tracked = d.tracked;
+  return { scope: d.scope, folders, keys, ...(isTrackedAnswer(tracked) ? { tracked } : {}) };
+}
+
+function isTrackedAnswer(value: unknown): value is HiddenTrackedAnswer {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<HiddenTrackedAnswer>;
+  return typeof v.index === 'string' && typeof v.hidden === 'string' && isStrings(v.paths);
+}
+
+function isStrings(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+
+function isFolderTuple(value: unknown): value is FolderTuple {
+  if (!Array.isArray(value) || value.length !== 8) return false;
+  const [rel, mtimeMs, ino, flags, key, subfolders, covered, ignored] = value as unknown[];
+  return (
+    typeof rel === 'string' &&
+    typeof mtimeMs === 'number' &&
+    typeof ino === 'number' &&
+    typeof flags === 'number' &&
+    typeof key === 'string' &&
+    isStrings(subfolders) &&
+    isStrings(covered) &&
+    isStrings(ignored)
+  );
+}
