@@ -40,6 +40,8 @@ export type { CheckpointObserverOptions } from './session/options.js';
 export type { CallAttribution, CallBeginOptions, CallBeginResult, CallEndOptions } from './session/calls.js';
 export type { RestoreFailure, RestoreOptions, RestoreReport } from './session/restore-types.js';
 export type { SnapshotInfo, SnapshotScope } from './session/snapshots.js';
+export type { SavepointDiff, SavepointInfo, SavepointSaveOptions } from './session/savepoints.js';
+export type { SavepointLimits } from './capture/savepoint-walk.js';
 export type { TurnChanges } from './session/turns.js';
 export type { Discard, IrreversibleCall } from './session/timeline.js';
 export { observerForConfig, openCheckpoints, type CheckpointConfigInput, type ObserverForConfigOptions } from './session/open.js';

@@ -14,6 +14,11 @@ export type PathState =
       mode: number;
       /** The inode it had: a restore rewrites a hard-linked file in place only while it is still that inode. */
       ino?: number;
+      /**
+       * SHA-256 of the bytes (64 hex digits), recorded by savepoints, which check it before
+       * restoring a byte; the store's own keys (`hash`) are xxh64.
+       */
+      sha256?: string;
     }
   /** The path did not exist. */
   | { type: 'absent' }
@@ -84,9 +89,10 @@ export function fingerprintOf(state: PathState | FingerprintSource): Fingerprint
 /**
  * What kind of moment a checkpoint records: `turn` (a user turn, with its writes and calls),
  * `call` (a shell call ended by another process after a restart), `snapshot` (one tool call's
- * pre-images) or `pre-restore` (what a restore overwrote: its undo).
+ * pre-images), `pre-restore` (what a restore overwrote: its undo) or `savepoint` (the files of
+ * the workspace when the model asked to save them: the savepoint tool's).
  */
-export type CheckpointKind = 'turn' | 'call' | 'snapshot' | 'pre-restore';
+export type CheckpointKind = 'turn' | 'call' | 'snapshot' | 'pre-restore' | 'savepoint';
 
 /**
  * One path's entry in a checkpoint: its state before the first change in the checkpoint's span,

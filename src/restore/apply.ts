@@ -103,7 +103,7 @@ export async function applyRestore(
     for (const entry of writing) {
       result.failed.push(
         culprit === undefined || entry === culprit
-          ? describeFailure(entry.path, cause)
+          ? describeFailure(entry.path, cause, options.signal)
           : { path: entry.path, error: `not attempted: preflight failed for ${culprit.path}` },
       );
     }
@@ -150,7 +150,7 @@ export async function applyRestore(
       result.cleanupPending.push(...(await tx.rollback()));
       result.rolledBack = true;
       for (const entry of done) result.failed.push({ path: entry.path, error: 'rolled back' });
-      result.failed.push(describeFailure(item.entry.path, error));
+      result.failed.push(describeFailure(item.entry.path, error, options.signal));
       for (const rest of prepared.slice(i + 1)) {
         result.failed.push({ path: rest.entry.path, error: `not attempted: rolled back after ${item.entry.path} failed` });
       }
@@ -165,7 +165,7 @@ export async function applyRestore(
     result.cleanupPending.push(...(await tx.rollback()));
     result.rolledBack = true;
     for (const entry of done) result.failed.push({ path: entry.path, error: 'rolled back' });
-    result.failed.push(describeFailure(done.at(-1)?.path ?? '.', error));
+    result.failed.push(describeFailure(done.at(-1)?.path ?? '.', error, options.signal));
     return result;
   }
   result.cleanupPending.push(...(await tx.commit()));
@@ -189,10 +189,12 @@ function inStructuralOrder(writing: WritingEntry[]): void {
   }
 }
 
-function describeFailure(projectPath: string, error: unknown): ApplyFailure {
+function describeFailure(projectPath: string, error: unknown, signal?: AbortSignal): ApplyFailure {
   const message = error instanceof Error ? error.message : String(error);
   const errno = errnoCode(error);
-  const code: RestoreFailureCode | undefined = isCheckpointError(error) ? error.code : isAbort(error) ? 'ABORT_ERR' : errno?.startsWith('E') === true ? (errno as `E${string}`) : undefined;
+  // A caller's own Error as the abort reason keeps its identity, and is still an abort.
+  const aborted = isAbort(error) || (signal?.aborted === true && error === signal.reason);
+  const code: RestoreFailureCode | undefined = isCheckpointError(error) ? error.code : aborted ? 'ABORT_ERR' : errno?.startsWith('E') === true ? (errno as `E${string}`) : undefined;
   return code === undefined ? { path: projectPath, error: message } : { path: projectPath, error: message, code };
 }
 

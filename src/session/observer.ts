@@ -15,6 +15,8 @@ import { MAX_UNHASHED, PostWriteHasher } from './post-write.js';
 import { Restorer } from './restorer.js';
 import type { RestoreOptions, RestoreReport } from './restore-types.js';
 import { SnapshotKeeper, assertScope, type SnapshotInfo, type SnapshotScope } from './snapshots.js';
+import { SavepointKeeper, type SavepointDiff, type SavepointInfo, type SavepointSaveOptions } from './savepoints.js';
+import { SAVEPOINT_DEFAULTS } from '../capture/savepoint-walk.js';
 import { TurnJournal, isCallerError, turnChangesOf, type OpenTurn, type TurnChanges } from './turns.js';
 import type { WriteObserver, WriteOp } from './write-observer.js';
 
@@ -51,6 +53,7 @@ export class CheckpointObserver implements WriteObserver {
   readonly #calls: CallAttributor;
   readonly #snapshots: SnapshotKeeper;
   readonly #restorer: Restorer;
+  readonly #savepoints: SavepointKeeper;
   readonly #projectPaths = new Map<string, string>();
   #closed = false;
 
@@ -78,6 +81,7 @@ export class CheckpointObserver implements WriteObserver {
     this.#calls = new CallAttributor(resolved.store, this.sessionId, this.#pictures, this.#turns);
     this.#snapshots = new SnapshotKeeper(capture, resolved.snapshotCapBytes, () => this.#hasher.hashPending());
     this.#restorer = new Restorer(capture, this.sessionId, this.#hasher, (gap) => this.#turns.recordGap(gap));
+    this.#savepoints = new SavepointKeeper(resolved.store, capture.projectRoot);
   }
 
   /** The canonical project root. */
@@ -284,6 +288,52 @@ export class CheckpointObserver implements WriteObserver {
     const meta = await this.#snapshots.find(request);
     await this.#turns.seal();
     return this.#store.withLock(() => this.#restorer.restoreSnapshotLocked(meta.id, request.paths), { timeoutMs: this.#restoreLockTimeoutMs });
+  }
+
+  /**
+   * Makes a savepoint: the files under `trackedPaths` now (within bounds; `truncated` when one
+   * was hit), each with its mode and SHA-256, as a `savepoint` checkpoint of this store.
+   *
+   * @throws CheckpointError `INVALID_ARGUMENT` for a reason over 4,096 characters or a limit past its ceiling.
+   */
+  async savepoint(options: Omit<SavepointSaveOptions, 'sessionId'> = {}): Promise<SavepointInfo> {
+    this.#assertOpen();
+    return this.#savepoints.save({ ...options, sessionId: this.sessionId });
+  }
+
+  /** This workspace's savepoints, newest first (at most 100). */
+  async listSavepoints(): Promise<SavepointInfo[]> {
+    this.#assertOpen();
+    return this.#savepoints.list();
+  }
+
+  /**
+   * What differs between savepoint `id` and the tree now (changed and missing files); never content.
+   * @throws CheckpointError `UNKNOWN_CHECKPOINT`, `INVALID_ID`, `FOREIGN_WORKSPACE`.
+   */
+  async diffSavepoint(id: CheckpointId, options: { maxFileBytes?: number } = {}): Promise<SavepointDiff> {
+    this.#assertOpen();
+    return this.#savepoints.diff(id, options.maxFileBytes ?? SAVEPOINT_DEFAULTS.maxFileBytes);
+  }
+
+  /**
+   * Writes savepoint `id` back: every file it names is overwritten or recreated, files created
+   * since stay, modes never widen (owner read and write kept; no new exec, group-write or
+   * other-write). Every stored copy is checked against its SHA-256 and every destination
+   * preflighted before anything is written; one transaction, rolled back on any failure or on
+   * `signal`, and saved first (`preRestoreId` undoes it).
+   *
+   * @throws CheckpointError `UNKNOWN_CHECKPOINT`, `FOREIGN_WORKSPACE`, `INTEGRITY` (a stored copy
+   *   that does not match), `CONFLICT` (a destination that cannot be written: nothing was),
+   *   `STORE_BUSY`.
+   */
+  async restoreSavepoint(id: CheckpointId, options: { signal?: AbortSignal } = {}): Promise<RestoreReport> {
+    this.#assertOpen();
+    const manifest = await this.#savepoints.manifest(id);
+    await this.#savepoints.verifyContent(manifest);
+    options.signal?.throwIfAborted();
+    await this.#turns.seal();
+    return this.#store.withLock(() => this.#restorer.restoreSavepointLocked(manifest.id, options.signal), { timeoutMs: this.#restoreLockTimeoutMs });
   }
 
   /** Removes a snapshot's state; its objects go at the next prune unless something else uses them. */

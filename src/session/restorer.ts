@@ -128,6 +128,38 @@ export class Restorer {
     return this.#applyPlanned(await this.#planFrom(id, [manifest], options, true), options);
   }
 
+  /**
+   * Restores a savepoint (see savepoints.ts) the caller has checked: every file it names is
+   * overwritten or recreated (`force`: a savepoint records no later change to guard against),
+   * modes by `never-widen`, files created since are kept, and what is overwritten is saved first.
+   * A read-only preflight comes first: when any path cannot be written (a folder or a special
+   * file in the way, an unreadable destination, a missing stored copy) nothing is written.
+   * The caller holds the store lock.
+   *
+   * @throws CheckpointError `CONFLICT` naming the paths the preflight found blocked.
+   */
+  async restoreSavepointLocked(id: CheckpointId, signal?: AbortSignal): Promise<RestoreReport> {
+    const manifest = await this.store.manifest(id);
+    const paths = manifest.entries.map((entry) => entry.path);
+    const options: RestoreOptions = {
+      created: 'keep',
+      modePolicy: 'never-widen',
+      saveLabel: `before restore of savepoint ${id}`,
+      ...(paths.length > 0 ? { force: paths } : {}),
+      ...(signal !== undefined ? { signal } : {}),
+    };
+    const planned = await this.#planFrom(id, [manifest], options, true);
+    const blocked = planned.plan.entries.filter((entry) => entry.action === 'refuse' || entry.action === 'leave');
+    if (blocked.length > 0) {
+      const shown = blocked.slice(0, 20).map((entry) => `${entry.path} (${entry.reason ?? entry.action})`);
+      throw new CheckpointError('CONFLICT', `the savepoint cannot be restored, nothing was written: ${shown.join(', ')}${blocked.length > shown.length ? ` and ${blocked.length - shown.length} more` : ''}`, {
+        path: (blocked[0] as PlanEntry).path,
+      });
+    }
+    signal?.throwIfAborted();
+    return this.#applyPlanned(planned, options);
+  }
+
   /** The project paths of a `paths` option. @throws CheckpointError for an empty list or a bad path. */
   pathFilter(paths: unknown): Set<string> | undefined {
     if (paths === undefined) return undefined;

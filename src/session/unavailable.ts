@@ -114,6 +114,26 @@ export class UnavailableCheckpoints implements WriteObserver, Unavailable, Recor
     return fn();
   }
 
+  /** No savepoint is made (and nothing is read). */
+  savepoint(_options?: unknown): Promise<Unavailable> {
+    return this.#answer();
+  }
+
+  /** There are no savepoints. */
+  listSavepoints(): Promise<Unavailable> {
+    return this.#answer();
+  }
+
+  /** Nothing to compare. */
+  diffSavepoint(_id: string, _options?: unknown): Promise<Unavailable> {
+    return this.#answer();
+  }
+
+  /** Nothing is restored (and nothing is written). */
+  restoreSavepoint(_id: string, _options?: unknown): Promise<Unavailable> {
+    return this.#answer();
+  }
+
   /** No snapshot is taken. */
   snapshot(_request: SnapshotScope & { paths?: string[] }): Promise<Unavailable> {
     return this.#answer();

@@ -7,7 +7,7 @@ import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
 
-const KINDS: ReadonlySet<string> = new Set<CheckpointKind>(['turn', 'call', 'snapshot', 'pre-restore']);
+const KINDS: ReadonlySet<string> = new Set<CheckpointKind>(['turn', 'call', 'snapshot', 'pre-restore', 'savepoint']);
 const UNCOPIED_REASONS: ReadonlySet<string> = new Set([
   'too-large',
   'credential',
@@ -54,8 +54,9 @@ export function validatePathState(value: unknown): string | undefined {
   if (!isObj(value)) return 'state is not an object';
   switch (value.type) {
     case 'file':
-      if (extraKey(value, ['type', 'object', 'hash', 'size', 'mode', 'ino'])) return 'file: unexpected field';
+      if (extraKey(value, ['type', 'object', 'hash', 'size', 'mode', 'ino', 'sha256'])) return 'file: unexpected field';
       if (value.ino !== undefined && !isSize(value.ino)) return 'file: bad inode';
+      if (value.sha256 !== undefined && (typeof value.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(value.sha256))) return 'file: bad sha256';
       // A file recorded by its git blob id names it as both its object and its hash.
       if (gitBlobIdOf(value.object) !== undefined) {
         if (value.hash !== value.object) return 'file: bad hash';

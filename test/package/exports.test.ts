@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 // The built package, loaded by its own name through the exports map, as a user's code would.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const ENTRIES = ['turnback', 'turnback/admin'] as const;
+const ENTRIES = ['turnback', 'turnback/admin', 'turnback/savepoint'] as const;
 
 function run(args: string[]): string {
   return execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' }).trim();
@@ -23,15 +23,15 @@ function valueNames(surface: Surface, entry: (typeof ENTRIES)[number]): string[]
 }
 
 describe('the package', () => {
-  it('declares the module layout: ESM and CJS builds with types for both entries, nothing run at install', () => {
+  it('declares the module layout: ESM and CJS builds with types for every entry, nothing run at install', () => {
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(pkg).toMatchObject({ name: 'turnback', type: 'module', sideEffects: false, files: ['dist'], engines: { node: '>=20.17' }, bin: { turnback: './dist/cli/main.cjs' } });
     // Nothing runs at install: no compiler needed, nothing for pnpm to skip.
     expect(Object.keys(pkg.scripts as Record<string, string>).filter((name) => /install/.test(name))).toEqual([]);
     const exports = pkg.exports as Record<string, { import: Record<string, string>; require: Record<string, string> } | string>;
-    expect(Object.keys(exports).sort()).toEqual(['.', './admin', './package.json']);
+    expect(Object.keys(exports).sort()).toEqual(['.', './admin', './package.json', './savepoint']);
     expect(exports['./package.json']).toBe('./package.json');
-    for (const key of ['.', './admin']) {
+    for (const key of ['.', './admin', './savepoint']) {
       const entry = exports[key] as { import: Record<string, string>; require: Record<string, string> };
       for (const file of [entry.import.types, entry.import.default, entry.require.types, entry.require.default]) expect(existsSync(path.join(root, file as string))).toBe(true);
     }

@@ -27,6 +27,10 @@ const CALLS: Record<string, (c: CheckpointObserver | UnavailableCheckpoints) => 
   restoreSnapshot: (c) => c.restoreSnapshot(SCOPE),
   dropSnapshot: (c) => c.dropSnapshot(SCOPE),
   drop: (c) => c.drop('s1'),
+  savepoint: (c) => c.savepoint({ reason: 'before the refactor' }),
+  listSavepoints: (c) => c.listSavepoints(),
+  diffSavepoint: (c) => c.diffSavepoint(ID),
+  restoreSavepoint: (c) => c.restoreSavepoint(ID),
   close: (c) => c.close(),
 };
 

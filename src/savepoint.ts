@@ -1,0 +1,20 @@
+/**
+ * turnback/savepoint — the model's own savepoint tool (`undo_savepoint`), framework-neutral: a
+ * name, a description, the JSON Schema the model sees and `execute`. Savepoints are checkpoints
+ * of kind `savepoint` in the session's one store, restored through the one engine. The framework
+ * adapters build on {@link createSavepointTool}.
+ *
+ * @packageDocumentation
+ */
+export {
+  SAVEPOINT_TOOL_NAME,
+  createSavepointTool,
+  parseSavepointInput,
+  savepointInput,
+  type SavepointInput,
+  type SavepointReport,
+  type SavepointTool,
+  type SavepointToolOptions,
+} from './tools/savepoint-tool.js';
+export { SAVEPOINT_BOUNDS, SAVEPOINT_CEILINGS, SAVEPOINT_DEFAULTS, type SavepointLimits } from './capture/savepoint-walk.js';
+export type { SavepointDiff, SavepointInfo, SavepointSaveOptions } from './session/savepoints.js';

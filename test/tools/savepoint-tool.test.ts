@@ -1,0 +1,331 @@
+import * as nodeFs from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isCheckpointError } from '../../src/core/errors.js';
+import type { CheckpointObserver } from '../../src/session/observer.js';
+import { createSavepointTool, parseSavepointInput, type SavepointReport, type SavepointTool } from '../../src/tools/savepoint-tool.js';
+import { SAVEPOINT_BOUNDS } from '../../src/capture/savepoint-walk.js';
+import { nodeFileSystem } from '../../src/fs/file-system.js';
+import { faultFs } from '../helpers/fault-fs.js';
+import { listing, openObserver, sandbox, writeTree } from '../session/helpers.js';
+
+// The model's savepoint tool over a real store and a real project folder. Every refused input is
+// checked to leave the project (and the store's checkpoints) exactly as they were.
+
+const open: { observer: CheckpointObserver; tool: SavepointTool }[] = [];
+afterEach(async () => {
+  for (const { observer, tool } of open.splice(0)) {
+    tool.dispose();
+    await observer.close();
+  }
+});
+
+async function setup(tree: Parameters<typeof writeTree>[1], options: Partial<Parameters<typeof createSavepointTool>[0]> = {}) {
+  const { project, storeDir } = await sandbox();
+  await writeTree(project, tree);
+  const observer = await openObserver(project, storeDir);
+  const tool = createSavepointTool({ observer, ...options });
+  open.push({ observer, tool });
+  return { project, storeDir, observer, tool };
+}
+
+async function expectError(promise: Promise<unknown>, code: string): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(isCheckpointError(error), String(error)).toBe(true);
+    expect((error as { code: string }).code).toBe(code);
+    return error as Error;
+  }
+  throw new Error(`expected a ${code} error`);
+}
+
+async function save(tool: SavepointTool, reason?: string): Promise<string> {
+  const report = await tool.execute({ action: 'save', ...(reason !== undefined ? { reason } : {}) });
+  if (report.action !== 'save') throw new Error('not a save report');
+  return report.savepoint.id;
+}
+
+describe('undo_savepoint: input', () => {
+  it('refuses every malformed input before any file is read, with a typed error', async () => {
+    const { project, observer, tool } = await setup({ 'a.txt': 'a\n' });
+    const id = await save(tool);
+    const tree = await listing(project);
+    const checkpoints = (await observer.store.list()).length;
+    const getter = { action: 'list' };
+    Object.defineProperty(getter, 'reason', { enumerable: true, get: () => 'x' });
+    class Input {
+      action = 'list';
+    }
+    const bad: unknown[] = [
+      undefined,
+      null,
+      'save',
+      ['save'],
+      {},
+      { action: 'wipe' },
+      { action: 'save', extra: 1 },
+      { action: 'save', id },
+      { action: 'list', reason: 'no' },
+      { action: 'diff' },
+      { action: 'diff', id, confirm: true },
+      { action: 'restore', id },
+      { action: 'restore', id, confirm: false },
+      { action: 'restore', id, confirm: 'true' },
+      { action: 'restore', confirm: true },
+      { action: 'save', reason: 'x'.repeat(4097) },
+      { action: 'save', reason: 42 },
+      { action: 'save', reason: { text: 'nested' } },
+      getter,
+      new Input(),
+      { action: 'list', [Symbol('s')]: 1 },
+    ];
+    for (const input of bad) {
+      await expectError(tool.execute(input), 'INVALID_ARGUMENT');
+      expect(() => parseSavepointInput(input)).toThrow();
+    }
+    expect(await listing(project)).toEqual(tree);
+    expect((await observer.store.list()).length).toBe(checkpoints);
+  });
+
+  it('shows the model one flat object schema derived from the same definition', async () => {
+    const { tool } = await setup({});
+    expect(tool.name).toBe('undo_savepoint');
+    expect(tool.inputSchema).toMatchObject({ type: 'object', additionalProperties: false, required: ['action'] });
+    expect(Object.keys(tool.inputSchema.properties as object).sort()).toEqual(['action', 'confirm', 'id', 'reason']);
+    expect((tool.inputSchema.properties as Record<string, { enum?: string[] }>).action?.enum).toEqual(['save', 'list', 'diff', 'restore']);
+  });
+});
+
+describe('undo_savepoint: save, list, diff, restore', () => {
+  it('round trip: save → change files → diff names them → restore without confirm changes nothing → with confirm the tree is back', async () => {
+    const { project, tool } = await setup({ 'src/a.ts': 'a\n', 'src/b.ts': 'b\n', 'README.md': 'r\n' });
+    const before = await listing(project);
+    const id = await save(tool, 'before the refactor');
+
+    await fs.writeFile(path.join(project, 'src/a.ts'), 'A changed\n');
+    await fs.rm(path.join(project, 'src/b.ts'));
+    await fs.writeFile(path.join(project, 'new.txt'), 'made later\n');
+
+    const listed = await tool.execute({ action: 'list' });
+    expect(listed).toMatchObject({ ok: true, action: 'list', count: 1, savepoints: [{ id, reason: 'before the refactor', truncated: false, files: 3 }] });
+    const diff = await tool.execute({ action: 'diff', id });
+    expect(diff).toEqual({ ok: true, action: 'diff', id, changed: ['src/a.ts'], missing: ['src/b.ts'], unchanged: 1 });
+    // File contents never reach the model.
+    expect(JSON.stringify(diff) + JSON.stringify(listed)).not.toMatch(/A changed|made later/);
+
+    const changedTree = await listing(project);
+    await expectError(tool.execute({ action: 'restore', id }), 'INVALID_ARGUMENT');
+    expect(await listing(project)).toEqual(changedTree);
+
+    const restored = (await tool.execute({ action: 'restore', id, confirm: true })) as Extract<SavepointReport, { action: 'restore' }>;
+    expect(restored).toMatchObject({ ok: true, action: 'restore', id, restored: ['src/a.ts', 'src/b.ts'], unchanged: 1, cleanupPending: [] });
+    expect(restored.preRestoreId).not.toBeNull();
+    // Files created since stay; everything the savepoint names is back.
+    expect(await listing(project)).toEqual({ ...before, 'new.txt': (await listing(project))['new.txt'] });
+    expect((await tool.execute({ action: 'diff', id })) as object).toMatchObject({ changed: [], missing: [], unchanged: 3 });
+  });
+
+  it('an id that does not exist is an error, not an empty result; a checkpoint of another kind is no savepoint', async () => {
+    const { observer, tool } = await setup({ 'a.txt': 'a\n' });
+    await expectError(tool.execute({ action: 'diff', id: '00000000000000-zzzzzzzz' }), 'INVALID_ID');
+    const id = await save(tool);
+    const other = id.slice(0, -1) + (id.endsWith('a') ? 'b' : 'a');
+    await expectError(tool.execute({ action: 'diff', id: other }), 'UNKNOWN_CHECKPOINT');
+    const turn = await observer.beginTurn({ label: 'a turn' });
+    await observer.close();
+    const again = await openObserver(observer.projectRoot, path.join(path.dirname(observer.projectRoot), 'store'));
+    const tool2 = createSavepointTool({ observer: again });
+    open.push({ observer: again, tool: tool2 });
+    await expectError(tool2.execute({ action: 'restore', id: turn, confirm: true }), 'UNKNOWN_CHECKPOINT');
+  });
+
+  it('holds regular files only: no symlinks, credentials, dependency or build folders, files with NUL bytes', async () => {
+    const { project, tool } = await setup({
+      'src/a.ts': 'a\n',
+      '.env': 'SECRET=1\n',
+      'id_rsa.pem': 'key\n',
+      'node_modules/x/index.js': 'dep\n',
+      'dist/out.js': 'built\n',
+      '.git/config': 'git\n',
+      'bin.dat': Buffer.from([1, 0, 2]),
+    });
+    await fs.symlink('src/a.ts', path.join(project, 'link.ts'));
+    const id = await save(tool);
+    const listed = (await tool.execute({ action: 'list' })) as Extract<SavepointReport, { action: 'list' }>;
+    expect(listed.savepoints[0]).toMatchObject({ id, files: 1, truncated: false });
+  });
+
+  it('cuts a savepoint short at its bounds, and says so (truncated, also when a bound is reached exactly)', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 5; i++) files[`f${i}.txt`] = `${i}\n`;
+    const exact = await setup(files, { limits: { maxFiles: 5 } });
+    expect(((await exact.tool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 5, truncated: true });
+    const under = await setup(files, { limits: { maxFiles: 6 } });
+    expect(((await under.tool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 5, truncated: false });
+    const big = await setup({ 'small.txt': 'ok\n', 'big.txt': 'x'.repeat(2048) }, { limits: { maxFileBytes: 1024 } });
+    expect(((await big.tool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 1, truncated: true });
+    expect(() => createSavepointTool({ observer: big.observer, limits: { maxFiles: 2001 } })).toThrow(/maxFiles/);
+    expect(() => createSavepointTool({ observer: big.observer, limits: { maxFileBytes: 2 * 1024 * 1024 + 1 } })).toThrow(/maxFileBytes/);
+    let deep = 'd';
+    for (let i = 0; i < SAVEPOINT_BOUNDS.depth + 1; i++) deep += '/d';
+    const tooDeep = await setup({ [`${deep}/x.txt`]: 'deep\n', 'top.txt': 't\n' });
+    expect(((await tooDeep.tool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 1, truncated: true });
+  });
+
+  it('modes: owner read and write kept, never a new exec, group-write or other-write; an executable destination keeps its bits', async () => {
+    const { project, tool } = await setup({ 'run.sh': { file: '#!/bin/sh\n', mode: 0o777 }, 'notes.txt': { file: 'n\n', mode: 0o444 }, 'tool.sh': { file: 't\n', mode: 0o750 } });
+    const id = await save(tool);
+    await fs.rm(path.join(project, 'run.sh'));
+    await fs.writeFile(path.join(project, 'notes.txt'), 'changed\n');
+    await fs.writeFile(path.join(project, 'tool.sh'), 'changed\n');
+    await expect(tool.execute({ action: 'restore', id, confirm: true })).resolves.toMatchObject({ ok: true });
+    const mode = (rel: string) => nodeFs.statSync(path.join(project, rel)).mode & 0o777;
+    expect(mode('run.sh')).toBe(0o644); // recreated: 777 recorded, no exec or group/other write granted
+    expect(mode('notes.txt')).toBe(0o644); // recorded 0444: owner read and write kept
+    expect(mode('tool.sh')).toBe(0o750); // already executable: its own bits stay
+  });
+
+  it('preflight: a folder standing where a file goes refuses the whole restore, and nothing is written', async () => {
+    const { project, tool } = await setup({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const id = await save(tool);
+    await fs.writeFile(path.join(project, 'a.txt'), 'changed\n');
+    await fs.rm(path.join(project, 'b.txt'));
+    await fs.mkdir(path.join(project, 'b.txt'));
+    await fs.writeFile(path.join(project, 'b.txt', 'inside'), 'keep me\n');
+    const tree = await listing(project);
+    const error = await expectError(tool.execute({ action: 'restore', id, confirm: true }), 'CONFLICT');
+    expect(error.message).toMatch(/b\.txt/);
+    expect(await listing(project)).toEqual(tree);
+  });
+
+  it('a stored copy that no longer matches its SHA-256 stops the restore before a byte is written', async () => {
+    const { project, storeDir, observer, tool } = await setup({ 'a.txt': 'original\n' });
+    const id = await save(tool);
+    await fs.writeFile(path.join(project, 'a.txt'), 'changed\n');
+    const manifest = await observer.store.manifest(id as never);
+    const entry = manifest.entries[0];
+    if (entry?.before.type !== 'file') throw new Error('no file entry');
+    // Rewrite the manifest's recorded SHA-256 (the store's own checks pass, the savepoint's must not).
+    const manifestFile = (await findFile(storeDir, `${id}.json`)) as string;
+    const text = await fs.readFile(manifestFile, 'utf8');
+    await fs.writeFile(manifestFile, text.replace(entry.before.sha256 as string, 'f'.repeat(64)));
+    const tree = await listing(project);
+    await expectError(tool.execute({ action: 'restore', id, confirm: true }), 'INTEGRITY');
+    expect(await listing(project)).toEqual(tree);
+  });
+
+  it('one operation at a time per workspace: a second concurrent call is busy; a restore aborted before it starts writes nothing', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 200; i++) files[`d${i % 10}/f${i}.txt`] = `${i}\n`;
+    const { project, tool } = await setup(files);
+    const id = await save(tool);
+    for (let i = 0; i < 200; i++) await fs.writeFile(path.join(project, `d${i % 10}/f${i}.txt`), `changed ${i}\n`);
+    const changed = await listing(project);
+    const first = tool.execute({ action: 'list' });
+    await expectError(tool.execute({ action: 'list' }), 'STORE_BUSY');
+    await first;
+
+    const controller = new AbortController();
+    controller.abort(new Error('the person pressed stop'));
+    await expect(tool.execute({ action: 'restore', id, confirm: true }, { signal: controller.signal })).rejects.toThrow(/pressed stop/);
+    expect(await listing(project)).toEqual(changed);
+
+  });
+
+  it('a restore aborted through its signal mid-way rolls back to the exact tree it found', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) files[`d${i % 6}/f${i}.txt`] = `${i}\n`;
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, files);
+    const midway = new AbortController();
+    let writes = 0;
+    let armed = false;
+    // The abort lands from inside the restore, after its tenth write call: deterministic, no timer.
+    const counting = faultFs(nodeFileSystem, {
+      before: (op) => {
+        if (armed && ['rename', 'link', 'handle.write', 'handle.writeFile'].includes(op) && ++writes === 10) midway.abort(new Error('stopped mid-way'));
+      },
+    });
+    const observer = await openObserver(project, storeDir, { fs: counting.fs });
+    const tool = createSavepointTool({ observer });
+    open.push({ observer, tool });
+    const id = await save(tool);
+    for (let i = 0; i < 60; i++) await fs.writeFile(path.join(project, `d${i % 6}/f${i}.txt`), `changed ${i}\n`);
+    const changed = await listing(project);
+    armed = true;
+    const report = (await tool.execute({ action: 'restore', id, confirm: true }, { signal: midway.signal })) as Extract<SavepointReport, { action: 'restore' }>;
+    expect(midway.signal.aborted).toBe(true);
+    expect(report.ok).toBe(false);
+    expect(report.failure).toMatchObject({ code: 'ABORT_ERR', error: 'stopped mid-way' });
+    expect(report.rollbackIncomplete).toBeUndefined();
+    expect(await listing(project)).toEqual(changed);
+  });
+
+  it('fault matrix: one failure at any file-system call of a restore leaves the tree it found, or the savepoint whole', async () => {
+    const ops = ['rename', 'link', 'open', 'unlink', 'mkdir', 'lstat', 'handle.write', 'handle.sync'] as const;
+    let rolledBack = 0;
+    let finished = 0;
+    for (const op of ops) {
+      for (let nth = 1; nth <= 6; nth++) {
+        const { project, storeDir } = await sandbox();
+        await writeTree(project, { 'a.txt': 'a\n', 'b.txt': 'b\n', 'deep/new/c.txt': 'c\n', 'd.txt': 'd\n' });
+        // Calls are counted from the restore's start: the nth call of `op` in it fails, once.
+        let armed = false;
+        let seen = 0;
+        const faulty = faultFs(nodeFileSystem, {
+          before: (called) => {
+            if (armed && called === op && ++seen === nth) throw Object.assign(new Error(`injected EIO on ${op}`), { code: 'EIO' });
+          },
+        });
+        const observer = await openObserver(project, storeDir, { fs: faulty.fs });
+        const tool = createSavepointTool({ observer });
+        open.push({ observer, tool });
+        const id = await save(tool);
+        const saved = await listing(project);
+        await fs.writeFile(path.join(project, 'a.txt'), 'changed\n');
+        await fs.rm(path.join(project, 'deep'), { recursive: true });
+        await fs.writeFile(path.join(project, 'd.txt'), 'changed too\n');
+        const changed = await listing(project);
+        armed = true;
+        let outcome: 'ok' | 'rolled back' | 'refused';
+        try {
+          const report = (await tool.execute({ action: 'restore', id, confirm: true })) as Extract<SavepointReport, { action: 'restore' }>;
+          outcome = report.ok ? 'ok' : 'rolled back';
+          if (!report.ok) expect(report.rollbackIncomplete, `${op} #${nth}`).toBeUndefined();
+        } catch {
+          outcome = 'refused';
+        }
+        const now = await listing(project);
+        if (outcome === 'ok') {
+          finished += 1;
+          expect(now, `${op} #${nth}`).toEqual(saved);
+        } else {
+          rolledBack += 1;
+          expect(now, `${op} #${nth}: ${outcome}`).toEqual(changed);
+        }
+      }
+    }
+    // Not vacuous: faults landed inside restores, and some restores still finished.
+    expect(rolledBack).toBeGreaterThan(5);
+    expect(finished).toBeGreaterThan(0);
+  });
+
+  it('a disposed tool refuses every call', async () => {
+    const { tool } = await setup({ 'a.txt': 'a\n' });
+    tool.dispose();
+    await expectError(tool.execute({ action: 'list' }), 'CLOSED');
+  });
+});
+
+async function findFile(dir: string, name: string): Promise<string | undefined> {
+  for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    const abs = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      const found = await findFile(abs, name);
+      if (found !== undefined) return found;
+    } else if (entry.name === name) return abs;
+  }
+  return undefined;
+}
