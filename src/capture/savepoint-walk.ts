@@ -200,7 +200,7 @@ export function trackedRelative(root: string, tracked: string): string {
 }
 
 /** True when every folder from the root down to `rel`'s parent is a real folder (no link on the way). */
-function insideThroughFolders(root: string, rel: string): boolean {
+export function insideThroughFolders(root: string, rel: string): boolean {
   if (rel === '') return true;
   const parts = rel.split('/');
   let current = root;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
-import { resolveSavepointLimits, walkSavepoint, type SavepointLimits } from '../capture/savepoint-walk.js';
+import { insideThroughFolders, resolveSavepointLimits, walkSavepoint, type SavepointLimits } from '../capture/savepoint-walk.js';
 import { CheckpointError, isCheckpointError } from '../core/errors.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import type { CheckpointManifest } from '../core/model.js';
@@ -160,16 +160,8 @@ function infoOf(manifest: CheckpointManifest, bytes: number): SavepointInfo {
 
 /** The SHA-256 of a regular file at `projectPath` now (never through a link), or `undefined`. */
 function currentSha256(root: string, projectPath: string, maxBytes: number): string | undefined {
+  if (!insideThroughFolders(root, projectPath)) return undefined;
   const parts = projectPath.split('/');
-  let current = root;
-  for (const part of parts.slice(0, -1)) {
-    current = path.join(current, part);
-    try {
-      if (!nodeFs.lstatSync(current).isDirectory()) return undefined;
-    } catch {
-      return undefined;
-    }
-  }
   let fd: number;
   try {
     fd = nodeFs.openSync(path.join(root, ...parts), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);

@@ -1,3 +1,4 @@
+import * as nodeFs from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { CheckpointError } from '../../src/core/errors.js';
@@ -59,4 +60,18 @@ export class FakeStore implements PictureStore, StateDocuments {
   async deleteState(name: string): Promise<void> {
     this.state.delete(name);
   }
+}
+
+/** Sets every folder's mtime under `dir` (itself included) an hour back, so their listings count as settled. */
+export function settleFolders(dir: string): void {
+  const old = new Date(Date.now() - 3600_000);
+  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) settleFolders(path.join(dir, entry.name));
+  nodeFs.utimesSync(dir, old, old);
+}
+
+/** Runs `change` and puts the folder's mtime back, as a file system that forgets to update it (or an in-place write) would. */
+export function keepFolderTime(abs: string, change: () => void): void {
+  const before = nodeFs.statSync(abs);
+  change();
+  nodeFs.utimesSync(abs, before.atime, before.mtime);
 }

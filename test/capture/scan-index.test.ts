@@ -6,7 +6,10 @@ import { IgnoreStack, resolveCoverage, type ResolvedCoverage } from '../../src/c
 import { ScanMemo, scanTree, type ScanResult, type StatRecord } from '../../src/capture/scan.js';
 import { restoreScanIndex, scanIndexOf } from '../../src/capture/scan-index.js';
 import { withSeed, type Seeded } from '../helpers/seed.js';
-import { makeTree, tempDir } from './helpers.js';
+import { keepFolderTime as keepTime, makeTree, settleFolders as settle, tempDir } from './helpers.js';
+
+const settleFolders = (dir: string = root): void => settle(dir);
+const keepFolderTime = (rel: string, change: () => void): void => keepTime(rel === '' ? root : path.join(root, rel), change);
 
 // The scan index carries settled folder listings from one process to the next. Each "process"
 // here is a fresh memo and ignore stack; what passes between them is only the JSON document and
@@ -19,20 +22,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await fs.rm(root, { recursive: true, force: true });
 });
-
-function settleFolders(dir = root): void {
-  const old = new Date(Date.now() - 3600_000);
-  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) settleFolders(path.join(dir, entry.name));
-  nodeFs.utimesSync(dir, old, old);
-}
-
-/** Runs `change` and puts the folder's mtime back, as a change that keeps the folder's entries would. */
-function keepFolderTime(rel: string, change: () => void): void {
-  const abs = rel === '' ? root : path.join(root, rel);
-  const before = nodeFs.statSync(abs);
-  change();
-  nodeFs.utimesSync(abs, before.atime, before.mtime);
-}
 
 function view(result: ScanResult): Record<string, Omit<StatRecord, 'path'>> {
   const out: Record<string, Omit<StatRecord, 'path'>> = {};

@@ -5,7 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IgnoreStack, resolveCoverage } from '../../src/capture/coverage.js';
 import { ScanMemo, scanTree, type ScanOptions, type ScanResult, type StatRecord } from '../../src/capture/scan.js';
 import { PARALLEL_MIN_PATHS, ParallelLstat } from '../../src/fs/parallel-lstat.js';
-import { makeTree, tempDir } from './helpers.js';
+import { keepFolderTime as keepTime, makeTree, settleFolders as settle, tempDir } from './helpers.js';
+
+const settleFolders = (dir: string = root): void => settle(dir);
+const keepFolderTime = (rel: string, change: () => void): void => keepTime(rel === '' ? root : path.join(root, rel), change);
 
 let root: string;
 let parallel: ParallelLstat | undefined;
@@ -17,21 +20,6 @@ afterEach(async () => {
   parallel = undefined;
   await fs.rm(root, { recursive: true, force: true });
 });
-
-/** Sets every folder's mtime an hour back, so their listings count as settled. */
-function settleFolders(dir = root): void {
-  const old = new Date(Date.now() - 3600_000);
-  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) settleFolders(path.join(dir, entry.name));
-  nodeFs.utimesSync(dir, old, old);
-}
-
-/** Puts a folder's mtime back to what it was, as a file system that forgets to update it would. */
-function keepFolderTime(rel: string, change: () => void): void {
-  const abs = rel === '' ? root : path.join(root, rel);
-  const before = nodeFs.statSync(abs);
-  change();
-  nodeFs.utimesSync(abs, before.atime, before.mtime);
-}
 
 /** Repeat scans the way a picture drives them: one memo and ignore stack, each scan bound to the last. */
 function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'previousEpoch' | 'readDir'> = {}) {
