@@ -4,6 +4,7 @@ import { closeOpenedStores, type GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, type DiffOptions } from './diff.js';
 import { listCommand, showCommand, statusCommand } from './info.js';
+import { mcpCommand } from './mcp.js';
 import { describeFailure, Io } from './io.js';
 import { runCommand, type RunOptions } from './run.js';
 import { revertCommand, type RevertOptions } from './revert.js';
@@ -139,6 +140,9 @@ export function buildProgram(): Command {
   );
   common(program.command('drop').description('remove one picture (its copies go at the next prune unless another picture uses them)').argument('<id>', 'full id or a prefix of 4+ characters')).action(
     (id: string, options: GlobalOptions) => guarded(options.json, (io) => dropCommand(id, options, io)),
+  );
+  common(program.command('mcp').description('serve this project over MCP on stdin/stdout: undo_savepoint, list_checkpoints, diff_checkpoint, restore_checkpoint')).action((options: GlobalOptions) =>
+    guarded(false, (io) => mcpCommand(options, io)),
   );
   common(program.command('config').description('the configuration in effect: every [checkpoints] key, its value and where it came from')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => configCommand(options, io)),
