@@ -330,10 +330,10 @@ export class CheckpointObserver implements WriteObserver {
   async restoreSavepoint(id: CheckpointId, options: { signal?: AbortSignal } = {}): Promise<RestoreReport> {
     this.#assertOpen();
     const manifest = await this.#savepoints.manifest(id);
-    await this.#savepoints.verifyContent(manifest);
+    const verified = await this.#savepoints.verifyContent(manifest);
     options.signal?.throwIfAborted();
     await this.#turns.seal();
-    return this.#store.withLock(() => this.#restorer.restoreSavepointLocked(manifest.id, options.signal), { timeoutMs: this.#restoreLockTimeoutMs });
+    return this.#store.withLock(() => this.#restorer.restoreSavepointLocked(manifest, verified, options.signal), { timeoutMs: this.#restoreLockTimeoutMs });
   }
 
   /** Removes a snapshot's state; its objects go at the next prune unless something else uses them. */

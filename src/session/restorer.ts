@@ -129,7 +129,8 @@ export class Restorer {
   }
 
   /**
-   * Restores a savepoint (see savepoints.ts) the caller has checked: every file it names is
+   * Restores a savepoint (see savepoints.ts) whose stored copies the caller read and checked
+   * (`verified`, by object key): every file it names is
    * overwritten or recreated (`force`: a savepoint records no later change to guard against),
    * modes by `never-widen`, files created since are kept, and what is overwritten is saved first.
    * A read-only preflight comes first: when any path cannot be written (a folder or a special
@@ -138,8 +139,8 @@ export class Restorer {
    *
    * @throws CheckpointError `CONFLICT` naming the paths the preflight found blocked.
    */
-  async restoreSavepointLocked(id: CheckpointId, signal?: AbortSignal): Promise<RestoreReport> {
-    const manifest = await this.store.manifest(id);
+  async restoreSavepointLocked(manifest: CheckpointManifest, verified: ReadonlyMap<string, Buffer>, signal?: AbortSignal): Promise<RestoreReport> {
+    const id = manifest.id;
     const paths = manifest.entries.map((entry) => entry.path);
     const options: RestoreOptions = {
       created: 'keep',
@@ -157,7 +158,8 @@ export class Restorer {
       });
     }
     signal?.throwIfAborted();
-    return this.#applyPlanned(planned, options);
+    // The stored copies were read and checked against their SHA-256 by the caller: written from there.
+    return this.#applyPlanned(planned, options, async (object) => verified.get(object) ?? this.store.readObject(object));
   }
 
   /** The project paths of a `paths` option. @throws CheckpointError for an empty list or a bad path. */
@@ -241,7 +243,7 @@ export class Restorer {
     return withoutDiscarded(id, [anchor, ...(await Promise.all(later.map((m) => this.store.manifest(m.id))))], discards);
   }
 
-  async #applyPlanned({ plan, irreversible }: Planned, options: RestoreOptions): Promise<RestoreReport> {
+  async #applyPlanned({ plan, irreversible }: Planned, options: RestoreOptions, readObject: (object: string) => Promise<Buffer> = (object) => this.store.readObject(object)): Promise<RestoreReport> {
     const writing = plan.entries.filter((e) => e.action === 'restore' || e.action === 'recreate' || e.action === 'delete');
     const report: RestoreReport = {
       available: true,
@@ -290,7 +292,7 @@ export class Restorer {
       {
         fs: this.capture.fs,
         projectRoot: this.projectRoot,
-        readObject: (object) => this.store.readObject(object),
+        readObject,
         beforeSwap: (entry, sight) => this.#saveFirst(saver, saved, entry, sight),
       },
       toApply,

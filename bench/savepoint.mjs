@@ -1,0 +1,94 @@
+// The savepoint bench (issue #14): save and restore of a 400-file, 8 MiB savepoint through the
+// savepoint tool, each side by side with `cp -a` of the same files (save: project → a copy;
+// restore: the copy → the project), alternating which runs first.
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { fmtMs, fmtRatio, median } from './lib.mjs';
+import { mulberry32 } from './tree.mjs';
+
+const FILES = 400;
+const BYTES = (8 * 1024 * 1024) / FILES - 64;
+
+/** Writes FILES files of random text (no NUL bytes), BYTES each, in 20 folders. */
+function writeFiles(root, seed) {
+  const rng = mulberry32(seed);
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789 \n';
+  for (let i = 0; i < FILES; i++) {
+    const dir = path.join(root, `d${i % 20}`);
+    fs.mkdirSync(dir, { recursive: true });
+    let text = '';
+    while (text.length < BYTES) text += alphabet[Math.floor(rng() * alphabet.length)];
+    fs.writeFileSync(path.join(dir, `f${i}.txt`), text);
+  }
+}
+
+function timedCp(from, to) {
+  fs.rmSync(to, { recursive: true, force: true });
+  const start = performance.now();
+  const result = spawnSync('cp', ['-a', from, to]);
+  const ms = performance.now() - start;
+  if (result.status !== 0) throw new Error(`cp -a failed: ${result.stderr}`);
+  return ms;
+}
+
+/**
+ * @param {{ temp: { path(name: string): string }, row: Function, notes: string[], quick: boolean, dist: string, openObserver: Function }} context
+ */
+export async function benchSavepoint({ temp, row, notes, quick, dist, openObserver }) {
+  const { createSavepointTool } = await import(pathToFileURL(path.join(dist, 'savepoint.js')).href);
+  const rounds = quick ? 3 : 7;
+  const saves = [];
+  const cpSaves = [];
+  const restores = [];
+  const cpRestores = [];
+  for (let round = 0; round < rounds; round++) {
+    const project = temp.path(`savepoint-project-${round}`);
+    writeFiles(project, 100 + round);
+    const { store, observer } = await openObserver(project, temp.path(`savepoint-store-${round}`));
+    const tool = createSavepointTool({ observer, limits: { maxFiles: 2000, maxFileBytes: 2 * 1024 * 1024 } });
+    const copy = temp.path(`savepoint-copy-${round}`);
+    const save = async () => {
+      const start = performance.now();
+      const report = await tool.execute({ action: 'save' });
+      const ms = performance.now() - start;
+      if (report.savepoint.files !== FILES || report.savepoint.truncated) throw new Error(`savepoint held ${report.savepoint.files} files, truncated ${report.savepoint.truncated}`);
+      return { ms, id: report.savepoint.id };
+    };
+    let saved;
+    if (round % 2 === 0) {
+      cpSaves.push(timedCp(project, copy));
+      saved = await save();
+    } else {
+      saved = await save();
+      cpSaves.push(timedCp(project, copy));
+    }
+    saves.push(saved.ms);
+    // Every file changed, so a restore writes all 400 back.
+    writeFiles(project, 900 + round);
+    const restore = async () => {
+      const start = performance.now();
+      const report = await tool.execute({ action: 'restore', id: saved.id, confirm: true });
+      const ms = performance.now() - start;
+      if (!report.ok || report.restored.length !== FILES) throw new Error(`restore wrote ${report.restored.length} files`);
+      return ms;
+    };
+    const back = temp.path(`savepoint-back-${round}`);
+    if (round % 2 === 0) {
+      cpRestores.push(timedCp(copy, back));
+      restores.push(await restore());
+    } else {
+      restores.push(await restore());
+      cpRestores.push(timedCp(copy, back));
+    }
+    tool.dispose();
+    await observer.close();
+    await store.close();
+  }
+  const saveRatio = median(saves) / median(cpSaves);
+  const restoreRatio = median(restores) / median(cpRestores);
+  row('savepoint save, 400 files / 8 MiB, vs `cp -a` of them', `${fmtMs(median(saves))} vs ${fmtMs(median(cpSaves))}: ${fmtRatio(saveRatio)}`, '≤ 1×', saveRatio <= 1 ? 'PASS' : 'MISS');
+  row('savepoint restore of all 400 files vs `cp -a` back', `${fmtMs(median(restores))} vs ${fmtMs(median(cpRestores))}: ${fmtRatio(restoreRatio)}`, '≤ 1×', restoreRatio <= 1 ? 'PASS' : 'MISS');
+  notes.push(`savepoint: ${rounds} rounds, each a fresh project of ${FILES} text files (${FILES * BYTES} bytes); save and cp -a alternate which runs first; the restore writes every file back (all changed) and is saved first (its undo), as the tool always does.`);
+}
