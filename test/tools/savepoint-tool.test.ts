@@ -312,6 +312,45 @@ describe('undo_savepoint: save, list, diff, restore', () => {
     expect(finished).toBeGreaterThan(0);
   });
 
+  it('a rollback that itself fails is reported as incomplete, with the paths to inspect', async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
+    let armed = false;
+    let broken = false;
+    let renames = 0;
+    // The second publish fails; from then on every rename and unlink fails too, so the rollback cannot undo.
+    const faulty = faultFs(nodeFileSystem, {
+      before: (op) => {
+        if (!armed) return;
+        if (op === 'rename' || op === 'link') renames += 1;
+        if (!broken && (op === 'rename' || op === 'link') && renames === 2) broken = true;
+        if (broken && (op === 'rename' || op === 'link' || op === 'unlink')) throw Object.assign(new Error(`injected EIO on ${op}`), { code: 'EIO' });
+      },
+    });
+    const observer = await openObserver(project, storeDir, { fs: faulty.fs });
+    const tool = createSavepointTool({ observer });
+    open.push({ observer, tool });
+    const id = await save(tool);
+    for (const name of ['a.txt', 'b.txt', 'c.txt']) await fs.writeFile(path.join(project, name), `changed ${name}\n`);
+    armed = true;
+    const report = (await tool.execute({ action: 'restore', id, confirm: true })) as Extract<SavepointReport, { action: 'restore' }>;
+    expect(broken).toBe(true);
+    expect(report.ok).toBe(false);
+    expect(report.failure?.error).toMatch(/injected EIO/);
+    expect(report.rollbackIncomplete?.length ?? 0).toBeGreaterThan(0);
+    expect(report.cleanupPending).toEqual([]);
+  });
+
+  it("another project's store is refused, so another workspace's savepoints can be neither listed, diffed nor restored", async () => {
+    const first = await setup({ 'a.txt': 'a\n' });
+    const id = await save(first.tool);
+    const { project: other } = await sandbox();
+    await writeTree(other, { 'a.txt': 'other\n' });
+    await expect(openObserver(other, first.storeDir)).rejects.toMatchObject({ code: 'FOREIGN_WORKSPACE' });
+    // The first project's own tool still sees its savepoint.
+    expect(await first.tool.execute({ action: 'diff', id })).toMatchObject({ unchanged: 1 });
+  });
+
   it('a disposed tool refuses every call', async () => {
     const { tool } = await setup({ 'a.txt': 'a\n' });
     tool.dispose();
