@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { CheckpointObserver } from '../session/observer.js';
 import { createSavepointTool, savepointInput, type SavepointInput, type SavepointReport, type SavepointToolOptions } from '../tools/savepoint-tool.js';
+import { checkpointedCall } from '../tools/tool-call.js';
 
 // The Vercel AI SDK side. Nothing here imports `ai`: an AI SDK tool is a plain object
 // (`description`, `inputSchema`, `execute(input, { toolCallId, abortSignal })`), the same shape in
@@ -69,33 +70,11 @@ export function withCheckpoint<T extends ToolWithExecute>(tool: T, options: With
   const execute = tool.execute as ((input: InputOf<T>, options: AiSdkExecuteOptions) => unknown) | undefined;
   if (execute === undefined) return tool;
   const { observer } = options;
-  const wrapped = async (input: InputOf<T>, executeOptions: AiSdkExecuteOptions): Promise<unknown> => {
-    const scopeId = executeOptions.toolCallId;
-    if (options.kind === 'exec') {
-      const begun = await observer.callBegin(scopeId, { command: scopeId }).then(
-        () => true,
-        () => false,
-      );
-      try {
-        return await execute(input, executeOptions);
-      } finally {
-        if (begun) await observer.callEnd(scopeId, { sideEffect: 'filesystem' }).catch(() => undefined);
-      }
-    }
-    const scope = { sessionId: observer.sessionId, scopeId };
-    const paths = options.paths?.(input) ?? [];
-    await observer.snapshot(scope).catch(() => undefined);
-    // The named paths go through the observer's own protocol around the call: their pre-images
-    // into the turn and the snapshot before, what they hold after (the restore guard's record).
-    return observer.withToolCall(scope, async () => {
-      const op = { kind: 'write' as const, callId: scopeId };
-      for (const target of paths) await observer.beforeWrite(target, op).catch(() => undefined);
-      try {
-        return await execute(input, executeOptions);
-      } finally {
-        for (const target of paths) await observer.afterWrite(target, op).catch(() => undefined);
-      }
-    });
-  };
+  const wrapped = (input: InputOf<T>, executeOptions: AiSdkExecuteOptions): Promise<unknown> =>
+    checkpointedCall(
+      observer,
+      { callId: executeOptions.toolCallId, ...(options.kind !== undefined ? { kind: options.kind } : {}), ...(options.paths !== undefined ? { paths: options.paths(input) } : {}) },
+      async () => execute(input, executeOptions),
+    );
   return { ...tool, execute: wrapped };
 }

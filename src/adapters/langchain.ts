@@ -1,5 +1,6 @@
 import { createMiddleware } from 'langchain';
 import type { CheckpointObserver } from '../session/observer.js';
+import { checkpointedCall } from '../tools/tool-call.js';
 
 // turnback inside LangChain JS agents (`langchain` 1.x, an optional peer dependency of this entry
 // only): one `wrapToolCall` middleware that covers every tool of an agent.
@@ -38,28 +39,8 @@ export function checkpointMiddleware(options: CheckpointMiddlewareOptions): Retu
       if (options.readOnly?.(name) === true) return handler(request);
       const callId = id ?? `langchain-${process.pid}-${++fallbackCalls}`;
       const paths = options.paths?.(name, (args ?? {}) as Record<string, unknown>);
-      if (paths === undefined) {
-        const begun = await observer.callBegin(callId, { command: name }).then(
-          () => true,
-          () => false,
-        );
-        try {
-          return await handler(request);
-        } finally {
-          if (begun) await observer.callEnd(callId, { sideEffect: 'filesystem' }).catch(() => undefined);
-        }
-      }
-      const scope = { sessionId: observer.sessionId, scopeId: callId };
-      await observer.snapshot(scope).catch(() => undefined);
-      return observer.withToolCall(scope, async () => {
-        const op = { kind: 'write' as const, callId };
-        for (const target of paths) await observer.beforeWrite(target, op).catch(() => undefined);
-        try {
-          return await handler(request);
-        } finally {
-          for (const target of paths) await observer.afterWrite(target, op).catch(() => undefined);
-        }
-      });
+      // Unknown effects: pictures around the call. Known paths: a snapshot of them, cheap.
+      return checkpointedCall(observer, paths === undefined ? { callId, kind: 'exec', command: name } : { callId, paths }, async () => handler(request));
     },
   });
 }

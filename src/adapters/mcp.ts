@@ -7,6 +7,7 @@ import { isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import { createSavepointTool, savepointInput, type SavepointToolOptions } from '../tools/savepoint-tool.js';
+import { checkpointedCall } from '../tools/tool-call.js';
 
 // turnback over the Model Context Protocol, both ways: a server exposing the savepoint tool and
 // read-only views of turnback's turns (plus a guarded restore) to any MCP host, and a host-side
@@ -196,28 +197,10 @@ export function checkpointingClient<C extends Pick<Client, 'callTool' | 'listToo
     if (names !== undefined) {
       const paths = params.arguments?.dryRun === true ? [] : projectPaths(params.arguments, names);
       if (paths.length === 0) return original(params, ...rest);
-      const scope = { sessionId: observer.sessionId, scopeId: callId };
-      await observer.snapshot(scope).catch(() => undefined);
-      return observer.withToolCall(scope, async () => {
-        const op = { kind: 'write' as const, callId };
-        for (const target of paths) await observer.beforeWrite(target, op).catch(() => undefined);
-        try {
-          return await original(params, ...rest);
-        } finally {
-          for (const target of paths) await observer.afterWrite(target, op).catch(() => undefined);
-        }
-      });
+      return checkpointedCall(observer, { callId, paths }, () => original(params, ...rest));
     }
     if ((await readOnlyTools()).has(params.name)) return original(params, ...rest);
-    const begun = await observer.callBegin(callId, { command: `mcp tool ${params.name}` }).then(
-      () => true,
-      () => false,
-    );
-    try {
-      return await original(params, ...rest);
-    } finally {
-      if (begun) await observer.callEnd(callId, { sideEffect: 'filesystem' }).catch(() => undefined);
-    }
+    return checkpointedCall(observer, { callId, kind: 'exec', command: `mcp tool ${params.name}` }, () => original(params, ...rest));
   };
   return new Proxy(client, {
     get(target, property, receiver) {

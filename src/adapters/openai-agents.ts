@@ -4,6 +4,7 @@ import { tool, type Editor, type FunctionTool, type RunContext, type Shell } fro
 type ToolCallDetails = Parameters<FunctionTool['invoke']>[2];
 import type { CheckpointObserver } from '../session/observer.js';
 import { createSavepointTool, type SavepointToolOptions } from '../tools/savepoint-tool.js';
+import { checkpointedCall } from '../tools/tool-call.js';
 
 // turnback inside OpenAI Agents JS (`@openai/agents`, an optional peer dependency of this entry
 // only): the savepoint tool as a function tool, withCheckpoint for any function tool, and
@@ -56,36 +57,15 @@ export interface AnyFunctionTool {
 export function withCheckpoint<T extends AnyFunctionTool>(functionTool: T, options: WithCheckpointOptions): T {
   const { observer } = options;
   const invoke = functionTool.invoke.bind(functionTool);
-  const wrapped: AnyFunctionTool['invoke'] = async (runContext, input, details) => {
+  const wrapped: AnyFunctionTool['invoke'] = (runContext, input, details) => {
     const callId = details?.toolCall?.callId ?? `agents-${process.pid}-${++fallbackCalls}`;
-    if (options.kind === 'exec') {
-      const begun = await observer.callBegin(callId, { command: functionTool.name }).then(
-        () => true,
-        () => false,
-      );
-      try {
-        return await invoke(runContext, input, details);
-      } finally {
-        if (begun) await observer.callEnd(callId, { sideEffect: 'filesystem' }).catch(() => undefined);
-      }
-    }
     let paths: string[] = [];
     try {
-      paths = options.paths?.(JSON.parse(input) as Record<string, unknown>) ?? [];
+      paths = options.kind === 'exec' ? [] : (options.paths?.(JSON.parse(input) as Record<string, unknown>) ?? []);
     } catch {
       // An input that does not parse is the tool's to refuse; nothing is captured for it.
     }
-    const scope = { sessionId: observer.sessionId, scopeId: callId };
-    await observer.snapshot(scope).catch(() => undefined);
-    return observer.withToolCall(scope, async () => {
-      const op = { kind: 'write' as const, callId };
-      for (const target of paths) await observer.beforeWrite(target, op).catch(() => undefined);
-      try {
-        return await invoke(runContext, input, details);
-      } finally {
-        for (const target of paths) await observer.afterWrite(target, op).catch(() => undefined);
-      }
-    });
+    return checkpointedCall(observer, { callId, kind: options.kind ?? 'write', paths, command: functionTool.name }, () => invoke(runContext, input, details));
   };
   return { ...functionTool, invoke: wrapped };
 }
@@ -115,17 +95,6 @@ export function checkpointedEditor(editor: Editor, observer: CheckpointObserver)
 export function checkpointedShell(shell: Shell, observer: CheckpointObserver): Shell {
   let runs = 0;
   return {
-    async run(action) {
-      const callId = `shell-${process.pid}-${++runs}`;
-      const begun = await observer.callBegin(callId, { command: action.commands.join(' && ') }).then(
-        () => true,
-        () => false,
-      );
-      try {
-        return await shell.run(action);
-      } finally {
-        if (begun) await observer.callEnd(callId, { sideEffect: 'filesystem' }).catch(() => undefined);
-      }
-    },
+    run: (action) => checkpointedCall(observer, { callId: `shell-${process.pid}-${++runs}`, kind: 'exec', command: action.commands.join(' && ') }, () => shell.run(action)),
   };
 }

@@ -174,6 +174,32 @@ describe('undo_savepoint: save, list, diff, restore', () => {
     expect(((await tooDeep.tool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 1, truncated: true });
   });
 
+  it('the per-savepoint bounds: 8 MiB of content, 8,192 folder entries, 512 folders', async () => {
+    const MiB = 1024 * 1024;
+    const content: Record<string, string> = {};
+    for (let i = 0; i < 5; i++) content[`big${i}.txt`] = 'x'.repeat(2 * MiB - 16);
+    const heavy = await setup(content, { limits: { maxFileBytes: 2 * MiB } });
+    expect(((await heavy.tool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 4, truncated: true });
+
+    const links = await sandbox();
+    for (let i = 0; i < SAVEPOINT_BOUNDS.entries + 10; i++) nodeFs.symlinkSync('nowhere', path.join(links.project, `l${i}`));
+    nodeFs.writeFileSync(path.join(links.project, 'zz-after.txt'), 'after the links\n');
+    const linkObserver = await openObserver(links.project, links.storeDir);
+    const linkTool = createSavepointTool({ observer: linkObserver });
+    open.push({ observer: linkObserver, tool: linkTool });
+    // Symlinks are never held but count as entries looked at: the walk stops before zz-after.txt.
+    expect(((await linkTool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 0, truncated: true });
+
+    const folders = await sandbox();
+    for (let i = 0; i < SAVEPOINT_BOUNDS.folders + 5; i++) nodeFs.mkdirSync(path.join(folders.project, `d${String(i).padStart(4, '0')}`));
+    nodeFs.writeFileSync(path.join(folders.project, 'd0000', 'first.txt'), 'first\n');
+    nodeFs.writeFileSync(path.join(folders.project, `d${String(SAVEPOINT_BOUNDS.folders + 4).padStart(4, '0')}`, 'last.txt'), 'last\n');
+    const folderObserver = await openObserver(folders.project, folders.storeDir);
+    const folderTool = createSavepointTool({ observer: folderObserver });
+    open.push({ observer: folderObserver, tool: folderTool });
+    expect(((await folderTool.execute({ action: 'save' })) as Extract<SavepointReport, { action: 'save' }>).savepoint).toMatchObject({ files: 1, truncated: true });
+  });
+
   it('modes: owner read and write kept, never a new exec, group-write or other-write; an executable destination keeps its bits', async () => {
     const { project, tool } = await setup({ 'run.sh': { file: '#!/bin/sh\n', mode: 0o777 }, 'notes.txt': { file: 'n\n', mode: 0o444 }, 'tool.sh': { file: 't\n', mode: 0o750 } });
     const id = await save(tool);
