@@ -338,6 +338,33 @@ describe('undo_savepoint: save, list, diff, restore', () => {
     expect(finished).toBeGreaterThan(0);
   });
 
+  it('disposing the tool mid-restore rolls the restore back, and later calls are refused', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) files[`d${i % 4}/f${i}.txt`] = `${i}\n`;
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, files);
+    let armed = false;
+    let writes = 0;
+    let tool: SavepointTool | undefined;
+    const counting = faultFs(nodeFileSystem, {
+      before: (op) => {
+        if (armed && ['rename', 'link', 'handle.write', 'handle.writeFile'].includes(op) && ++writes === 8) tool?.dispose();
+      },
+    });
+    const observer = await openObserver(project, storeDir, { fs: counting.fs });
+    tool = createSavepointTool({ observer });
+    open.push({ observer, tool });
+    const id = await save(tool);
+    for (let i = 0; i < 40; i++) await fs.writeFile(path.join(project, `d${i % 4}/f${i}.txt`), `changed ${i}\n`);
+    const changed = await listing(project);
+    armed = true;
+    const report = (await tool.execute({ action: 'restore', id, confirm: true })) as Extract<SavepointReport, { action: 'restore' }>;
+    expect(report.ok).toBe(false);
+    expect(report.failure?.code).toBe('CLOSED');
+    expect(await listing(project)).toEqual(changed);
+    await expectError(tool.execute({ action: 'list' }), 'CLOSED');
+  });
+
   it('a rollback that itself fails is reported as incomplete, with the paths to inspect', async () => {
     const { project, storeDir } = await sandbox();
     await writeTree(project, { 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
