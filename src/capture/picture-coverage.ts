@@ -1,5 +1,7 @@
-import { gitBlobIdOf } from '../core/git-blob.js';
-import type { CoverageCounts } from '../core/model.js';
+import * as nodeFs from 'node:fs';
+import * as path from 'node:path';
+import { gitBlobIdOf, isGitBlob } from '../core/git-blob.js';
+import type { CoverageCounts, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
@@ -37,4 +39,31 @@ export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignor
     else if (state.reason === 'too-large') tooLarge += 1;
   }
   return { files: records.size, ignored, credential, tooLarge, onGit };
+}
+
+/**
+ * The state of a file whose earlier record rested on git's blob and whose stat moved since (a
+ * rewrite, a `touch`, a checkout of the same content): when its bytes are still that very blob,
+ * the blob record stands with the new stat, so the rewrite is not read as a change; `undefined`
+ * otherwise (the file is then copied as any changed file). Reads the file only in that case.
+ */
+export function stillTheSameBlob(root: string, previous: PictureRecord | undefined, stat: StatRecord): PathState | undefined {
+  const state = previous?.state;
+  if (state?.type !== 'file' || stat.type !== 'file' || state.size !== stat.size) return undefined;
+  const blob = gitBlobIdOf(state.object);
+  if (blob === undefined) return undefined;
+  if (previous !== undefined && previous.mtimeMs === stat.mtimeMs && previous.ino === stat.ino) return undefined;
+  let bytes: Buffer;
+  let fd: number | undefined;
+  try {
+    // Never through a link: the path was a regular file when statted, and must still be one.
+    fd = nodeFs.openSync(path.join(root, ...stat.path.split('/')), nodeFs.constants.O_RDONLY | nodeFs.constants.O_NOFOLLOW);
+    bytes = nodeFs.readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) nodeFs.closeSync(fd);
+  }
+  if (bytes.length !== stat.size || !isGitBlob(bytes, blob)) return undefined;
+  return { type: 'file', object: state.object, hash: state.hash, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino };
 }

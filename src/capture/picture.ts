@@ -9,7 +9,7 @@ import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type Unchec
 import { withThousands } from '../core/numbers.js';
 import { gitBlobIdOf, gitObjectKey } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
-import { untrackedFirst } from './picture-coverage.js';
+import { stillTheSameBlob, untrackedFirst } from './picture-coverage.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -179,6 +179,11 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     }
     if (stat.size > coverage.maxFileBytes) {
       records.set(stat.path, withState(stat, uncopiedState('too-large', stat)));
+      continue;
+    }
+    const sameBlob = stillTheSameBlob(root, cached?.get(stat.path), stat);
+    if (sameBlob !== undefined) {
+      records.set(stat.path, withState(stat, sameBlob));
       continue;
     }
     toCopy.push(stat);
