@@ -365,6 +365,44 @@ describe('undo_savepoint: save, list, diff, restore', () => {
     await expectError(tool.execute({ action: 'list' }), 'CLOSED');
   });
 
+  it('the workspace replaced under a restore (its folder moved away, another put at its path) rolls the restore back and writes nothing into the new one', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 30; i++) files[`d${i % 3}/f${i}.txt`] = `${i}\n`;
+    const { base, project, storeDir } = await sandbox();
+    await writeTree(project, files);
+    const moved = path.join(base, 'moved-away');
+    let armed = false;
+    let writes = 0;
+    const swapping = faultFs(nodeFileSystem, {
+      before: (op) => {
+        if (armed && ['rename', 'link', 'handle.write', 'handle.writeFile'].includes(op) && ++writes === 6) {
+          nodeFs.renameSync(project, moved);
+          nodeFs.mkdirSync(project);
+        }
+      },
+    });
+    const observer = await openObserver(project, storeDir, { fs: swapping.fs });
+    const tool = createSavepointTool({ observer });
+    open.push({ observer, tool });
+    const id = await save(tool);
+    for (let i = 0; i < 30; i++) await fs.writeFile(path.join(project, `d${i % 3}/f${i}.txt`), `changed ${i}\n`);
+    const changed = await listing(project);
+    armed = true;
+    const report = (await tool.execute({ action: 'restore', id, confirm: true })) as Extract<SavepointReport, { action: 'restore' }>;
+    expect(writes).toBeGreaterThanOrEqual(6);
+    expect(report.ok).toBe(false);
+    // The folder the restore began in holds what it found; it is outside the project now, so the
+    // restore's own temp files there are left, not removed, and each is named for inspection.
+    const left = await listing(moved);
+    const extra = Object.keys(left).filter((name) => !(name in changed));
+    for (const name of Object.keys(changed)) expect(left[name], name).toBe(changed[name]);
+    for (const name of extra) expect(name).toMatch(/\.turnback-stage-/);
+    expect(extra.length).toBeGreaterThan(0);
+    expect([...(report.rollbackIncomplete ?? [])].sort()).toEqual(extra.sort());
+    // The new folder at the project's path got nothing.
+    expect(await fs.readdir(project)).toEqual([]);
+  });
+
   it('a rollback that itself fails is reported as incomplete, with the paths to inspect', async () => {
     const { project, storeDir } = await sandbox();
     await writeTree(project, { 'a.txt': 'a\n', 'b.txt': 'b\n', 'c.txt': 'c\n' });
