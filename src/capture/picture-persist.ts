@@ -221,7 +221,9 @@ export async function loadPictureCache(store: StateDocuments, name: string): Pro
   const persisted = parsePersistedRecords(doc);
   if (persisted === undefined) return { records: new Map() };
   const base = persisted.base === null ? undefined : await readPictureBase(store, persisted.base);
-  const records = applyDelta(base, persisted);
+  // Nothing beyond the base (the usual head): the base's own map, which readPictureBase built for
+  // this load alone and holds only base records, serves as is instead of being copied.
+  const records = base !== undefined && persisted.records.length === 0 && persisted.removed.length === 0 ? (base.records as Map<string, PictureRecord>) : applyDelta(base, persisted);
   return base === undefined ? { records } : { records, base };
 }
 
