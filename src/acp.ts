@@ -1,0 +1,16 @@
+/**
+ * turnback/acp — turnback on the agent side of the Agent Client Protocol
+ * (`@agentclientprotocol/sdk` 2.x is an optional peer dependency, needed only by this entry):
+ * {@link withWorkspaceCheckpoints} registers seed 000's `session/workspace_checkpoint` on an SDK
+ * agent app.
+ *
+ * @packageDocumentation
+ */
+export {
+  WORKSPACE_CHECKPOINT_ALIAS,
+  WORKSPACE_CHECKPOINT_METHOD,
+  parseWorkspaceCheckpointParams,
+  withWorkspaceCheckpoints,
+  type AcpCheckpointOptions,
+  type WorkspaceCheckpointParams,
+} from './adapters/acp.js';

@@ -1,0 +1,204 @@
+import { RequestError, type AgentApp } from '@agentclientprotocol/sdk';
+import { isCheckpointError } from '../core/errors.js';
+import type { CheckpointId } from '../core/id.js';
+import type { SideEffect } from '../core/model.js';
+import type { CheckpointObserver } from '../session/observer.js';
+import { openCheckpoints, type CheckpointConfigInput } from '../session/open.js';
+import { isUnavailable, type Unavailable, type UnavailableCheckpoints } from '../session/unavailable.js';
+
+// The agent side of the Agent Client Protocol (`@agentclientprotocol/sdk` 2.x, an optional peer
+// dependency of this entry only): seed 000's `session/workspace_checkpoint` on an SDK agent app,
+// each session's checkpoints rooted at its cwd, advertised in the `initialize` response.
+
+/** The method a client calls (ACP's un-prefixed name, as seed 000 gives it). */
+export const WORKSPACE_CHECKPOINT_METHOD = 'session/workspace_checkpoint';
+/** The same method under turnback's own prefix (ACP reserves un-prefixed names for the protocol). */
+export const WORKSPACE_CHECKPOINT_ALIAS = '_turnback/workspace_checkpoint';
+
+const ACTIONS = ['capture', 'call_begin', 'call_end', 'plan', 'restore', 'drop'] as const;
+const SIDE_EFFECTS: readonly SideEffect[] = ['none', 'filesystem', 'network', 'desktop_control'];
+
+/** The params of `session/workspace_checkpoint`, checked. */
+export interface WorkspaceCheckpointParams {
+  sessionId: string;
+  action: (typeof ACTIONS)[number];
+  boundaryId?: string;
+  callId?: string;
+  sideEffect?: SideEffect;
+  paths?: string[];
+}
+
+/** What {@link withWorkspaceCheckpoints} takes. */
+export interface AcpCheckpointOptions {
+  /** turnback's config (`[capabilities.checkpoint]`): disabled unless it enables checkpoints. */
+  config: CheckpointConfigInput;
+  /** Environment for the default store folder and the home folder. @default process.env */
+  env?: NodeJS.ProcessEnv;
+}
+
+interface SessionCheckpoints {
+  checkpoints: Promise<CheckpointObserver | UnavailableCheckpoints>;
+  /** The client's boundary ids → turnback checkpoint ids. */
+  boundaries: Map<string, CheckpointId>;
+}
+
+/** A JSON-RPC "invalid params" error whose `data.code` says which ({@link CheckpointErrorCode} or `UNKNOWN_SESSION`). */
+function invalid(code: string, message: string): RequestError {
+  return RequestError.invalidParams({ code }, message);
+}
+
+const FIELDS: Record<WorkspaceCheckpointParams['action'], { required: readonly string[]; allowed: readonly string[] }> = {
+  capture: { required: ['boundaryId'], allowed: ['boundaryId'] },
+  call_begin: { required: ['callId'], allowed: ['callId'] },
+  call_end: { required: ['callId'], allowed: ['callId', 'sideEffect'] },
+  plan: { required: ['boundaryId'], allowed: ['boundaryId'] },
+  restore: { required: ['boundaryId'], allowed: ['boundaryId', 'paths'] },
+  drop: { required: [], allowed: [] },
+};
+
+/**
+ * Checks the params whole before anything is touched. @throws RequestError invalid params
+ * (`data.code`: `INVALID_ARGUMENT`) for an unknown action, a missing or foreign field, a wrong
+ * type, or an empty `paths`.
+ */
+export function parseWorkspaceCheckpointParams(raw: unknown): WorkspaceCheckpointParams {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw invalid('INVALID_ARGUMENT', 'params must be an object');
+  const p = raw as Record<string, unknown>;
+  if (typeof p.sessionId !== 'string' || p.sessionId.length === 0) throw invalid('INVALID_ARGUMENT', 'sessionId must be a non-empty string');
+  if (typeof p.action !== 'string' || !(ACTIONS as readonly string[]).includes(p.action)) throw invalid('INVALID_ARGUMENT', `action must be one of ${ACTIONS.join(', ')}`);
+  const action = p.action as WorkspaceCheckpointParams['action'];
+  const { required, allowed } = FIELDS[action];
+  for (const key of Object.keys(p)) {
+    if (key === 'sessionId' || key === 'action' || key === '_meta') continue;
+    if (!allowed.includes(key)) throw invalid('INVALID_ARGUMENT', `${key} does not belong to action ${action}`);
+  }
+  for (const key of required) if (typeof p[key] !== 'string' || (p[key] as string).length === 0) throw invalid('INVALID_ARGUMENT', `${action} needs ${key} (a non-empty string)`);
+  if (p.sideEffect !== undefined && !SIDE_EFFECTS.includes(p.sideEffect as SideEffect)) throw invalid('INVALID_ARGUMENT', `sideEffect must be one of ${SIDE_EFFECTS.join(', ')}`);
+  if (p.paths !== undefined && (!Array.isArray(p.paths) || p.paths.length === 0 || !p.paths.every((item) => typeof item === 'string'))) {
+    throw invalid('INVALID_ARGUMENT', 'paths must be a non-empty list of strings when present');
+  }
+  return p as unknown as WorkspaceCheckpointParams;
+}
+
+/** A library error as a JSON-RPC error with its typed code in `data`. */
+function asRequestError(error: unknown): unknown {
+  if (!isCheckpointError(error)) return error;
+  const caller = ['INVALID_PATH', 'OUTSIDE_ROOT', 'INVALID_ID', 'UNKNOWN_CHECKPOINT', 'INVALID_ARGUMENT', 'UNKNOWN_CALL', 'FOREIGN_WORKSPACE'].includes(error.code);
+  const data = { code: error.code, ...(error.path !== undefined ? { path: error.path } : {}) };
+  return caller ? RequestError.invalidParams(data, error.message) : RequestError.internalError(data, error.message);
+}
+
+/**
+ * Registers turnback's `session/workspace_checkpoint` (and its `_turnback/…` alias) on an ACP
+ * agent app and advertises it in the app's `initialize` response. Call it on the app before
+ * registering the app's own handlers: its `initialize`, `session/new`, `session/load` and
+ * `session/close` handlers are wrapped to advertise the method, to learn each session's cwd (the
+ * root of its checkpoints), and to drop a session's checkpoint state when it closes.
+ *
+ * Where checkpoints are not available (disabled, the home folder, `/`, not a folder) every
+ * action answers `{ available: false, reason, detail }`, never an empty success.
+ */
+export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOptions): AgentApp {
+  const sessions = new Map<string, SessionCheckpoints>();
+  const track = (sessionId: string, cwd: string): void => {
+    if (sessions.has(sessionId)) return;
+    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map() });
+  };
+  const drop = async (sessionId: string): Promise<void> => {
+    const session = sessions.get(sessionId);
+    sessions.delete(sessionId);
+    const checkpoints = await session?.checkpoints;
+    if (checkpoints !== undefined && !isUnavailable(checkpoints)) {
+      await checkpoints.drop(sessionId).catch(() => undefined);
+      await checkpoints.close().catch(() => undefined);
+    }
+  };
+
+  const handle = async (raw: unknown): Promise<object> => {
+    const params = parseWorkspaceCheckpointParams(raw);
+    const session = sessions.get(params.sessionId);
+    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${params.sessionId} on this connection`);
+    const checkpoints = await session.checkpoints;
+    if (isUnavailable(checkpoints)) return checkpoints.result satisfies Unavailable;
+    const boundary = (): CheckpointId => {
+      const id = session.boundaries.get(params.boundaryId as string);
+      if (id === undefined) throw invalid('UNKNOWN_CHECKPOINT', `no boundary ${params.boundaryId} in session ${params.sessionId}`);
+      return id;
+    };
+    try {
+      switch (params.action) {
+        case 'capture': {
+          if (session.boundaries.has(params.boundaryId as string)) throw invalid('INVALID_ARGUMENT', `boundary ${params.boundaryId} was captured already`);
+          const checkpointId = await checkpoints.beginTurn({ label: params.boundaryId as string });
+          session.boundaries.set(params.boundaryId as string, checkpointId);
+          return { available: true, boundaryId: params.boundaryId, checkpointId };
+        }
+        case 'call_begin':
+          return { available: true, ...(await checkpoints.callBegin(params.callId as string)) };
+        case 'call_end':
+          return { available: true, ...(await checkpoints.callEnd(params.callId as string, params.sideEffect !== undefined ? { sideEffect: params.sideEffect } : {})) };
+        case 'plan':
+          return { available: true, boundaryId: params.boundaryId, ...(await checkpoints.plan(boundary())) };
+        case 'restore':
+          return { boundaryId: params.boundaryId, ...(await checkpoints.restore(boundary(), params.paths !== undefined ? { paths: params.paths } : {})) };
+        case 'drop':
+          await drop(params.sessionId);
+          return { available: true, dropped: true };
+      }
+    } catch (error) {
+      throw asRequestError(error);
+    }
+  };
+
+  const register = app.onRequest.bind(app) as (method: string, ...rest: unknown[]) => AgentApp;
+  const passThrough = { parse: (params: unknown) => params };
+  register(WORKSPACE_CHECKPOINT_METHOD, passThrough, ({ params }: { params: unknown }) => handle(params));
+  register(WORKSPACE_CHECKPOINT_ALIAS, passThrough, ({ params }: { params: unknown }) => handle(params));
+
+  type Handler = (context: { params: Record<string, unknown> }) => Promise<unknown> | unknown;
+  const wrapped = (method: string, handler: Handler): Handler => {
+    switch (method) {
+      case 'initialize':
+        return async (context) => advertise((await handler(context)) as Record<string, unknown>);
+      case 'session/new':
+        return async (context) => {
+          const response = (await handler(context)) as { sessionId: string };
+          track(response.sessionId, context.params.cwd as string);
+          return response;
+        };
+      case 'session/load':
+      case 'session/resume':
+        return async (context) => {
+          const response = await handler(context);
+          track(context.params.sessionId as string, context.params.cwd as string);
+          return response;
+        };
+      case 'session/close':
+        return async (context) => {
+          const response = await handler(context);
+          await drop(context.params.sessionId as string);
+          return response;
+        };
+      default:
+        return handler;
+    }
+  };
+  app.onRequest = ((method: string, ...rest: unknown[]) => {
+    if (rest.length === 1 && typeof rest[0] === 'function') return register(method, wrapped(method, rest[0] as Handler));
+    return register(method, ...rest);
+  }) as AgentApp['onRequest'];
+  return app;
+}
+
+/** The `initialize` response with turnback's method named under `_meta` (ACP's extension point). */
+function advertise(response: Record<string, unknown>): Record<string, unknown> {
+  const capabilities = (response.agentCapabilities ?? {}) as Record<string, unknown>;
+  const meta = (capabilities._meta ?? {}) as Record<string, unknown>;
+  return {
+    ...response,
+    agentCapabilities: {
+      ...capabilities,
+      _meta: { ...meta, turnback: { workspaceCheckpoint: { methods: [WORKSPACE_CHECKPOINT_METHOD, WORKSPACE_CHECKPOINT_ALIAS], actions: [...ACTIONS] } } },
+    },
+  };
+}
