@@ -34,12 +34,37 @@ export interface AcpCheckpointOptions {
   config: CheckpointConfigInput;
   /** Environment for the default store folder and the home folder. @default process.env */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The transcript half of `session/rollback` and `session/redo`: the agent moves its
+   * conversation to (rollback) or back past (redo) the prompt `boundaryId` began. Without it only
+   * the files are rolled back, and the answer says so.
+   */
+  onTranscript?: (request: { sessionId: string; direction: 'rollback' | 'redo'; boundaryId: string }) => Promise<void> | void;
+}
+
+/** The methods of seed 003 this helper answers, each also under `_turnback/…`. */
+export const ROLLBACK_METHOD = 'session/rollback';
+/** Re-applies the last rollback. */
+export const REDO_METHOD = 'session/redo';
+
+/** What `session/rollback` and `session/redo` answer: which halves ran. */
+export interface TurnMoveResult {
+  available: true;
+  boundaryId: string;
+  /** The files' half: `restored` through the engine (saved first), or `failed` with the receipt. */
+  files: 'restored' | 'failed';
+  /** The conversation's half: the agent's callback ran, failed, or was not given. */
+  transcript: 'moved' | 'failed' | 'not-provided';
+  /** The restore's receipt (its `preRestoreId` is what a redo writes back). */
+  receipt: object;
 }
 
 interface SessionCheckpoints {
   checkpoints: Promise<CheckpointObserver | UnavailableCheckpoints>;
-  /** The client's boundary ids → turnback checkpoint ids. */
+  /** The client's boundary ids → turnback checkpoint ids, in capture order. */
   boundaries: Map<string, CheckpointId>;
+  /** Boundaries rolled back, newest last, each with the save its restore made (what a redo writes back). */
+  rolledBack: { boundaryId: string; preRestoreId: CheckpointId }[];
 }
 
 /** A JSON-RPC "invalid params" error whose `data.code` says which ({@link CheckpointErrorCode} or `UNKNOWN_SESSION`). */
@@ -102,7 +127,7 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
   const sessions = new Map<string, SessionCheckpoints>();
   const track = (sessionId: string, cwd: string): void => {
     if (sessions.has(sessionId)) return;
-    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map() });
+    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map(), rolledBack: [] });
   };
   const drop = async (sessionId: string): Promise<void> => {
     const session = sessions.get(sessionId);
@@ -131,6 +156,8 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
           if (session.boundaries.has(params.boundaryId as string)) throw invalid('INVALID_ARGUMENT', `boundary ${params.boundaryId} was captured already`);
           const checkpointId = await checkpoints.beginTurn({ label: params.boundaryId as string });
           session.boundaries.set(params.boundaryId as string, checkpointId);
+          // A new prompt ends the redo walk, as an editor's undo stack does.
+          session.rolledBack.length = 0;
           return { available: true, boundaryId: params.boundaryId, checkpointId };
         }
         case 'call_begin':
@@ -150,10 +177,63 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
     }
   };
 
+  /** `session/rollback` (the last prompt turn not rolled back yet) and `session/redo` (the last rollback). */
+  const move = async (raw: unknown, direction: 'rollback' | 'redo'): Promise<object> => {
+    if (typeof raw !== 'object' || raw === null || typeof (raw as { sessionId?: unknown }).sessionId !== 'string') throw invalid('INVALID_ARGUMENT', 'sessionId must be a string');
+    const extra = Object.keys(raw).filter((key) => key !== 'sessionId' && key !== '_meta');
+    if (extra.length > 0) throw invalid('INVALID_ARGUMENT', `unexpected params: ${extra.join(', ')}`);
+    const sessionId = (raw as { sessionId: string }).sessionId;
+    const session = sessions.get(sessionId);
+    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${sessionId} on this connection`);
+    const checkpoints = await session.checkpoints;
+    if (isUnavailable(checkpoints)) return checkpoints.result satisfies Unavailable;
+    let boundaryId: string;
+    let target: CheckpointId;
+    if (direction === 'rollback') {
+      const done = new Set(session.rolledBack.map((entry) => entry.boundaryId));
+      const candidate = [...session.boundaries].reverse().find(([id]) => !done.has(id));
+      if (candidate === undefined) throw invalid('NOTHING_TO_ROLL_BACK', `session ${sessionId} has no prompt turn left to roll back`);
+      [boundaryId, target] = candidate;
+    } else {
+      const last = session.rolledBack.at(-1);
+      if (last === undefined) throw invalid('NOTHING_TO_REDO', `session ${sessionId} has no rollback to redo`);
+      boundaryId = last.boundaryId;
+      target = last.preRestoreId;
+    }
+    let receipt;
+    try {
+      receipt = await checkpoints.restore(target, { saveLabel: `before ${direction} of ${boundaryId}` });
+    } catch (error) {
+      throw asRequestError(error);
+    }
+    const filesDone = receipt.failed.length === 0 && receipt.refused.length === 0;
+    if (filesDone) {
+      if (direction === 'rollback' && receipt.preRestoreId !== undefined) session.rolledBack.push({ boundaryId, preRestoreId: receipt.preRestoreId });
+      if (direction === 'redo') session.rolledBack.pop();
+    }
+    let transcript: TurnMoveResult['transcript'] = 'not-provided';
+    if (filesDone && options.onTranscript !== undefined) {
+      try {
+        await options.onTranscript({ sessionId, direction, boundaryId });
+        transcript = 'moved';
+      } catch {
+        transcript = 'failed';
+      }
+    }
+    return { available: true, boundaryId, files: filesDone ? 'restored' : 'failed', transcript, receipt } satisfies TurnMoveResult;
+  };
+
   const register = app.onRequest.bind(app) as (method: string, ...rest: unknown[]) => AgentApp;
   const passThrough = { parse: (params: unknown) => params };
   register(WORKSPACE_CHECKPOINT_METHOD, passThrough, ({ params }: { params: unknown }) => handle(params));
   register(WORKSPACE_CHECKPOINT_ALIAS, passThrough, ({ params }: { params: unknown }) => handle(params));
+  for (const [method, direction] of [
+    [ROLLBACK_METHOD, 'rollback'],
+    [REDO_METHOD, 'redo'],
+  ] as const) {
+    register(method, passThrough, ({ params }: { params: unknown }) => move(params, direction));
+    register(`_turnback/${method.slice('session/'.length)}`, passThrough, ({ params }: { params: unknown }) => move(params, direction));
+  }
 
   type Handler = (context: { params: Record<string, unknown> }) => Promise<unknown> | unknown;
   const wrapped = (method: string, handler: Handler): Handler => {
@@ -194,11 +274,21 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
 function advertise(response: Record<string, unknown>): Record<string, unknown> {
   const capabilities = (response.agentCapabilities ?? {}) as Record<string, unknown>;
   const meta = (capabilities._meta ?? {}) as Record<string, unknown>;
+  const session = (capabilities.sessionCapabilities ?? {}) as Record<string, unknown>;
   return {
     ...response,
     agentCapabilities: {
       ...capabilities,
-      _meta: { ...meta, turnback: { workspaceCheckpoint: { methods: [WORKSPACE_CHECKPOINT_METHOD, WORKSPACE_CHECKPOINT_ALIAS], actions: [...ACTIONS] } } },
+      // Seed 003's keys; ACP's schema does not define them yet, so they are said under _meta too.
+      sessionCapabilities: { ...session, rollback: {}, redo: {} },
+      _meta: {
+        ...meta,
+        turnback: {
+          workspaceCheckpoint: { methods: [WORKSPACE_CHECKPOINT_METHOD, WORKSPACE_CHECKPOINT_ALIAS], actions: [...ACTIONS] },
+          rollback: { methods: [ROLLBACK_METHOD, '_turnback/rollback'] },
+          redo: { methods: [REDO_METHOD, '_turnback/redo'] },
+        },
+      },
     },
   };
 }

@@ -109,6 +109,46 @@ describe('turnback/acp: session/workspace_checkpoint on an SDK agent', () => {
     expect((await fs.readdir(base)).sort()).toEqual(['project']);
   });
 
+  it('session/rollback undoes the last prompt turn (again: the one before), session/redo re-applies it; the transcript half is the agent\'s callback', async () => {
+    const { base, project } = await sandbox();
+    await writeTree(project, { 'a.txt': 'start\n' });
+    const moves: string[] = [];
+    const app = withWorkspaceCheckpoints(agent(), {
+      config: enabled(path.join(base, 'store')),
+      onTranscript: ({ direction, boundaryId }) => {
+        moves.push(`${direction} ${boundaryId}`);
+      },
+    })
+      .onRequest('initialize', () => ({ protocolVersion: PROTOCOL_VERSION, agentCapabilities: {} }))
+      .onRequest('session/new', () => ({ sessionId: 'only' }));
+    const read = () => fs.readFile(path.join(project, 'a.txt'), 'utf8');
+    await client().connectWith(app, async (ctx) => {
+      const init = (await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} })) as unknown as { agentCapabilities: { sessionCapabilities?: Record<string, unknown>; _meta: { turnback: Record<string, unknown> } } };
+      expect(Object.keys(init.agentCapabilities._meta.turnback).sort()).toEqual(['redo', 'rollback', 'workspaceCheckpoint']);
+      expect(init.agentCapabilities.sessionCapabilities).toMatchObject({ rollback: {}, redo: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: project, mcpServers: [] });
+      const checkpoint = (params: Record<string, unknown>) => ctx.request(WORKSPACE_CHECKPOINT_METHOD, { sessionId, ...params });
+      for (const [turn, text] of [['p1', 'after one\n'], ['p2', 'after two\n']] as const) {
+        await checkpoint({ action: 'capture', boundaryId: turn });
+        await checkpoint({ action: 'call_begin', callId: `${turn}-edit` });
+        await fs.writeFile(path.join(project, 'a.txt'), text);
+        await checkpoint({ action: 'call_end', callId: `${turn}-edit` });
+      }
+      expect(await read()).toBe('after two\n');
+      expect(await ctx.request('session/rollback', { sessionId })).toMatchObject({ boundaryId: 'p2', files: 'restored', transcript: 'moved' });
+      expect(await read()).toBe('after one\n');
+      expect(await ctx.request('_turnback/rollback', { sessionId })).toMatchObject({ boundaryId: 'p1', files: 'restored' });
+      expect(await read()).toBe('start\n');
+      expect(await ctx.request('session/redo', { sessionId })).toMatchObject({ boundaryId: 'p1', files: 'restored' });
+      expect(await read()).toBe('after one\n');
+      expect(await ctx.request('session/redo', { sessionId })).toMatchObject({ boundaryId: 'p2', files: 'restored' });
+      expect(await read()).toBe('after two\n');
+      expect((await rejection(ctx.request('session/redo', { sessionId }))).data.code).toBe('NOTHING_TO_REDO');
+      expect((await rejection(ctx.request('session/rollback', { sessionId, extra: 1 }))).data.code).toBe('INVALID_ARGUMENT');
+      expect(moves).toEqual(['rollback p2', 'rollback p1', 'redo p1', 'redo p2']);
+    });
+  });
+
   it('session/close drops the session: its checkpoint methods answer UNKNOWN_SESSION afterwards', async () => {
     const { base, project } = await sandbox();
     await writeTree(project, { 'a.txt': 'a\n' });
