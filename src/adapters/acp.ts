@@ -2,6 +2,7 @@ import { RequestError, type AgentApp } from '@agentclientprotocol/sdk';
 import { isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { SideEffect } from '../core/model.js';
+import type { CallAttribution } from '../session/calls.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import { openCheckpoints, type CheckpointConfigInput } from '../session/open.js';
 import { isUnavailable, type Unavailable, type UnavailableCheckpoints } from '../session/unavailable.js';
@@ -46,6 +47,8 @@ export interface AcpCheckpointOptions {
 export const ROLLBACK_METHOD = 'session/rollback';
 /** Re-applies the last rollback. */
 export const REDO_METHOD = 'session/redo';
+/** Restores one ended tool call's own pre-images. */
+export const RESTORE_TOOL_CALL_METHOD = 'session/restore_tool_call';
 
 /** What `session/rollback` and `session/redo` answer: which halves ran. */
 export interface TurnMoveResult {
@@ -65,6 +68,8 @@ interface SessionCheckpoints {
   boundaries: Map<string, CheckpointId>;
   /** Boundaries rolled back, newest last, each with the save its restore made (what a redo writes back). */
   rolledBack: { boundaryId: string; preRestoreId: CheckpointId }[];
+  /** Ended tool calls: the checkpoint each was recorded in, and what it changed. */
+  calls: Map<string, { turn: CheckpointId; changes: CallAttribution['changes'] }>;
 }
 
 /** A JSON-RPC "invalid params" error whose `data.code` says which ({@link CheckpointErrorCode} or `UNKNOWN_SESSION`). */
@@ -127,7 +132,7 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
   const sessions = new Map<string, SessionCheckpoints>();
   const track = (sessionId: string, cwd: string): void => {
     if (sessions.has(sessionId)) return;
-    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map(), rolledBack: [] });
+    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map(), rolledBack: [], calls: new Map() });
   };
   const drop = async (sessionId: string): Promise<void> => {
     const session = sessions.get(sessionId);
@@ -162,8 +167,12 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
         }
         case 'call_begin':
           return { available: true, ...(await checkpoints.callBegin(params.callId as string)) };
-        case 'call_end':
-          return { available: true, ...(await checkpoints.callEnd(params.callId as string, params.sideEffect !== undefined ? { sideEffect: params.sideEffect } : {})) };
+        case 'call_end': {
+          const attribution = await checkpoints.callEnd(params.callId as string, params.sideEffect !== undefined ? { sideEffect: params.sideEffect } : {});
+          const turn = checkpoints.currentTurn;
+          if (turn !== undefined) session.calls.set(params.callId as string, { turn, changes: attribution.changes });
+          return { available: true, ...attribution };
+        }
         case 'plan':
           return { available: true, boundaryId: params.boundaryId, ...(await checkpoints.plan(boundary())) };
         case 'restore':
@@ -223,10 +232,41 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
     return { available: true, boundaryId, files: filesDone ? 'restored' : 'failed', transcript, receipt } satisfies TurnMoveResult;
   };
 
+  /** `session/restore_tool_call`: one ended call's own pre-call states back, then a `tool_call_update` to the client. */
+  const restoreToolCall = async (raw: unknown, notify: (update: object) => Promise<void>): Promise<object> => {
+    if (typeof raw !== 'object' || raw === null) throw invalid('INVALID_ARGUMENT', 'params must be an object');
+    const { sessionId, toolCallId } = raw as { sessionId?: unknown; toolCallId?: unknown };
+    const extra = Object.keys(raw).filter((key) => key !== 'sessionId' && key !== 'toolCallId' && key !== '_meta');
+    if (typeof sessionId !== 'string' || typeof toolCallId !== 'string' || toolCallId.length === 0 || extra.length > 0) throw invalid('INVALID_ARGUMENT', 'params are { sessionId, toolCallId }');
+    const session = sessions.get(sessionId);
+    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${sessionId} on this connection`);
+    const checkpoints = await session.checkpoints;
+    if (isUnavailable(checkpoints)) return checkpoints.result satisfies Unavailable;
+    const call = session.calls.get(toolCallId);
+    if (call === undefined) throw invalid('UNKNOWN_CALL', `no ended tool call ${toolCallId} in session ${sessionId}`);
+    let receipt;
+    try {
+      receipt = await checkpoints.restoreCall(call.turn, call, {});
+    } catch (error) {
+      throw asRequestError(error);
+    }
+    const restoredPaths = receipt.restored.map((entry) => entry.path);
+    if (receipt.failed.length === 0 && restoredPaths.length > 0) {
+      // Seed 003's shape, under turnback's key; a client that does not know `restored` may ignore it.
+      await notify({ sessionId, update: { sessionUpdate: 'tool_call_update', toolCallId, status: 'restored', _meta: { turnback: { kind: 'tool_call_restored', restoredPaths } } } }).catch(() => undefined);
+    }
+    return { toolCallId, ...receipt };
+  };
+
   const register = app.onRequest.bind(app) as (method: string, ...rest: unknown[]) => AgentApp;
   const passThrough = { parse: (params: unknown) => params };
   register(WORKSPACE_CHECKPOINT_METHOD, passThrough, ({ params }: { params: unknown }) => handle(params));
   register(WORKSPACE_CHECKPOINT_ALIAS, passThrough, ({ params }: { params: unknown }) => handle(params));
+  for (const method of [RESTORE_TOOL_CALL_METHOD, '_turnback/restore_tool_call']) {
+    register(method, passThrough, ({ params, client: peer }: { params: unknown; client: { notify(method: string, params: unknown): Promise<void> } }) =>
+      restoreToolCall(params, (update) => peer.notify('session/update', update)),
+    );
+  }
   for (const [method, direction] of [
     [ROLLBACK_METHOD, 'rollback'],
     [REDO_METHOD, 'redo'],
@@ -280,12 +320,13 @@ function advertise(response: Record<string, unknown>): Record<string, unknown> {
     agentCapabilities: {
       ...capabilities,
       // Seed 003's keys; ACP's schema does not define them yet, so they are said under _meta too.
-      sessionCapabilities: { ...session, rollback: {}, redo: {} },
+      sessionCapabilities: { ...session, rollback: {}, redo: {}, restoreToolCall: {} },
       _meta: {
         ...meta,
         turnback: {
           workspaceCheckpoint: { methods: [WORKSPACE_CHECKPOINT_METHOD, WORKSPACE_CHECKPOINT_ALIAS], actions: [...ACTIONS] },
           rollback: { methods: [ROLLBACK_METHOD, '_turnback/rollback'] },
+          restoreToolCall: { methods: [RESTORE_TOOL_CALL_METHOD, '_turnback/restore_tool_call'] },
           redo: { methods: [REDO_METHOD, '_turnback/redo'] },
         },
       },

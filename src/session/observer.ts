@@ -336,6 +336,19 @@ export class CheckpointObserver implements WriteObserver {
     return this.#store.withLock(() => this.#restorer.restoreSavepointLocked(manifest, verified, options.signal), { timeoutMs: this.#restoreLockTimeoutMs });
   }
 
+  /**
+   * Undoes one shell or tool call: writes back the pre-call states `callEnd` attributed to it
+   * (`attribution`), deletes what it created, and refuses any path changed again since (guarded
+   * by its post-call state, as every restore). Saved first: the report's `preRestoreId` undoes it.
+   * `turn` is the checkpoint the call was recorded in.
+   */
+  async restoreCall(turn: CheckpointId, attribution: Pick<CallAttribution, 'changes'>, options: { signal?: AbortSignal } = {}): Promise<RestoreReport> {
+    this.#assertOpen();
+    const id = parseCheckpointId(turn);
+    await this.#turns.seal();
+    return this.#store.withLock(() => this.#restorer.restoreCallLocked(id, attribution.changes, options.signal), { timeoutMs: this.#restoreLockTimeoutMs });
+  }
+
   /** Removes a snapshot's state; its objects go at the next prune unless something else uses them. */
   async dropSnapshot(request: SnapshotScope): Promise<void> {
     return this.#snapshots.drop(request);

@@ -5,6 +5,7 @@ import { CheckpointError, errnoCode, isCheckpointError } from '../core/errors.js
 import { loadHasher } from '../core/hash.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { fingerprintOf, type CheckpointManifest, type Fingerprint, type PathState } from '../core/model.js';
+import type { Change } from '../capture/diff.js';
 import { readDiskState, type DiskState } from '../fs/disk-state.js';
 import { resolveInsideRoot, toProjectPath } from '../fs/paths.js';
 import { isPidAlive } from '../core/pid.js';
@@ -160,6 +161,23 @@ export class Restorer {
     signal?.throwIfAborted();
     // The stored copies were read and checked against their SHA-256 by the caller: written from there.
     return this.#applyPlanned(planned, options, async (object) => verified.get(object) ?? this.store.readObject(object));
+  }
+
+  /**
+   * Restores one call's own pre-call states (`changes`, as `callEnd` attributed them), guarded
+   * by the post-call states: a path changed again since is refused, a path the call created is
+   * deleted, and what is overwritten is saved first (`restoreOf` is `turn`, the call's
+   * checkpoint). The caller holds the store lock.
+   */
+  async restoreCallLocked(turn: CheckpointId, changes: readonly Change[], signal?: AbortSignal): Promise<RestoreReport> {
+    const absent: PathState = { type: 'absent' };
+    const entries = changes.map((change) => {
+      const after = fingerprintOf(change.after ?? absent);
+      return { path: change.path, before: change.before ?? absent, ...(after !== undefined ? { after } : {}) };
+    });
+    const call: CheckpointManifest = { format: 'turnback-manifest', version: 1, id: turn, kind: 'call', createdAt: new Date().toISOString(), workspace: this.projectRoot, complete: true, entryCount: entries.length, entries, gaps: [], calls: [] };
+    const options: RestoreOptions = { created: 'delete', modePolicy: 'exact', ...(signal !== undefined ? { signal } : {}) };
+    return this.#applyPlanned(await this.#planFrom(turn, [call], options, true), options);
   }
 
   /** The project paths of a `paths` option. @throws CheckpointError for an empty list or a bad path. */

@@ -114,6 +114,11 @@ export class UnavailableCheckpoints implements WriteObserver, Unavailable, Recor
     return fn();
   }
 
+  /** Nothing is restored (and nothing is written). */
+  restoreCall(_turn: string, _attribution: unknown, _options?: unknown): Promise<Unavailable> {
+    return this.#answer();
+  }
+
   /** No savepoint is made (and nothing is read). */
   savepoint(_options?: unknown): Promise<Unavailable> {
     return this.#answer();

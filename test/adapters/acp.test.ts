@@ -124,8 +124,8 @@ describe('turnback/acp: session/workspace_checkpoint on an SDK agent', () => {
     const read = () => fs.readFile(path.join(project, 'a.txt'), 'utf8');
     await client().connectWith(app, async (ctx) => {
       const init = (await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} })) as unknown as { agentCapabilities: { sessionCapabilities?: Record<string, unknown>; _meta: { turnback: Record<string, unknown> } } };
-      expect(Object.keys(init.agentCapabilities._meta.turnback).sort()).toEqual(['redo', 'rollback', 'workspaceCheckpoint']);
-      expect(init.agentCapabilities.sessionCapabilities).toMatchObject({ rollback: {}, redo: {} });
+      expect(Object.keys(init.agentCapabilities._meta.turnback).sort()).toEqual(['redo', 'restoreToolCall', 'rollback', 'workspaceCheckpoint']);
+      expect(init.agentCapabilities.sessionCapabilities).toMatchObject({ rollback: {}, redo: {}, restoreToolCall: {} });
       const { sessionId } = await ctx.request('session/new', { cwd: project, mcpServers: [] });
       const checkpoint = (params: Record<string, unknown>) => ctx.request(WORKSPACE_CHECKPOINT_METHOD, { sessionId, ...params });
       for (const [turn, text] of [['p1', 'after one\n'], ['p2', 'after two\n']] as const) {
@@ -147,6 +147,52 @@ describe('turnback/acp: session/workspace_checkpoint on an SDK agent', () => {
       expect((await rejection(ctx.request('session/rollback', { sessionId, extra: 1 }))).data.code).toBe('INVALID_ARGUMENT');
       expect(moves).toEqual(['rollback p2', 'rollback p1', 'redo p1', 'redo p2']);
     });
+  });
+
+  it("session/restore_tool_call puts back one call's own pre-images (not the turn's), refuses a path changed again since, and tells the client", async () => {
+    const { base, project } = await sandbox();
+    await writeTree(project, { 'a.txt': 'start\n', 'b.txt': 'b\n' });
+    const updates: unknown[] = [];
+    const editor = client().onNotification('session/update', ({ params }) => {
+      updates.push(params);
+    });
+    await editor.connectWith(agentWith(enabled(path.join(base, 'store'))), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: project, mcpServers: [] });
+      const checkpoint = (params: Record<string, unknown>) => ctx.request(WORKSPACE_CHECKPOINT_METHOD, { sessionId, ...params });
+      await checkpoint({ action: 'capture', boundaryId: 'p1' });
+      const call = async (callId: string, edit: () => Promise<void>) => {
+        await checkpoint({ action: 'call_begin', callId });
+        await edit();
+        await checkpoint({ action: 'call_end', callId });
+      };
+      await call('tc-1', () => fs.writeFile(path.join(project, 'a.txt'), 'one\n'));
+      await call('tc-2', async () => {
+        await fs.writeFile(path.join(project, 'a.txt'), 'two\n');
+        await fs.writeFile(path.join(project, 'made.txt'), 'new\n');
+      });
+      await call('tc-3', () => fs.writeFile(path.join(project, 'b.txt'), 'b changed\n'));
+      await fs.writeFile(path.join(project, 'b.txt'), 'b changed again by the person\n');
+
+      // tc-2 only: a.txt goes back to what tc-1 left (not to the turn's start); made.txt goes.
+      const restored = (await ctx.request('session/restore_tool_call', { sessionId, toolCallId: 'tc-2' })) as { restored: { path: string }[]; failed: unknown[] };
+      expect(restored.failed).toEqual([]);
+      expect(restored.restored.map((e) => e.path).sort()).toEqual(['a.txt', 'made.txt']);
+      expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('one\n');
+      await expect(fs.access(path.join(project, 'made.txt'))).rejects.toThrow();
+      // tc-3's file changed again since: refused, left as the person made it.
+      const refused = (await ctx.request('_turnback/restore_tool_call', { sessionId, toolCallId: 'tc-3' })) as { refused: { path: string; reason: string }[]; restored: unknown[] };
+      expect(refused.restored).toEqual([]);
+      expect(refused.refused.map((e) => `${e.path} ${e.reason}`)).toEqual(['b.txt changed-outside']);
+      expect(await fs.readFile(path.join(project, 'b.txt'), 'utf8')).toBe('b changed again by the person\n');
+      expect((await rejection(ctx.request('session/restore_tool_call', { sessionId, toolCallId: 'never' }))).data.code).toBe('UNKNOWN_CALL');
+    });
+    // One update, for tc-2 only. `status: 'restored'` (seed 003's word) is sent, but the SDK's
+    // client drops a status its schema does not know, so the discriminator a client can rely on
+    // is `_meta.turnback.kind`.
+    expect(updates).toHaveLength(1);
+    expect(updates[0]).toMatchObject({ sessionId: 's-1', update: { sessionUpdate: 'tool_call_update', toolCallId: 'tc-2', _meta: { turnback: { kind: 'tool_call_restored', restoredPaths: ['a.txt', 'made.txt'] } } } });
+    expect((updates[0] as { update: { status?: string } }).update.status).not.toBe('completed');
   });
 
   it('session/close drops the session: its checkpoint methods answer UNKNOWN_SESSION afterwards', async () => {

@@ -31,6 +31,7 @@ const CALLS: Record<string, (c: CheckpointObserver | UnavailableCheckpoints) => 
   listSavepoints: (c) => c.listSavepoints(),
   diffSavepoint: (c) => c.diffSavepoint(ID),
   restoreSavepoint: (c) => c.restoreSavepoint(ID),
+  restoreCall: (c) => c.restoreCall(ID, { changes: [] }),
   close: (c) => c.close(),
 };
 
