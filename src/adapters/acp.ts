@@ -144,12 +144,19 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
     }
   };
 
+  /** A session's checkpoints, or the unavailable answer. @throws RequestError `UNKNOWN_SESSION`. */
+  const opened = async (sessionId: string): Promise<{ session: SessionCheckpoints; checkpoints: CheckpointObserver } | Unavailable> => {
+    const session = sessions.get(sessionId);
+    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${sessionId} on this connection`);
+    const checkpoints = await session.checkpoints;
+    return isUnavailable(checkpoints) ? checkpoints.result : { session, checkpoints };
+  };
+
   const handle = async (raw: unknown): Promise<object> => {
     const params = parseWorkspaceCheckpointParams(raw);
-    const session = sessions.get(params.sessionId);
-    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${params.sessionId} on this connection`);
-    const checkpoints = await session.checkpoints;
-    if (isUnavailable(checkpoints)) return checkpoints.result satisfies Unavailable;
+    const found = await opened(params.sessionId);
+    if (!('session' in found)) return found;
+    const { session, checkpoints } = found;
     const boundary = (): CheckpointId => {
       const id = session.boundaries.get(params.boundaryId as string);
       if (id === undefined) throw invalid('UNKNOWN_CHECKPOINT', `no boundary ${params.boundaryId} in session ${params.sessionId}`);
@@ -192,10 +199,9 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
     const extra = Object.keys(raw).filter((key) => key !== 'sessionId' && key !== '_meta');
     if (extra.length > 0) throw invalid('INVALID_ARGUMENT', `unexpected params: ${extra.join(', ')}`);
     const sessionId = (raw as { sessionId: string }).sessionId;
-    const session = sessions.get(sessionId);
-    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${sessionId} on this connection`);
-    const checkpoints = await session.checkpoints;
-    if (isUnavailable(checkpoints)) return checkpoints.result satisfies Unavailable;
+    const found = await opened(sessionId);
+    if (!('session' in found)) return found;
+    const { session, checkpoints } = found;
     let boundaryId: string;
     let target: CheckpointId;
     if (direction === 'rollback') {
@@ -238,10 +244,9 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
     const { sessionId, toolCallId } = raw as { sessionId?: unknown; toolCallId?: unknown };
     const extra = Object.keys(raw).filter((key) => key !== 'sessionId' && key !== 'toolCallId' && key !== '_meta');
     if (typeof sessionId !== 'string' || typeof toolCallId !== 'string' || toolCallId.length === 0 || extra.length > 0) throw invalid('INVALID_ARGUMENT', 'params are { sessionId, toolCallId }');
-    const session = sessions.get(sessionId);
-    if (session === undefined) throw invalid('UNKNOWN_SESSION', `no session ${sessionId} on this connection`);
-    const checkpoints = await session.checkpoints;
-    if (isUnavailable(checkpoints)) return checkpoints.result satisfies Unavailable;
+    const found = await opened(sessionId);
+    if (!('session' in found)) return found;
+    const { session, checkpoints } = found;
     const call = session.calls.get(toolCallId);
     if (call === undefined) throw invalid('UNKNOWN_CALL', `no ended tool call ${toolCallId} in session ${sessionId}`);
     let receipt;
