@@ -18,3 +18,4 @@ export {
   type TurnMoveResult,
   type WorkspaceCheckpointParams,
 } from './adapters/acp.js';
+export { runAcpProxy, type AcpProxyOptions } from './adapters/acp-proxy.js';

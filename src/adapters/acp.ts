@@ -118,17 +118,27 @@ function asRequestError(error: unknown): unknown {
   return caller ? RequestError.invalidParams(data, error.message) : RequestError.internalError(data, error.message);
 }
 
+/** A request turnback answers itself, by method name: `(params, notify) => result`. */
+export type TurnbackMethod = (params: unknown, notify: (method: string, params: unknown) => Promise<void>) => Promise<object>;
+
+/** The per-session checkpoint state of one ACP connection, and the methods that act on it. */
+export interface AcpCheckpointSessions {
+  /** Starts a session's checkpoints at its cwd (on `session/new`, `load`, `resume`). */
+  track(sessionId: string, cwd: string): void;
+  /** Releases a session's checkpoint state (on `session/close`, or `drop`). */
+  drop(sessionId: string): Promise<void>;
+  /** The session's checkpoints, when the session is known. */
+  checkpointsOf(sessionId: string): Promise<CheckpointObserver | UnavailableCheckpoints> | undefined;
+  /** Every method turnback answers, by name (the ACP names and their `_turnback/…` aliases). */
+  readonly methods: ReadonlyMap<string, TurnbackMethod>;
+}
+
 /**
- * Registers turnback's `session/workspace_checkpoint` (and its `_turnback/…` alias) on an ACP
- * agent app and advertises it in the app's `initialize` response. Call it on the app before
- * registering the app's own handlers: its `initialize`, `session/new`, `session/load` and
- * `session/close` handlers are wrapped to advertise the method, to learn each session's cwd (the
- * root of its checkpoints), and to drop a session's checkpoint state when it closes.
- *
- * Where checkpoints are not available (disabled, the home folder, `/`, not a folder) every
- * action answers `{ available: false, reason, detail }`, never an empty success.
+ * The checkpoint state of the sessions of one ACP connection and the methods over it: what
+ * {@link withWorkspaceCheckpoints} registers on an SDK agent, and what the `turnback acp` proxy
+ * answers itself.
  */
-export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOptions): AgentApp {
+export function acpCheckpointSessions(options: AcpCheckpointOptions): AcpCheckpointSessions {
   const sessions = new Map<string, SessionCheckpoints>();
   const track = (sessionId: string, cwd: string): void => {
     if (sessions.has(sessionId)) return;
@@ -263,21 +273,35 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
     return { toolCallId, ...receipt };
   };
 
-  const register = app.onRequest.bind(app) as (method: string, ...rest: unknown[]) => AgentApp;
-  const passThrough = { parse: (params: unknown) => params };
-  register(WORKSPACE_CHECKPOINT_METHOD, passThrough, ({ params }: { params: unknown }) => handle(params));
-  register(WORKSPACE_CHECKPOINT_ALIAS, passThrough, ({ params }: { params: unknown }) => handle(params));
-  for (const method of [RESTORE_TOOL_CALL_METHOD, '_turnback/restore_tool_call']) {
-    register(method, passThrough, ({ params, client: peer }: { params: unknown; client: { notify(method: string, params: unknown): Promise<void> } }) =>
-      restoreToolCall(params, (update) => peer.notify('session/update', update)),
-    );
-  }
+  const methods = new Map<string, TurnbackMethod>();
+  for (const method of [WORKSPACE_CHECKPOINT_METHOD, WORKSPACE_CHECKPOINT_ALIAS]) methods.set(method, (params) => handle(params));
+  for (const method of [RESTORE_TOOL_CALL_METHOD, '_turnback/restore_tool_call']) methods.set(method, (params, notify) => restoreToolCall(params, (update) => notify('session/update', update)));
   for (const [method, direction] of [
     [ROLLBACK_METHOD, 'rollback'],
     [REDO_METHOD, 'redo'],
   ] as const) {
-    register(method, passThrough, ({ params }: { params: unknown }) => move(params, direction));
-    register(`_turnback/${method.slice('session/'.length)}`, passThrough, ({ params }: { params: unknown }) => move(params, direction));
+    methods.set(method, (params) => move(params, direction));
+    methods.set(`_turnback/${method.slice('session/'.length)}`, (params) => move(params, direction));
+  }
+  return { track, drop, checkpointsOf: (sessionId) => sessions.get(sessionId)?.checkpoints, methods };
+}
+
+/**
+ * Registers turnback's `session/workspace_checkpoint` (and its `_turnback/…` alias) on an ACP
+ * agent app and advertises it in the app's `initialize` response. Call it on the app before
+ * registering the app's own handlers: its `initialize`, `session/new`, `session/load` and
+ * `session/close` handlers are wrapped to advertise the method, to learn each session's cwd (the
+ * root of its checkpoints), and to drop a session's checkpoint state when it closes.
+ *
+ * Where checkpoints are not available (disabled, the home folder, `/`, not a folder) every
+ * action answers `{ available: false, reason, detail }`, never an empty success.
+ */
+export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOptions): AgentApp {
+  const sessions = acpCheckpointSessions(options);
+  const register = app.onRequest.bind(app) as (method: string, ...rest: unknown[]) => AgentApp;
+  const passThrough = { parse: (params: unknown) => params };
+  for (const [method, answer] of sessions.methods) {
+    register(method, passThrough, ({ params, client: peer }: { params: unknown; client: { notify(method: string, params: unknown): Promise<void> } }) => answer(params, (name, value) => peer.notify(name, value)));
   }
 
   type Handler = (context: { params: Record<string, unknown> }) => Promise<unknown> | unknown;
@@ -288,20 +312,20 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
       case 'session/new':
         return async (context) => {
           const response = (await handler(context)) as { sessionId: string };
-          track(response.sessionId, context.params.cwd as string);
+          sessions.track(response.sessionId, context.params.cwd as string);
           return response;
         };
       case 'session/load':
       case 'session/resume':
         return async (context) => {
           const response = await handler(context);
-          track(context.params.sessionId as string, context.params.cwd as string);
+          sessions.track(context.params.sessionId as string, context.params.cwd as string);
           return response;
         };
       case 'session/close':
         return async (context) => {
           const response = await handler(context);
-          await drop(context.params.sessionId as string);
+          await sessions.drop(context.params.sessionId as string);
           return response;
         };
       default:
@@ -316,7 +340,7 @@ export function withWorkspaceCheckpoints(app: AgentApp, options: AcpCheckpointOp
 }
 
 /** The `initialize` response with turnback's method named under `_meta` (ACP's extension point). */
-function advertise(response: Record<string, unknown>): Record<string, unknown> {
+export function advertise(response: Record<string, unknown>): Record<string, unknown> {
   const capabilities = (response.agentCapabilities ?? {}) as Record<string, unknown>;
   const meta = (capabilities._meta ?? {}) as Record<string, unknown>;
   const session = (capabilities.sessionCapabilities ?? {}) as Record<string, unknown>;

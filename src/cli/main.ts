@@ -5,6 +5,7 @@ import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, type DiffOptions } from './diff.js';
 import { listCommand, showCommand, statusCommand } from './info.js';
 import { mcpCommand } from './mcp.js';
+import { acpCommand } from './acp.js';
 import { describeFailure, Io } from './io.js';
 import { runCommand, type RunOptions } from './run.js';
 import { revertCommand, type RevertOptions } from './revert.js';
@@ -140,6 +141,9 @@ export function buildProgram(): Command {
   );
   common(program.command('drop').description('remove one picture (its copies go at the next prune unless another picture uses them)').argument('<id>', 'full id or a prefix of 4+ characters')).action(
     (id: string, options: GlobalOptions) => guarded(options.json, (io) => dropCommand(id, options, io)),
+  );
+  common(program.command('acp').description('run an ACP agent behind a proxy that adds checkpoints: turnback acp -- AGENT ARGS…').argument('<command...>', 'the agent and its arguments, after --').passThroughOptions()).action(
+    (argv: string[], options: GlobalOptions) => guarded(false, (io) => acpCommand(argv, options, io)),
   );
   common(program.command('mcp').description('serve this project over MCP on stdin/stdout: undo_savepoint, list_checkpoints, diff_checkpoint, restore_checkpoint')).action((options: GlobalOptions) =>
     guarded(false, (io) => mcpCommand(options, io)),

@@ -1,0 +1,30 @@
+import * as path from 'node:path';
+import { loadContext, type GlobalOptions } from './context.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type Io } from './io.js';
+
+/** What the built `turnback/acp` entry gives the command. */
+interface AcpEntry {
+  runAcpProxy(options: { command: readonly string[]; config: unknown; input: NodeJS.ReadableStream; output: NodeJS.WritableStream }): Promise<number>;
+}
+
+/**
+ * `turnback acp -- AGENT…`: a stdio proxy that adds turnback's checkpoints to any ACP agent (see
+ * adapters/acp-proxy.ts). The ACP SDK is loaded only by this command, from the built `dist/acp.cjs`
+ * beside it. Where checkpoints are off it still forwards, unchanged, and says so on stderr.
+ */
+export async function acpCommand(argv: string[], options: GlobalOptions, io: Io): Promise<number> {
+  if (argv.length === 0) throw new CliExit(EXIT.usage, 'USAGE', 'acp needs the agent to run: turnback acp -- AGENT ARGS…');
+  const context = await loadContext(options);
+  let entry: AcpEntry;
+  try {
+    entry = require(path.join(__dirname, '..', 'acp.cjs')) as AcpEntry;
+  } catch (error) {
+    const missing = /agentclientprotocol/.test(String((error as Error).message));
+    throw new CliExit(EXIT.error, 'ACP_UNAVAILABLE', missing ? 'turnback acp needs the ACP SDK: npm install @agentclientprotocol/sdk' : `turnback acp cannot load its proxy: ${(error as Error).message}`);
+  }
+  if (context.refusal !== undefined || !context.config.enabled) io.err(`turnback acp: checkpoints are off here (${context.refusal ?? 'enabled = false'}); forwarding only`);
+  // The project's store; the other [checkpoints] keys take their defaults in the proxy for now.
+  const config = context.refusal !== undefined || !context.config.enabled ? {} : { capabilities: { checkpoint: { enabled: true, dir: context.storeDir } } };
+  return entry.runAcpProxy({ command: argv, config, input: process.stdin, output: process.stdout });
+}

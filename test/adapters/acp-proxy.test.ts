@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process';
+import * as nodeFs from 'node:fs';
+import * as path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { PROTOCOL_VERSION, client, ndJsonStream } from '@agentclientprotocol/sdk';
+import { describe, expect, it } from 'vitest';
+import { CLI, cliRepo } from '../cli/harness.js';
+
+// `turnback acp -- AGENT`: the SDK's client drives a scripted SDK agent (a child process) through
+// the built command, both on real stdio.
+
+const AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'acp-agent.mjs');
+
+describe('turnback acp -- AGENT (the proxy)', () => {
+  it('adds the checkpoints to any agent: a boundary per prompt, tool calls bracketed, client writes pre-imaged; rollback and redo work through it', async () => {
+    const repo = await cliRepo({ 'a.txt': 'original a\n', 'b.txt': 'original b\n' });
+    const read = (name: string) => nodeFs.readFileSync(path.join(repo.proj, name), 'utf8');
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: repo.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    proxy.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const updates: { update: { sessionUpdate: string; toolCallId?: string } }[] = [];
+    // The SDK may hand a notification to its handler after the response that followed it: wait on the count, not on time.
+    let arrived: (() => void) | undefined;
+    const untilUpdates = (count: number) => new Promise<void>((resolve) => {
+      arrived = () => {
+        if (updates.length >= count) resolve();
+      };
+      arrived();
+    });
+    const editor = client()
+      .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
+      .onRequest('fs/write_text_file', ({ params }) => {
+        nodeFs.writeFileSync(params.path, params.content);
+        return {};
+      })
+      .onNotification('session/update', ({ params }) => {
+        updates.push(params as (typeof updates)[number]);
+        arrived?.();
+      });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    await editor.connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+      const init = (await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } } })) as unknown as {
+        agentCapabilities: { loadSession: boolean; sessionCapabilities: Record<string, unknown>; _meta: { turnback: Record<string, unknown> } };
+      };
+      // The agent's own answer comes through, with turnback's capabilities added.
+      expect(init.agentCapabilities.loadSession).toBe(false);
+      expect(init.agentCapabilities.sessionCapabilities).toMatchObject({ rollback: {}, redo: {}, restoreToolCall: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
+      expect(sessionId).toBe('agent-session-1');
+      expect(await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit the files\nplease' }] })).toEqual({ stopReason: 'end_turn' });
+      expect(read('a.txt')).toBe('edited in turn 1\n');
+      expect(read('b.txt')).toBe('written by the client in turn 1\n');
+      // Every update the agent sent arrived, in order.
+      await untilUpdates(4);
+      expect(updates.map((u) => `${u.update.sessionUpdate} ${u.update.toolCallId}`)).toEqual(['tool_call edit-1', 'tool_call_update edit-1', 'tool_call fetch-1', 'tool_call_update fetch-1']);
+
+      // The call's own changes come back with restore_tool_call; the turn's with rollback.
+      const restored = (await ctx.request('_turnback/restore_tool_call', { sessionId, toolCallId: 'edit-1' })) as { restored: { path: string }[] };
+      expect(restored.restored.map((e) => e.path).sort()).toEqual(['a.txt', 'made-1.txt']);
+      expect(read('a.txt')).toBe('original a\n');
+      const rollback = (await ctx.request('session/rollback', { sessionId })) as { files: string; boundaryId: string };
+      expect(rollback).toMatchObject({ files: 'restored', boundaryId: 'edit the files (#1)' });
+      expect(read('b.txt')).toBe('original b\n');
+      expect(await ctx.request('session/redo', { sessionId })).toMatchObject({ files: 'restored' });
+      expect(read('b.txt')).toBe('written by the client in turn 1\n');
+    });
+    proxy.stdin.end();
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+    // The proxy's turn is a picture like any other.
+    const listed = JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: { label?: string }[] };
+    expect(listed.checkpoints.some((c) => c.label === 'edit the files (#1)')).toBe(true);
+  });
+});
