@@ -232,6 +232,8 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
         await work;
         if (!agentDone) log('the agent exited before its output ended');
         output.end();
+        // Nobody is left to forward the client's messages to: stop reading them.
+        input.destroy();
         resolve(code ?? (signal !== null ? 128 : 1));
       });
     });

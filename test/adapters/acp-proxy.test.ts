@@ -74,4 +74,24 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     const listed = JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: { label?: string }[] };
     expect(listed.checkpoints.some((c) => c.label === 'edit the files (#1)')).toBe(true);
   });
+
+  it('an agent that dies mid-turn: the proxy ends the open calls, exits with its code, and the turn is undoable', async () => {
+    const repo = await cliRepo({ 'a.txt': 'original a\n' });
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, ACP_AGENT_DIES: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    const editor = client().onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }));
+    await editor
+      .connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+        await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+        const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
+        await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'die please' }] });
+      })
+      .catch(() => undefined);
+    expect(await exited).toBe(3);
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('edited in turn 1\n');
+    const undo = repo.tb(['undo', '--yes', '--delete-created']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('original a\n');
+    expect(nodeFs.existsSync(path.join(repo.proj, 'made-1.txt'))).toBe(false);
+  });
 });
