@@ -1,5 +1,5 @@
 // turnback benchmark REPORT (not a test): prints figures, ratios and PASS/MISS per goal; always exits 0.
-// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh,savepoint]
+// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh,savepoint,acp]
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -10,9 +10,10 @@ import { collect, diskUsage, fmtBytes, fmtMs, fmtRatio, git, median, parseArgs, 
 import { editFiles, generateTree, mulberry32 } from './tree.mjs';
 import { benchFresh } from './fresh.mjs';
 import { benchSavepoint } from './savepoint.mjs';
+import { benchAcpProxy } from './acp-proxy.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh', 'savepoint'];
+const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh', 'savepoint', 'acp'];
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
@@ -481,7 +482,7 @@ async function benchAls() {
 }
 
 // ---------------------------------------------------------------------------------------------
-const table = { overhead: benchOverhead, restore: benchRestore, pictures: benchPictures, memory: benchMemory, als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }), savepoint: () => benchSavepoint({ temp, row, notes, quick, dist: DIST, openObserver }) };
+const table = { overhead: benchOverhead, restore: benchRestore, pictures: benchPictures, memory: benchMemory, als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }), savepoint: () => benchSavepoint({ temp, row, notes, quick, dist: DIST, openObserver }), acp: () => benchAcpProxy({ temp, row, notes, quick, dist: DIST }) };
 const startedAt = performance.now();
 const cleanup = () => temp.remove();
 process.on('SIGINT', () => {
