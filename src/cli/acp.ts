@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { mergeTables } from './config-file.js';
 import { loadContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
@@ -24,7 +25,10 @@ export async function acpCommand(argv: string[], options: GlobalOptions, io: Io)
     throw new CliExit(EXIT.error, 'ACP_UNAVAILABLE', missing ? 'turnback acp needs the ACP SDK: npm install @agentclientprotocol/sdk' : `turnback acp cannot load its proxy: ${(error as Error).message}`);
   }
   if (context.refusal !== undefined || !context.config.enabled) io.err(`turnback acp: checkpoints are off here (${context.refusal ?? 'enabled = false'}); forwarding only`);
-  // The project's store; the other [checkpoints] keys take their defaults in the proxy for now.
-  const config = context.refusal !== undefined || !context.config.enabled ? {} : { capabilities: { checkpoint: { enabled: true, dir: context.storeDir } } };
+  // The [checkpoints] keys in effect here (the user's, then the project's), with the store the command uses.
+  const config =
+    context.refusal !== undefined || !context.config.enabled
+      ? {}
+      : { capabilities: { checkpoint: { ...mergeTables(context.config.user.table, context.config.project.table), enabled: true, dir: context.storeDir } } };
   return entry.runAcpProxy({ command: argv, config, input: process.stdin, output: process.stdout });
 }

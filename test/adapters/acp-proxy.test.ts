@@ -94,4 +94,27 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('original a\n');
     expect(nodeFs.existsSync(path.join(repo.proj, 'made-1.txt'))).toBe(false);
   });
+
+  it("uses the project's [checkpoints] keys: a file its skip patterns leave out is not pictured, so a rollback leaves it", async () => {
+    const repo = await cliRepo({ 'a.txt': 'original a\n', 'b.txt': 'original b\n', 'turnback.toml': '[checkpoints]\nskip = ["made-*.txt"]\n' });
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: repo.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    const editor = client()
+      .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
+      .onRequest('fs/write_text_file', ({ params }) => {
+        nodeFs.writeFileSync(params.path, params.content);
+        return {};
+      });
+    await editor.connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
+      await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit' }] });
+      expect(await ctx.request('session/rollback', { sessionId })).toMatchObject({ files: 'restored' });
+    });
+    proxy.stdin.end();
+    expect(await exited).toBe(0);
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('original a\n');
+    // Skipped by the project's config: never pictured, so the rollback does not know it and leaves it.
+    expect(nodeFs.existsSync(path.join(repo.proj, 'made-1.txt'))).toBe(true);
+  });
 });
