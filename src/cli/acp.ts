@@ -1,4 +1,5 @@
 import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { mergeTables } from './config-file.js';
 import { loadContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -11,7 +12,7 @@ interface AcpEntry {
 
 /**
  * `turnback acp -- AGENT…`: a stdio proxy that adds turnback's checkpoints to any ACP agent (see
- * adapters/acp-proxy.ts). The ACP SDK is loaded only by this command, from the built `dist/acp.cjs`
+ * adapters/acp-proxy.ts). The ACP SDK is loaded only by this command, from the built `dist/acp.js`
  * beside it. Where checkpoints are off it still forwards, unchanged, and says so on stderr.
  */
 export async function acpCommand(argv: string[], options: GlobalOptions, io: Io): Promise<number> {
@@ -19,7 +20,8 @@ export async function acpCommand(argv: string[], options: GlobalOptions, io: Io)
   const context = await loadContext(options);
   let entry: AcpEntry;
   try {
-    entry = require(path.join(__dirname, '..', 'acp.cjs')) as AcpEntry;
+    // The ESM build: the ACP SDK is ESM only, and require() of ESM needs Node 20.19 or later.
+    entry = (await import(pathToFileURL(path.join(__dirname, '..', 'acp.js')).href)) as AcpEntry;
   } catch (error) {
     const missing = /agentclientprotocol/.test(String((error as Error).message));
     throw new CliExit(EXIT.error, 'ACP_UNAVAILABLE', missing ? 'turnback acp needs the ACP SDK: npm install @agentclientprotocol/sdk' : `turnback acp cannot load its proxy: ${(error as Error).message}`);
