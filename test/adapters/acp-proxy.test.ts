@@ -11,6 +11,7 @@ import { CLI, cliRepo } from '../cli/harness.js';
 // the built command, both on real stdio.
 
 const AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'acp-agent.mjs');
+const RAW_AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'acp-raw-agent.mjs');
 
 describe('turnback acp -- AGENT (the proxy)', () => {
   it('adds the checkpoints to any agent: a boundary per prompt, tool calls bracketed, client writes pre-imaged; rollback and redo work through it', async () => {
@@ -116,5 +117,55 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('original a\n');
     // Skipped by the project's config: never pictured, so the rollback does not know it and leaves it.
     expect(nodeFs.existsSync(path.join(repo.proj, 'made-1.txt'))).toBe(true);
+  });
+
+  it('forwards every other message byte for byte, both ways, in order', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const log = path.join(repo.home, 'agent-received.log');
+    const emitFile = path.join(repo.home, 'emit.json');
+    // What the agent sends: odd spacing, key order, unicode and escapes, a notification for a session nobody knows, a non-JSON line.
+    const fromAgent = [
+      '{"method":"session/update","jsonrpc":"2.0","params":{"sessionId":"nobody","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"héllo \\u263a ☺"}}}}',
+      '{ "jsonrpc" : "2.0" , "method" : "session/update" , "params" : { "sessionId" : "x" , "update" : { "sessionUpdate" : "plan" , "entries" : [ ] } } }',
+      'not json at all',
+    ];
+    nodeFs.writeFileSync(emitFile, JSON.stringify(fromAgent));
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, RAW_AGENT], { cwd: repo.proj, env: { ...repo.env, ACP_LOG: log, ACP_EMIT: emitFile }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const received: string[] = [];
+    let pending = '';
+    let onLine: (() => void) | undefined;
+    proxy.stdout.setEncoding('utf8');
+    proxy.stdout.on('data', (chunk: string) => {
+      pending += chunk;
+      for (let at = pending.indexOf('\n'); at >= 0; at = pending.indexOf('\n')) {
+        received.push(pending.slice(0, at));
+        pending = pending.slice(at + 1);
+      }
+      onLine?.();
+    });
+    const until = (count: number) => new Promise<void>((resolve) => {
+      onLine = () => {
+        if (received.length >= count) resolve();
+      };
+      onLine();
+    });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    // What the client sends: the same oddities, a notification, and a request the agent answers.
+    const fromClient = [
+      '{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}',
+      '{"params":{"sessionId":"s","modeId":"ünïcode ☺"},"method":"session/set_mode","id":7,"jsonrpc":"2.0"}',
+      '{ "jsonrpc":"2.0", "method":"session/cancel", "params":{"sessionId":"s"} }',
+      '{"jsonrpc":"2.0","id":8,"method":"test/emit","params":{}}',
+    ];
+    for (const line of fromClient) proxy.stdin.write(`${line}\n`);
+    // The initialize answer, the answer to 7, the three emitted lines, the answer to 8.
+    await until(6);
+    proxy.stdin.end();
+    expect(await exited).toBe(0);
+    // The agent got every client line as sent, in order.
+    expect(nodeFs.readFileSync(log, 'utf8')).toBe(fromClient.map((line) => `${line}\n`).join(''));
+    // The client got every agent line as sent, in order; only the initialize answer gained turnback's capabilities.
+    expect(JSON.parse(received[0] as string)).toMatchObject({ id: 'init', result: { agentCapabilities: { _meta: { turnback: {} } } } });
+    expect(received.slice(1)).toEqual(['{"jsonrpc":"2.0","id":7,"result":{}}', ...fromAgent, '{"jsonrpc":"2.0","id":8,"result":{}}']);
   });
 });
