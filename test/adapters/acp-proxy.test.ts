@@ -62,8 +62,10 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       const restored = (await ctx.request('_turnback/restore_tool_call', { sessionId, toolCallId: 'edit-1' })) as { restored: { path: string }[] };
       expect(restored.restored.map((e) => e.path).sort()).toEqual(['a.txt', 'made-1.txt']);
       expect(read('a.txt')).toBe('original a\n');
-      const rollback = (await ctx.request('session/rollback', { sessionId })) as { files: string; boundaryId: string };
+      const rollback = (await ctx.request('session/rollback', { sessionId })) as { files: string; boundaryId: string; receipt: { irreversible: { callId: string; sideEffect: string }[] } };
       expect(rollback).toMatchObject({ files: 'restored', boundaryId: 'edit the files (#1)' });
+      // The `fetch` tool call reached the network: a file restore cannot undo it, and says so.
+      expect(rollback.receipt.irreversible).toEqual([expect.objectContaining({ callId: 'fetch-1', sideEffect: 'network' })]);
       expect(read('b.txt')).toBe('original b\n');
       expect(await ctx.request('session/redo', { sessionId })).toMatchObject({ files: 'restored' });
       expect(read('b.txt')).toBe('written by the client in turn 1\n');
@@ -167,5 +169,29 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     // The client got every agent line as sent, in order; only the initialize answer gained turnback's capabilities.
     expect(JSON.parse(received[0] as string)).toMatchObject({ id: 'init', result: { agentCapabilities: { _meta: { turnback: {} } } } });
     expect(received.slice(1)).toEqual(['{"jsonrpc":"2.0","id":7,"result":{}}', ...fromAgent, '{"jsonrpc":"2.0","id":8,"result":{}}']);
+  });
+
+  it('a store that cannot be opened never stops the session: every message still passes, and the methods say checkpoints are not available', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const notAFolder = path.join(repo.home, 'store-is-a-file');
+    nodeFs.writeFileSync(notAFolder, 'not a folder');
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, TURNBACK_DIR: notAFolder }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    const editor = client()
+      .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
+      .onRequest('fs/write_text_file', ({ params }) => {
+        nodeFs.writeFileSync(params.path, params.content);
+        return {};
+      });
+    await editor.connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
+      expect(await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit' }] })).toEqual({ stopReason: 'end_turn' });
+      expect(await ctx.request('session/rollback', { sessionId })).toMatchObject({ available: false });
+    });
+    proxy.stdin.end();
+    expect(await exited).toBe(0);
+    // The agent's work went ahead unprotected.
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'b.txt'), 'utf8')).toBe('written by the client in turn 1\n');
   });
 });
