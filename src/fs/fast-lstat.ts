@@ -128,8 +128,3 @@ export function usesFastLstat(): boolean {
   if (bindingLstat === undefined) bindingLstat = loadBinding();
   return bindingLstat !== null;
 }
-
-/** @internal For tests: forgets the choice, so the next call checks again (e.g. with another environment). */
-export function resetFastLstat(): void {
-  bindingLstat = undefined;
-}

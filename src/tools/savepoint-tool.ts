@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { resolveSavepointLimits, type SavepointLimits } from '../capture/savepoint-walk.js';
-import { CheckpointError, isCheckpointError, type CheckpointErrorCode } from '../core/errors.js';
+import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import type { RestoreReport } from '../session/restore-types.js';
@@ -204,9 +204,4 @@ function restoreReport(report: RestoreReport): SavepointReport {
     ...(failure !== undefined ? { failure: { path: failure.path, error: failure.error, ...(failure.code !== undefined ? { code: failure.code } : {}) } } : {}),
     ...(report.failed.length > 0 && report.cleanupPending.length > 0 ? { rollbackIncomplete: report.cleanupPending } : {}),
   };
-}
-
-/** The error code of a failed call, for adapters that answer the model with it. */
-export function errorCodeOf(error: unknown): CheckpointErrorCode | 'ERROR' {
-  return isCheckpointError(error) ? error.code : 'ERROR';
 }

@@ -13,6 +13,21 @@ import { CLI, cliRepo } from '../cli/harness.js';
 const AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'acp-agent.mjs');
 const RAW_AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'acp-raw-agent.mjs');
 
+/** An editor that allows every tool call and performs the agent's file writes, as the SDK's client. */
+function editorClient() {
+  return client()
+    .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
+    .onRequest('fs/write_text_file', ({ params }) => {
+      nodeFs.writeFileSync(params.path, params.content);
+      return {};
+    });
+}
+
+/** The SDK stream over the proxy child's stdio. */
+function streamOf(proxy: ReturnType<typeof spawn>) {
+  return ndJsonStream(Writable.toWeb(proxy.stdin as NonNullable<typeof proxy.stdin>), Readable.toWeb(proxy.stdout as NonNullable<typeof proxy.stdout>) as ReadableStream<Uint8Array>);
+}
+
 describe('turnback acp -- AGENT (the proxy)', () => {
   it('adds the checkpoints to any agent: a boundary per prompt, tool calls bracketed, client writes pre-imaged; rollback and redo work through it', async () => {
     const repo = await cliRepo({ 'a.txt': 'original a\n', 'b.txt': 'original b\n' });
@@ -31,18 +46,12 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       };
       arrived();
     });
-    const editor = client()
-      .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
-      .onRequest('fs/write_text_file', ({ params }) => {
-        nodeFs.writeFileSync(params.path, params.content);
-        return {};
-      })
-      .onNotification('session/update', ({ params }) => {
+    const editor = editorClient().onNotification('session/update', ({ params }) => {
         updates.push(params as (typeof updates)[number]);
         arrived?.();
       });
     const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
-    await editor.connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+    await editor.connectWith(streamOf(proxy), async (ctx) => {
       const init = (await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } } })) as unknown as {
         agentCapabilities: { loadSession: boolean; sessionCapabilities: Record<string, unknown>; _meta: { turnback: Record<string, unknown> } };
       };
@@ -82,9 +91,9 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     const repo = await cliRepo({ 'a.txt': 'original a\n' });
     const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, ACP_AGENT_DIES: '1' }, stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
-    const editor = client().onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }));
+    const editor = editorClient();
     await editor
-      .connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+      .connectWith(streamOf(proxy), async (ctx) => {
         await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
         const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
         await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'die please' }] });
@@ -102,13 +111,8 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     const repo = await cliRepo({ 'a.txt': 'original a\n', 'b.txt': 'original b\n', 'turnback.toml': '[checkpoints]\nskip = ["made-*.txt"]\n' });
     const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: repo.env, stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
-    const editor = client()
-      .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
-      .onRequest('fs/write_text_file', ({ params }) => {
-        nodeFs.writeFileSync(params.path, params.content);
-        return {};
-      });
-    await editor.connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+    const editor = editorClient();
+    await editor.connectWith(streamOf(proxy), async (ctx) => {
       await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
       const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
       await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit' }] });
@@ -177,13 +181,8 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     nodeFs.writeFileSync(notAFolder, 'not a folder');
     const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, TURNBACK_DIR: notAFolder }, stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
-    const editor = client()
-      .onRequest('session/request_permission', () => ({ outcome: { outcome: 'selected' as const, optionId: 'allow' } }))
-      .onRequest('fs/write_text_file', ({ params }) => {
-        nodeFs.writeFileSync(params.path, params.content);
-        return {};
-      });
-    await editor.connectWith(ndJsonStream(Writable.toWeb(proxy.stdin), Readable.toWeb(proxy.stdout) as ReadableStream<Uint8Array>), async (ctx) => {
+    const editor = editorClient();
+    await editor.connectWith(streamOf(proxy), async (ctx) => {
       await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
       const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
       expect(await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit' }] })).toEqual({ stopReason: 'end_turn' });
