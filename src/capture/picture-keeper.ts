@@ -1,6 +1,6 @@
 import { loadHasher } from '../core/hash.js';
 import type { FileSystem } from '../fs/file-system.js';
-import { ParallelLstat } from '../fs/parallel-lstat.js';
+import { sharedParallelLstat } from '../fs/parallel-lstat.js';
 import { baselineGeneration, parseBaseline } from './baseline.js';
 import { IgnoreStack, type ResolvedCoverage } from './coverage.js';
 import { takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
@@ -78,8 +78,8 @@ export class PictureKeeper {
   #lastDelta: { records: ReadonlyMap<string, PictureRecord>; base: PictureBase | undefined; delta: PersistedRecords } | undefined;
   readonly #ignores = new IgnoreStack();
   readonly #memo = new ScanMemo();
-  /** The helper thread of big repeat pictures; stopped by {@link PictureKeeper.close}. */
-  readonly #parallel = new ParallelLstat();
+  /** The process's helper thread of big repeat pictures, shared by every keeper (see {@link sharedParallelLstat}). */
+  readonly #parallel = sharedParallelLstat();
   /** The memo revision the persisted scan index describes, and when it was saved. */
   #scanIndexSaved: { revision: number; at: number; tracked: string | undefined } = { revision: 0, at: 0, tracked: undefined };
 
@@ -161,11 +161,10 @@ export class PictureKeeper {
     return this.#saving;
   }
 
-  /** Saves what is unsaved (the scan index too) and stops the helper thread. */
+  /** Saves what is unsaved (the scan index too). The shared helper thread stays: it holds no process open. */
   async close(): Promise<void> {
     await this.saveNow();
     await this.#saveScanIndex(true);
-    await this.#parallel.close();
   }
 
   /**

@@ -17,7 +17,7 @@ interface AcpEntry {
  */
 export async function acpCommand(argv: string[], options: GlobalOptions, io: Io): Promise<number> {
   if (argv.length === 0) throw new CliExit(EXIT.usage, 'USAGE', 'acp needs the agent to run: turnback acp -- AGENT ARGS…');
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   let entry: AcpEntry;
   try {
     // The ESM build: the ACP SDK is ESM only, and require() of ESM needs Node 20.19 or later.

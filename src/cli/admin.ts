@@ -12,7 +12,7 @@ import { sizeText } from '../report/size-text.js';
  * turnback.toml instead with `--project-file`, or when that file already holds `enabled`.
  */
 export async function switchCommand(enabled: boolean, options: GlobalOptions & { projectFile?: boolean }, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   if (context.refusal !== undefined) {
     // Nothing to switch: a project here takes no pictures, and no turnback.toml is written into
     // the home folder or `/`. Switching on cannot work, so that is an error; off already holds.
@@ -31,7 +31,7 @@ export async function switchCommand(enabled: boolean, options: GlobalOptions & {
 
 /** `turnback prune`: clears checkpoints past `retain`, `keep_days` and `max_store_gib`. */
 export async function pruneCommand(options: GlobalOptions & { dryRun?: boolean }, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) {
     io.emit({ removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], keptByGrace: 0, dryRun: options.dryRun === true });
@@ -58,7 +58,7 @@ export async function pruneCommand(options: GlobalOptions & { dryRun?: boolean }
 
 /** `turnback verify`: checks every object and manifest; exit 1 when there are problems. */
 export async function verifyCommand(options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) {
     io.emit({ ok: true, problems: [], stats: { checkpoints: 0, objects: 0, bytes: 0 } });
@@ -82,7 +82,7 @@ const CONFIG_KEYS = ['enabled', 'dir', 'retain', 'keep_days', 'max_store_gib', '
 
 /** `turnback config`: the configuration in effect, each value with where it came from. */
 export async function configCommand(options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   const { user, project, resolved } = context.config;
   const rows = CONFIG_KEYS.map((key) => {
     if (key === 'enabled') return { key, value: context.config.enabled, from: context.config.enabledBy ?? 'default (on)' };
@@ -100,7 +100,7 @@ export async function configCommand(options: GlobalOptions, io: Io): Promise<num
 
 /** `turnback drop ID`: removes one picture; its objects go at the next prune unless something else uses them. */
 export async function dropCommand(id: string, options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
   const store = await openStore(context);
   try {

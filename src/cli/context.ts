@@ -6,9 +6,7 @@ import { defaultStoreDir, openObserver, openStore as openStoreView } from '../ad
 import { CheckpointError, type CheckpointObserver, type StoreView } from '../index.js';
 import { loadCliConfig, type CliConfig } from './config-file.js';
 import { gitRepoOf, type GitRepo } from './git.js';
-
-/** The repositories asked about in this process, by project root. */
-const repos = new Map<string, Promise<GitRepo | undefined>>();
+import type { Invocation } from './invocation.js';
 
 /** Options every command accepts. */
 export interface GlobalOptions {
@@ -41,6 +39,8 @@ export interface CliContext {
   storeFrom: '--store' | 'TURNBACK_DIR' | 'config' | 'default';
   /** Why this project takes no pictures (home folder, `/`), when it does not. */
   refusal?: string;
+  /** The command's folder, output, signals and caches. */
+  invocation: Invocation;
 }
 
 /**
@@ -50,7 +50,7 @@ export interface CliContext {
  *
  * @throws CheckpointError `INVALID_ARGUMENT` when `--project` does not name a folder.
  */
-export async function resolveProjectRoot(project: string | undefined, cwd: string = process.cwd(), env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function resolveProjectRoot(project: string | undefined, cwd: string, env: NodeJS.ProcessEnv = process.env, repos?: Invocation['repos']): Promise<string> {
   if (project !== undefined) {
     const absolute = path.resolve(cwd, project);
     try {
@@ -63,19 +63,20 @@ export async function resolveProjectRoot(project: string | undefined, cwd: strin
   const repo = await gitRepoOf(cwd);
   if (repo !== undefined) {
     const top = await realpath(repo.toplevel);
-    repos.set(top, Promise.resolve(repo));
+    repos?.set(top, Promise.resolve(repo));
     return top;
   }
   const here = await realpath(cwd);
   return (await enclosingProject(here, env)) ?? here;
 }
 
-/** The git repository `projectRoot` is in (asked once per process), or `undefined`. */
-export function gitRepoFor(projectRoot: string): Promise<GitRepo | undefined> {
-  let repo = repos.get(projectRoot);
+/** The git repository of the context's project (asked once per command), or `undefined`. */
+export function gitRepoFor(context: CliContext): Promise<GitRepo | undefined> {
+  const { repos } = context.invocation;
+  let repo = repos.get(context.projectRoot);
   if (repo === undefined) {
-    repo = gitRepoOf(projectRoot);
-    repos.set(projectRoot, repo);
+    repo = gitRepoOf(context.projectRoot);
+    repos.set(context.projectRoot, repo);
   }
   return repo;
 }
@@ -133,16 +134,16 @@ export function refusalOf(projectRoot: string, home: string = os.homedir()): str
 }
 
 /** Resolves the project, loads the config, and picks the store folder (without opening it). */
-export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv = process.env): Promise<CliContext> {
-  const projectRoot = await resolveProjectRoot(options.project, process.cwd(), env);
+export async function loadContext(options: GlobalOptions, invocation: Invocation, env: NodeJS.ProcessEnv = process.env): Promise<CliContext> {
+  const projectRoot = await resolveProjectRoot(options.project, invocation.cwd, env, invocation.repos);
   const config = await loadCliConfig(projectRoot, env);
   let storeDir: string;
   let storeFrom: CliContext['storeFrom'];
   if (options.store !== undefined) {
-    storeDir = path.resolve(options.store);
+    storeDir = path.resolve(invocation.cwd, options.store);
     storeFrom = '--store';
   } else if (env.TURNBACK_DIR !== undefined && env.TURNBACK_DIR !== '') {
-    storeDir = path.resolve(env.TURNBACK_DIR);
+    storeDir = path.resolve(invocation.cwd, env.TURNBACK_DIR);
     storeFrom = 'TURNBACK_DIR';
   } else if (config.resolved.dir !== undefined) {
     storeDir = config.resolved.dir;
@@ -152,16 +153,13 @@ export async function loadContext(options: GlobalOptions, env: NodeJS.ProcessEnv
     storeFrom = 'default';
   }
   const refusal = refusalOf(projectRoot, env.HOME ?? os.homedir());
-  return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), ...(refusal !== undefined ? { refusal } : {}) };
+  return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), invocation, ...(refusal !== undefined ? { refusal } : {}) };
 }
-
-/** Every store this process opened, closed by {@link closeOpenedStores} when the command ends. */
-const opened: StoreView[] = [];
 
 /** Opens the store (creating it when missing); the command's end closes it. */
 export async function openStore(context: CliContext): Promise<StoreView> {
   const store = await openStoreView(context.storeDir, { projectRoot: context.projectRoot });
-  opened.push(store);
+  context.invocation.opened.push(store);
   return store;
 }
 
@@ -169,8 +167,8 @@ export async function openStore(context: CliContext): Promise<StoreView> {
  * Closes every store the command opened: its presence file goes (else each command left one
  * behind until a prune), and its pack is sealed. Never rejects: the command's outcome stands.
  */
-export async function closeOpenedStores(): Promise<void> {
-  for (const store of opened.splice(0)) await store.close().catch(() => undefined);
+export async function closeOpenedStores(invocation: Invocation): Promise<void> {
+  for (const store of invocation.opened.splice(0)) await store.close().catch(() => undefined);
 }
 
 /** True when the store folder exists, so read-only commands can avoid creating one. */
@@ -182,8 +180,13 @@ export async function storeExists(context: CliContext): Promise<boolean> {
   }
 }
 
-/** An observer over `store` with the config's limits, under `sessionId` (default: one per process). */
+/** An observer over `store` with the config's limits, under `sessionId` (default: one per command). */
 export function observerFor(context: CliContext, store: StoreView, sessionId?: string): CheckpointObserver {
-  // One session per process: two concurrent runs must never share a call baseline.
-  return openObserver(store, { config: context.config.resolved, sessionId: sessionId ?? `cli-${process.pid}-${Date.now().toString(36)}` });
+  // One session per command: two concurrent runs must never share a call baseline. Its calls
+  // follow the life of the process the person started, which a server is not.
+  const { pid } = context.invocation;
+  return openObserver(store, { config: context.config.resolved, sessionId: sessionId ?? `cli-${pid}-${Date.now().toString(36)}-${(sessionCount++).toString(36)}`, ownerPid: pid });
 }
+
+/** Told apart two sessions of one client pid within a millisecond (a served command's pid is the client's). */
+let sessionCount = 0;

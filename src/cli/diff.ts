@@ -130,7 +130,7 @@ export async function diffCommand(id: string, paths: string[], options: DiffOpti
   const meta = await resolveId(store, id);
   const maxFileMib = context.config.resolved.maxFileMib;
   // Files, folders and globs: each stands for the changed paths it matches.
-  const only = paths.map((p) => projectPathOf(context.projectRoot, p));
+  const only = paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
   const matches = only.length > 0 ? pathMatcher(only) : () => true;
   const observer = observerFor(context, store);
   const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'exact' });
@@ -158,7 +158,7 @@ export async function diffCommand(id: string, paths: string[], options: DiffOpti
   }
   io.emit({ checkpoint: metaJson(meta), toNow: options.toNow === true, diffs });
   if (diffs.length === 0) io.out(options.toNow === true ? `no changes since ${displayLabel(meta)}` : `${displayLabel(meta)}: its turn changed nothing${only.length > 0 ? ' there' : ''}`);
-  for (const d of diffs) process.stdout.write(io.json ? '' : colourDiff(d.diff, io));
+  for (const d of diffs) io.raw(colourDiff(d.diff, io));
   return EXIT.ok;
 }
 

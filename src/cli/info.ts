@@ -39,7 +39,7 @@ export function metaJson(meta: CheckpointMeta | Picture): Record<string, unknown
  * what they changed and its ids are the ones `undo` offers.
  */
 export async function listCommand(options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   refusalNotice(context, io);
   let pictures: Picture[] = [];
   let interrupted: InterruptedReport[] = [];
@@ -85,7 +85,7 @@ async function runText(store: StoreView, meta: Picture): Promise<string> {
 
 /** The context and store of a command that reads an existing store (exit 3 when there is none). */
 export async function openExisting(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: Awaited<ReturnType<typeof openStore>> }> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   refusalNotice(context, io);
   if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
   return { context, store: await openStore(context) };
@@ -98,7 +98,7 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
   const observer = observerFor(context, store);
   const whole = await observer.turnChanges(meta.id as CheckpointId);
   await observer.close();
-  const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p))) : () => true;
+  const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd))) : () => true;
   const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
   const list = await turnEndListFor(context, turn);
   list.notes.push(...(await callNotesSince(store, meta, true)));
@@ -110,7 +110,7 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
 
 /** `turnback status`: on or off and why, the store, the last picture, interrupted runs. */
 export async function statusCommand(options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   const why = context.refusal ?? (!context.config.enabled ? `enabled = false in ${context.config.enabledBy ?? 'the config'}` : undefined);
   const on = why === undefined;
   const exists = await storeExists(context);

@@ -37,7 +37,7 @@ export interface InterruptedReport {
 export async function handleInterrupted(context: CliContext, store: StoreView, record: boolean): Promise<InterruptedReport[]> {
   const reports: InterruptedReport[] = [];
   for (const run of await interruptedRuns(store)) {
-    const progress = new Progress(`turnback: checking what an interrupted run changed (${run.command ?? run.callId})…`, 'checked');
+    const progress = new Progress(context.invocation.stderr, `turnback: checking what an interrupted run changed (${run.command ?? run.callId})…`, 'checked');
     try {
       reports.push(await handleOne(context, store, run, record));
     } finally {

@@ -2,36 +2,45 @@ import { isCheckpointError } from '../index.js';
 import type { LineStyle } from '../report/style.js';
 import { styleFor } from './colour.js';
 import { EXIT, type ExitCode } from './exit-codes.js';
+import type { Invocation } from './invocation.js';
 
 /** Where a command writes: human lines, or one JSON document with `--json`. */
 export class Io {
   readonly json: boolean;
+  /** The command's folder, output, signals and child (in-process or served). */
+  readonly invocation: Invocation;
   /** Style for stdout lines. */
   readonly style: LineStyle;
   /** Style for stderr lines. */
   readonly errStyle: LineStyle;
 
-  constructor(json: boolean) {
+  constructor(json: boolean, invocation: Invocation) {
     this.json = json;
-    this.style = json ? styleFor({}) : styleFor(process.stdout);
-    this.errStyle = styleFor(process.stderr);
+    this.invocation = invocation;
+    this.style = json ? styleFor({}) : styleFor(invocation.stdout);
+    this.errStyle = styleFor(invocation.stderr);
+  }
+
+  /** Text on stdout as it is (a diff), suppressed with `--json`. */
+  raw(text: string): void {
+    if (!this.json && text.length > 0) this.invocation.stdout.write(text);
   }
 
   /** Human output on stdout (suppressed with `--json`). */
   out(...lines: string[]): void {
     if (this.json || lines.length === 0) return;
-    process.stdout.write(`${lines.join('\n')}\n`);
+    this.invocation.stdout.write(`${lines.join('\n')}\n`);
   }
 
   /** Notices on stderr, always (scripts read stdout). */
   err(...lines: string[]): void {
     if (lines.length === 0) return;
-    process.stderr.write(`${lines.join('\n')}\n`);
+    this.invocation.stderr.write(`${lines.join('\n')}\n`);
   }
 
   /** The one JSON document of a `--json` command, on stdout. */
   emit(value: unknown): void {
-    if (this.json) process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    if (this.json) this.invocation.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
   }
 }
 

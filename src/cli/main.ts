@@ -7,6 +7,10 @@ import { listCommand, showCommand, statusCommand } from './info.js';
 import { mcpCommand } from './mcp.js';
 import { acpCommand } from './acp.js';
 import { describeFailure, Io } from './io.js';
+import { processInvocation, type Invocation } from './invocation.js';
+import { SERVE_FLAG } from './server-address.js';
+import { serveForever } from './server.js';
+import { serverCommand } from './server-command.js';
 import { runCommand, type RunOptions } from './run.js';
 import { revertCommand, type RevertOptions } from './revert.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
@@ -35,26 +39,26 @@ function positiveCount(value: string): number {
   return Number(value);
 }
 
-/** Runs one command, turning thrown failures into a message and an exit code. */
-async function guarded(json: boolean | undefined, fn: (io: Io) => Promise<number>): Promise<void> {
-  const io = new Io(json === true);
-  try {
-    process.exitCode = await fn(io);
-  } catch (error) {
-    const failure = describeFailure(error);
-    if (io.json) io.emit({ error: { reason: failure.reason, message: failure.message } });
-    io.err(`turnback: ${shownText(failure.message)}`);
-    process.exitCode = failure.exitCode;
-  }
-}
-
-/** Builds the `turnback` program. */
-export function buildProgram(): Command {
+/** Builds the `turnback` program for one invocation; `setExit` receives the command's exit code. */
+export function buildProgram(invocation: Invocation, setExit: (code: number) => void): Command {
+  /** Runs one command, turning thrown failures into a message and an exit code. */
+  const guarded = async (json: boolean | undefined, fn: (io: Io) => Promise<number>): Promise<void> => {
+    const io = new Io(json === true, invocation);
+    try {
+      setExit(await fn(io));
+    } catch (error) {
+      const failure = describeFailure(error);
+      if (io.json) io.emit({ error: { reason: failure.reason, message: failure.message } });
+      io.err(`turnback: ${shownText(failure.message)}`);
+      setExit(failure.exitCode);
+    }
+  };
   const program = new Command('turnback')
     .description('File checkpoints: a picture before a command, a change list after, and undo.')
     .version('0.1.0')
     .enablePositionalOptions()
     .exitOverride()
+    .configureOutput({ writeOut: (text) => invocation.stdout.write(text), writeErr: (text) => invocation.stderr.write(text) })
     .showHelpAfterError('(turnback --help lists the commands)')
     .addHelpText('after', `${CONFIG_HELP}\n${EXIT_CODES_HELP}`);
 
@@ -148,32 +152,51 @@ export function buildProgram(): Command {
   common(program.command('mcp').description('serve this project over MCP on stdin/stdout: undo_savepoint, list_checkpoints, diff_checkpoint, restore_checkpoint')).action((options: GlobalOptions) =>
     guarded(false, (io) => mcpCommand(options, io)),
   );
+  program
+    .command('server')
+    .description('the command server that keeps commands fast: status, start (returns once it listens) or stop')
+    .argument('[action]', 'status (default), start or stop')
+    .option('--json', 'print one JSON document on stdout, for scripts')
+    .action((action: string | undefined, options: { json?: boolean }) => guarded(options.json, (io) => serverCommand(action, io)));
   common(program.command('config').description('the configuration in effect: every [checkpoints] key, its value and where it came from')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => configCommand(options, io)),
   );
   return program;
 }
 
-/** The entry point: parses `argv` and sets `process.exitCode`. */
+/**
+ * Runs one command line (`argv` as `process.argv` gives it: node, script, arguments) for
+ * `invocation`, and returns its exit code. Never rejects for the command's own failures.
+ */
+export async function execute(argv: readonly string[], invocation: Invocation): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const program = buildProgram(invocation, (code) => (exitCode = code));
+  try {
+    await program.parseAsync([...argv]);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
+      return ok ? EXIT.ok : EXIT.usage;
+    }
+    throw error;
+  } finally {
+    await closeOpenedStores(invocation);
+  }
+  return exitCode;
+}
+
+/** The entry point of a command run in this process: parses `argv` and sets `process.exitCode`. */
 export async function main(argv: string[] = process.argv): Promise<void> {
+  if (argv[2] === SERVE_FLAG) {
+    await serveForever(argv[3] ?? '', execute);
+    return;
+  }
   // `turnback list | head` closes the pipe early: stop quietly, as other commands do, not with a trace.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
     process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
   });
-  const program = buildProgram();
-  try {
-    await program.parseAsync(argv);
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
-      process.exitCode = ok ? EXIT.ok : EXIT.usage;
-      return;
-    }
-    throw error;
-  } finally {
-    await closeOpenedStores();
-  }
+  process.exitCode = await execute(argv, processInvocation());
 }
 
 // Not a top-level await: the command is built as CommonJS (see tsup.config.ts).

@@ -26,8 +26,8 @@ function loadMcpEntry(): McpEntry {
  * a guarded restore). stdout is the protocol's: nothing else is printed there. Refuses to start
  * where checkpoints are off, touching nothing.
  */
-export async function mcpCommand(options: GlobalOptions, _io: Io): Promise<number> {
-  const context = await loadContext(options);
+export async function mcpCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options, io.invocation);
   if (context.refusal !== undefined) throw new CliExit(EXIT.usage, 'CHECKPOINTS_OFF', `checkpoints are off here: ${context.refusal}`);
   if (!context.config.enabled) throw new CliExit(EXIT.usage, 'CHECKPOINTS_OFF', `checkpoints are off (enabled = false in ${context.config.enabledBy ?? 'the config'})`);
   const entry = loadMcpEntry();

@@ -1,4 +1,5 @@
 import { withThousands } from '../core/numbers.js';
+import type { TextSink } from './invocation.js';
 
 /** Pictures shorter than this print nothing; longer ones get a progress line. */
 const DEFAULT_AFTER_MS = 1000;
@@ -29,7 +30,7 @@ export interface PictureProgress {
 export class Progress {
   readonly #tty: boolean;
   readonly #started = Date.now();
-  readonly #stream: NodeJS.WriteStream;
+  readonly #stream: TextSink;
   readonly #done: string;
   #shown = false;
   #last: string;
@@ -39,7 +40,7 @@ export class Progress {
    * @param what the line shown until counts arrive, e.g. `turnback: taking a picture before make…`
    * @param done the closing words, e.g. `picture taken` (followed by the time)
    */
-  constructor(what: string, done = 'picture taken', stream: NodeJS.WriteStream = process.stderr) {
+  constructor(stream: TextSink, what: string, done = 'picture taken') {
     this.#stream = stream;
     this.#tty = stream.isTTY === true;
     this.#last = what;

@@ -6,7 +6,7 @@ import { LineReader } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
 import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
-import { applySteps, cancelled, confirm, nothingToChange, openForRestore, planStep, showPreviews, withNotes } from './undo.js';
+import { applySteps, cancelled, confirm, nothingToChange, openForRestore, personOf, planStep, showPreviews, withNotes } from './undo.js';
 
 /** Options of `turnback revert`. */
 export interface RevertOptions extends GlobalOptions {
@@ -59,7 +59,7 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
       io.emit({ dryRun: true, previews: [{ checkpoint: meta.id, ...step.preview, entries: step.plan.entries }], changedLater: leftRows });
       return EXIT.ok;
     }
-    if (!(await confirm(io, options, () => (lines ??= new LineReader(process.stdin))))) return cancelled(io);
+    if (!(await confirm(io, options, () => (lines ??= new LineReader(personOf(io).input))))) return cancelled(io);
     return await applySteps(io, context, observer, [step], created, 'revert');
   } finally {
     lines?.close();

@@ -1,6 +1,5 @@
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { constants as osConstants } from 'node:os';
 import { CheckpointError, type CheckpointId, type CheckpointObserver, type Gap } from '../index.js';
 import { shownText } from '../report/escape.js';
 import { renderTurnEndList, shellQuote, type ReportChange, type TurnEndList } from '../report/turn-end-list.js';
@@ -8,7 +7,7 @@ import { gitRepoFor, loadContext, observerFor, openStore, type GlobalOptions } f
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
-import { spawnCommand } from './command-process.js';
+import type { ChildEnd } from './invocation.js';
 import { gitStateNotes, readGitState, type GitStateReading } from './git-state.js';
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
@@ -21,38 +20,6 @@ export interface RunOptions extends GlobalOptions {
   report?: string;
   /** Run the command even when no picture can be taken. */
   unprotected?: boolean;
-}
-
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/** How the child ended. */
-interface ChildEnd {
-  code: number;
-  signal: NodeJS.Signals | undefined;
-  spawnError?: string;
-}
-
-function runChild(argv: readonly string[], sessionId: string): Promise<ChildEnd> {
-  return new Promise((resolve) => {
-    const file = argv[0] as string;
-    const child = spawnCommand(argv, sessionId);
-    const forward = (signal: NodeJS.Signals): void => {
-      // The child usually got a terminal signal too (same process group); forwarding covers `kill <pid>`.
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    };
-    for (const signal of FORWARDED) process.on(signal, forward);
-    const finish = (end: ChildEnd): void => {
-      for (const signal of FORWARDED) process.off(signal, forward);
-      resolve(end);
-    };
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      finish({ code: error.code === 'ENOENT' ? 127 : 126, signal: undefined, spawnError: `cannot run ${file}: ${error.code === 'ENOENT' ? 'command not found' : error.message}` });
-    });
-    child.once('exit', (code, signal) => {
-      if (signal !== null) finish({ code: 128 + (osConstants.signals[signal] ?? 0), signal });
-      else finish({ code: code ?? 1, signal: undefined });
-    });
-  });
 }
 
 /** The `--json` document of `turnback run`. */
@@ -76,10 +43,11 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
   if (argv.length === 0) throw new CliExit(EXIT.usage, 'USAGE', 'run needs a command: turnback run -- CMD ARGS…');
   // The command's stdout is the command's: a JSON report there would be mixed with its output.
   if (io.json) throw new CliExit(EXIT.usage, 'USAGE', "run keeps stdout for the command's own output: write the JSON report with --report FILE");
-  const reportFile = options.report === undefined ? undefined : path.resolve(options.report);
+  const { invocation } = io;
+  const reportFile = options.report === undefined ? undefined : path.resolve(invocation.cwd, options.report);
   const commandLine = argv.map(shellQuote).join(' ');
   const label = options.label ?? shortLabel(`before ${commandLine}`);
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   const notes: string[] = [];
   let interrupted: InterruptedReport[] = [];
   let observer: CheckpointObserver | undefined;
@@ -94,8 +62,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     notes.push(`no checkpoint: checkpoints are off (enabled = false in ${context.config.enabledBy ?? 'the config'})`);
   } else {
     const abort = new AbortController();
-    const onSignal = (): void => abort.abort();
-    for (const signal of FORWARDED) process.on(signal, onSignal);
+    const stopListening = invocation.onInterrupt(() => abort.abort());
     // Started after the interrupted-run notice, so the notice never lands inside a rewritten line.
     let progress: Progress | undefined;
     try {
@@ -107,8 +74,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
         // Never block the command over an earlier run's leftovers.
         notes.push(`interrupted runs not checked: ${describeFailure(error).message}`);
       }
-      gitBefore = gitRepoFor(context.projectRoot).then(readGitState);
-      progress = new Progress(`turnback: taking a picture before ${commandLine}…`);
+      gitBefore = gitRepoFor(context).then(readGitState);
+      progress = new Progress(invocation.stderr, `turnback: taking a picture before ${commandLine}…`);
       observer = observerFor(context, store);
       checkpoint = await observer.beginTurn({ label });
       const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress?.update(p) });
@@ -135,26 +102,33 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
       observer = undefined;
       checkpoint = undefined;
     } finally {
-      for (const signal of FORWARDED) process.off(signal, onSignal);
+      stopListening();
     }
     progress?.done();
   }
 
   const headBefore = observer === undefined ? undefined : await gitBefore;
   // Marked with the run's session, so a later turnback sees the command still running if this one dies.
-  const end = await runChild(argv, observer?.sessionId ?? `cli-${process.pid}-unrecorded`);
+  let end: ChildEnd;
+  try {
+    end = await invocation.runChild(argv, observer?.sessionId ?? `cli-${invocation.pid}-unrecorded`);
+  } catch (error) {
+    // The person's turnback is gone (a served run whose client was killed): the call stays open
+    // in the store, as a killed in-process run leaves it, for the next command to find.
+    await observer?.close().catch(() => undefined);
+    throw error;
+  }
   if (end.spawnError !== undefined) io.err(`turnback: ${end.spawnError}`);
 
   let list: TurnEndList | undefined;
   let changes: ReportChange[] = [];
   if (observer !== undefined) {
     // The command is over: a Ctrl-C now must not kill turnback before the list prints.
-    const ignore = (): void => undefined;
-    for (const signal of FORWARDED) process.on(signal, ignore);
-    const progress = new Progress(`turnback: taking a picture after ${commandLine}…`);
+    const stopIgnoring = invocation.onInterrupt(() => undefined);
+    const progress = new Progress(invocation.stderr, `turnback: taking a picture after ${commandLine}…`);
     try {
       // What the command did to git's own state, which a file restore does not undo: said now, and kept with the call for undo's preview.
-      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(await gitRepoFor(context.projectRoot)));
+      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(await gitRepoFor(context)));
       notes.push(...gitNotes);
       const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code, ...(gitNotes.length > 0 ? { notes: gitNotes } : {}) });
       progress.done();
@@ -170,7 +144,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
       notes.push(`no checkpoint: the picture after the command failed: ${describeFailure(error).message}`);
     } finally {
       progress.done();
-      for (const signal of FORWARDED) process.off(signal, ignore);
+      stopIgnoring();
     }
   }
 

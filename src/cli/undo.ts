@@ -37,7 +37,7 @@ export interface Step {
  *
  * @throws CliExit (usage) when it is outside the project.
  */
-export function projectPathOf(projectRoot: string, input: string, cwd: string = process.cwd()): string {
+export function projectPathOf(projectRoot: string, input: string, cwd: string): string {
   const relative = path.relative(projectRoot, path.resolve(cwd, input));
   if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
     throw new CliExit(EXIT.usage, 'OUTSIDE_ROOT', `undo takes a path inside the project (${input})`);
@@ -53,7 +53,7 @@ function pictureLine(meta: Picture): string {
 
 /** The context, store and observer of a command that restores (exit 3 when there is no store). */
 export async function openForRestore(options: GlobalOptions, io: Io): Promise<{ context: CliContext; store: StoreView; observer: CheckpointObserver }> {
-  const context = await loadContext(options);
+  const context = await loadContext(options, io.invocation);
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
   if (!(await storeExists(context))) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
   const store = await openStore(context);
@@ -75,10 +75,22 @@ export async function planStep(observer: CheckpointObserver, meta: CheckpointMet
 export async function confirm(io: Io, options: { yes?: boolean }, reader: () => LineReader): Promise<boolean> {
   if (options.yes === true) return true;
   if (io.json) throw new CliExit(EXIT.usage, 'USAGE', '--json needs --yes or --dry-run to restore (there is no one to ask)');
-  if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
-    return new TerminalPicker(process.stdin, process.stdout).confirm([], 'Enter restores · Esc cancels');
+  const person = personOf(io);
+  if (person.input.isTTY === true && person.output.isTTY === true) {
+    return new TerminalPicker(person.input, person.output).confirm([], 'Enter restores · Esc cancels');
   }
-  return isYes(await reader().ask(process.stdout, 'restore? type y to confirm '));
+  return isYes(await reader().ask(person.output, 'restore? type y to confirm '));
+}
+
+/**
+ * The person's input and terminal, for a command that asks. A served command has none (the
+ * client relays only output): it never reaches here, because the client serves only commands
+ * that do not ask.
+ */
+export function personOf(io: Io): { input: NodeJS.ReadStream; output: NodeJS.WriteStream } {
+  const { stdin, terminal } = io.invocation;
+  if (stdin === undefined || terminal === undefined) throw new CliExit(EXIT.usage, 'USAGE', 'there is no one to ask here: add --yes or --dry-run');
+  return { input: stdin, output: terminal };
 }
 
 /** Which command restores: it names the save each restore makes first. */
@@ -96,7 +108,7 @@ export async function applySteps(io: Io, context: CliContext, observer: Checkpoi
     if (!abort.signal.aborted) io.err(`turnback: ${signal}: cancelling the restore (what it wrote is rolled back)`);
     abort.abort(new DOMException(`cancelled by ${signal}`, 'AbortError'));
   };
-  for (const signal of RESTORE_SIGNALS) process.on(signal, onSignal);
+  const stopListening = io.invocation.onInterrupt(onSignal);
   try {
     for (const step of steps) {
       if (abort.signal.aborted) break;
@@ -114,7 +126,7 @@ export async function applySteps(io: Io, context: CliContext, observer: Checkpoi
       if (report.failed.length > 0) failed = true;
     }
   } finally {
-    for (const signal of RESTORE_SIGNALS) process.off(signal, onSignal);
+    stopListening();
   }
   await observer.close();
   const rolledBack = reports.some(({ report }) => report.failed.some((failure) => failure.code === 'ABORT_ERR'));
@@ -137,7 +149,6 @@ async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta
 }
 
 /** The signals that cancel a restore instead of killing turnback mid-way. */
-const RESTORE_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /** Prints each step's preview, and what its span did that a file restore leaves (git's HEAD, the index). */
 export function showPreviews(io: Io, steps: readonly Step[], maxRows: number): void {
@@ -162,12 +173,12 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
   const created = options.deleteCreated === true ? 'delete' : 'keep';
   const maxFileMib = context.config.resolved.maxFileMib;
   let lines: LineReader | undefined;
-  const reader = (): LineReader => (lines ??= new LineReader(process.stdin));
+  const reader = (): LineReader => (lines ??= new LineReader(personOf(io).input));
   try {
     // An undone picture cannot be restored until the undo is redone: it is not offered.
     const pictures = (await undoablePictures(store)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
-    const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p));
-    const forced = options.force === undefined ? undefined : options.force.map((p) => projectPathOf(context.projectRoot, p));
+    const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
+    const forced = options.force === undefined ? undefined : options.force.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const steps: Step[] = [];
 
     if (id !== undefined) {
@@ -198,8 +209,8 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         // Like an editor's undo: the newest picture still in effect, never a save an undo made.
         chosen = bareUndoTarget(pictures);
         if (chosen === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', 'nothing to undo: every picture here was already undone (turnback redo brings the last one back)');
-      } else if (process.stdin.isTTY === true && process.stdout.isTTY === true) {
-        const picker = new TerminalPicker(process.stdin, process.stdout);
+      } else if (io.invocation.stdin?.isTTY === true && io.invocation.terminal?.isTTY === true) {
+        const picker = new TerminalPicker(io.invocation.stdin, io.invocation.terminal);
         const index = await picker.pick('undo to which picture? (↑/↓ move · Enter previews · Esc cancels)', pictures.map(pictureLine), '');
         chosen = index === undefined ? undefined : pictures[index];
         if (chosen !== undefined) {
@@ -212,7 +223,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         }
       } else {
         io.out(...pictures.map((m, i) => `${String(i + 1).padStart(3)}  ${pictureLine(m)}`));
-        const index = parsePick(await reader().ask(process.stdout, 'number to preview (anything else cancels): '), pictures.length);
+        const index = parsePick(await reader().ask(personOf(io).output, 'number to preview (anything else cancels): '), pictures.length);
         chosen = index === undefined ? undefined : pictures[index];
       }
       if (chosen === undefined) return cancelled(io);
@@ -276,7 +287,7 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
       io.emit({ dryRun: true, previews: [{ checkpoint: step.meta.id, ...step.preview, entries: step.plan.entries }] });
       return EXIT.ok;
     }
-    if (!(await confirm(io, options, () => (lines ??= new LineReader(process.stdin))))) return cancelled(io);
+    if (!(await confirm(io, options, () => (lines ??= new LineReader(personOf(io).input))))) return cancelled(io);
     return await applySteps(io, context, observer, [step], 'delete', 'redo');
   } finally {
     lines?.close();

@@ -237,6 +237,21 @@ export class ParallelLstat {
   }
 }
 
+let shared: ParallelLstat | undefined;
+
+/**
+ * The one stat helper of this process, shared by every picture keeper. A process that pictures
+ * big trees again and again — an agent framework, the command server serving one command after
+ * another with a new observer each time — warms one thread once, instead of one per observer
+ * that each must see repeat scans before it starts. Never closed: while idle it is unreferenced
+ * and holds no process open; one batch runs at a time, and a second keeper's batch meanwhile runs
+ * on its own thread, as it would without a helper.
+ */
+export function sharedParallelLstat(): ParallelLstat {
+  shared ??= new ParallelLstat();
+  return shared;
+}
+
 /**
  * The built helper program: `lstat-worker.js` beside the built library (`dist/`, also from
  * `dist/cli/`), or, when running from sources (the tests), the one in `dist/` of this checkout.

@@ -28,6 +28,8 @@ export interface OpenObserverOptions {
   config?: ResolvedCheckpointConfig;
   /** Names the observer's checkpoints. @default a random id */
   sessionId?: string;
+  /** The process whose life the session's open calls follow (see `CheckpointObserverOptions.ownerPid`). @default process.pid */
+  ownerPid?: number;
 }
 
 /** A {@link CheckpointObserver} over a store opened with {@link openStore}. */
@@ -36,5 +38,6 @@ export function openObserver(store: StoreView, options: OpenObserverOptions = {}
     store,
     ...(options.config !== undefined ? observerOptionsFromConfig(options.config) : {}),
     ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
+    ...(options.ownerPid !== undefined ? { ownerPid: options.ownerPid } : {}),
   });
 }

@@ -74,6 +74,7 @@ export class CallAttributor {
   constructor(
     private readonly store: CheckpointStore,
     private readonly sessionId: string,
+    private readonly ownerPid: number,
     private readonly pictures: PictureKeeper,
     private readonly turns: TurnJournal,
   ) {}
@@ -104,7 +105,7 @@ export class CallAttributor {
         sessionId: this.sessionId,
         callId,
         checkpointId: turn.writer.id,
-        pid: process.pid,
+        pid: this.ownerPid,
         ...(options.command !== undefined ? { command: options.command } : {}),
       },
       this.pictures.base,

@@ -78,7 +78,7 @@ export class CheckpointObserver implements WriteObserver {
       beforeSeal: () => this.#hasher.hashPending(),
       afterSeal: () => this.#pictures.saveNow(),
     });
-    this.#calls = new CallAttributor(resolved.store, this.sessionId, this.#pictures, this.#turns);
+    this.#calls = new CallAttributor(resolved.store, this.sessionId, resolved.ownerPid, this.#pictures, this.#turns);
     this.#snapshots = new SnapshotKeeper(capture, resolved.snapshotCapBytes, () => this.#hasher.hashPending());
     this.#restorer = new Restorer(capture, this.sessionId, this.#hasher, (gap) => this.#turns.recordGap(gap));
     this.#savepoints = new SavepointKeeper(resolved.store, capture.projectRoot);

@@ -15,6 +15,12 @@ export interface CheckpointObserverOptions {
   sessionId?: string;
   /** How long a restore waits for the store lock, ms. @default 5000 */
   restoreLockTimeoutMs?: number;
+  /**
+   * The process whose life this session's open calls follow: a call whose process is gone is an
+   * interrupted run to the next process that looks. A server working for a short-lived client (the
+   * `turnback` command's server) names the client here. @default process.pid
+   */
+  ownerPid?: number;
   /** Injected file system (tests). @default node:fs */
   fs?: FileSystem;
   /**
@@ -35,6 +41,7 @@ export interface CheckpointObserverOptions {
 export interface ResolvedObserverOptions {
   store: CheckpointStore;
   sessionId: string;
+  ownerPid: number;
   restoreLockTimeoutMs: number;
   fs: FileSystem;
   coverage: ResolvedCoverage;
@@ -53,12 +60,16 @@ export function resolveObserverOptions(options: CheckpointObserverOptions): Reso
   for (const [name, value] of [['restoreLockTimeoutMs', restoreLockTimeoutMs], ['snapshotCapBytes', snapshotCapBytes]] as const) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new CheckpointError('INVALID_ARGUMENT', `${name} must be a non-negative number`);
   }
+  if (options.ownerPid !== undefined && (!Number.isSafeInteger(options.ownerPid) || options.ownerPid <= 0)) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'ownerPid must be a positive whole number');
+  }
   if (options.sessionId !== undefined && (typeof options.sessionId !== 'string' || options.sessionId.length === 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', 'sessionId must be a non-empty string');
   }
   return {
     store: storeBehind(options.store),
     sessionId: options.sessionId ?? `session-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`,
+    ownerPid: options.ownerPid ?? process.pid,
     restoreLockTimeoutMs,
     fs: options.fs ?? nodeFileSystem,
     coverage: resolveCoverage(options.coverage ?? {}),

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI, cliRepo, type CliRepo } from './harness.js';
+import { cliRepo, killGroup, startRun } from './harness.js';
 import { onPath, processesOfRun } from '../../src/cli/command-process.js';
 
 // A SIGKILLed turnback must not leave its command writing into the tree while undo acts: on Linux
@@ -11,30 +11,6 @@ import { onPath, processesOfRun } from '../../src/cli/command-process.js';
 // anyway is seen (its TURNBACK_RUN mark) and every restore refuses until it ends.
 const canBind = process.platform === 'linux' && onPath('setpriv') !== undefined;
 if (!canBind) console.warn('command-life tests skipped: they need Linux with util-linux setpriv');
-
-/** Starts `turnback run -- CMD` in its own process group; its stdout (shared with CMD) is a pipe. */
-function startRun(repo: CliRepo, command: string[]): { child: ChildProcess; lines: string[]; closed: Promise<unknown>; line(text: string): Promise<void> } {
-  const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', ...command], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
-  const lines: string[] = [];
-  const waiting: { text: string; resolve: () => void }[] = [];
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    lines.push(...chunk.split('\n').filter((l) => l.length > 0));
-    for (const w of waiting.splice(0)) if (lines.includes(w.text)) w.resolve();
-      else waiting.push(w);
-  });
-  // The pipe ends only when every process holding it — turnback and the whole command — is gone.
-  const closed = once(child.stdout as NodeJS.ReadableStream, 'end');
-  const line = (text: string): Promise<void> => (lines.includes(text) ? Promise.resolve() : new Promise((resolve) => waiting.push({ text, resolve })));
-  return { child, lines, closed, line };
-}
-
-function killGroup(child: ChildProcess): void {
-  try {
-    process.kill(-(child.pid as number), 'SIGKILL');
-  } catch {
-    // Already gone.
-  }
-}
 
 describe.runIf(canBind)('the command dies with turnback, or undo waits for it', () => {
   it('a SIGKILLed turnback takes its command with it (parent-death signal); undo then records and restores the run', async () => {

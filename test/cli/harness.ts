@@ -1,12 +1,23 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempFolder } from '../helpers/temp.js';
 
-/** The built command (TURNBACK_CLI: another bundle of src/cli/main.ts, a private build). */
+/**
+ * The built command as a person starts it: the small client, which hands most commands to the
+ * per-user server and runs the rest in its own process (TURNBACK_CLI: another build's client).
+ */
 export const CLI: string =
-  process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.cjs');
+  process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'turnback.cjs');
+
+/**
+ * Seconds a test's server stays after its last command. Every repository here has its own HOME,
+ * so its own server: they must not pile up over a whole suite. A test's first command finds no
+ * server, runs in its own process and starts one; the later ones are served.
+ */
+export const TEST_SERVER_IDLE_SECONDS = '5';
 
 /** What one `turnback` process did. */
 export interface CliResult {
@@ -35,7 +46,7 @@ export async function cliRepo(files: Record<string, string | { text: string; mod
   const proj = path.join(root, 'proj');
   await mkdir(home);
   await mkdir(proj);
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C' };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS };
   const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: proj, env, encoding: 'utf8' });
   const { writeFile } = await import('node:fs/promises');
   for (const [name, content] of Object.entries(files)) {
@@ -59,4 +70,29 @@ export async function cliRepo(files: Record<string, string | { text: string; mod
     return newest.id;
   };
   return { proj, home, env, tb, git, newestId };
+}
+
+/** Starts `turnback run -- CMD` in its own process group; its stdout (shared with CMD) is a pipe. */
+export function startRun(repo: CliRepo, command: string[]): { child: ChildProcess; lines: string[]; closed: Promise<unknown>; line(text: string): Promise<void> } {
+  const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', ...command], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  const lines: string[] = [];
+  const waiting: { text: string; resolve: () => void }[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    lines.push(...chunk.split('\n').filter((l) => l.length > 0));
+    for (const w of waiting.splice(0)) if (lines.includes(w.text)) w.resolve();
+      else waiting.push(w);
+  });
+  // The pipe ends only when every process holding it — turnback and the whole command — is gone.
+  const closed = once(child.stdout as NodeJS.ReadableStream, 'end');
+  const line = (text: string): Promise<void> => (lines.includes(text) ? Promise.resolve() : new Promise((resolve) => waiting.push({ text, resolve })));
+  return { child, lines, closed, line };
+}
+
+/** SIGKILLs a started run's whole process group (turnback and its command). */
+export function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-(child.pid as number), 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
 }

@@ -21,7 +21,7 @@ describe('the picture progress line', () => {
 
   it('says nothing for a picture under a second', () => {
     const { stream, text } = fakeStream(false);
-    const progress = new Progress('turnback: taking a picture before make…', 'picture taken', stream);
+    const progress = new Progress(stream, 'turnback: taking a picture before make…', 'picture taken');
     vi.advanceTimersByTime(999);
     progress.update({ walked: 10, copied: 1, toCopy: 2 });
     progress.done();
@@ -31,7 +31,7 @@ describe('the picture progress line', () => {
 
   it('off a terminal: one line after a second, one at the end, counts not repeated', () => {
     const { stream, text } = fakeStream(false);
-    const progress = new Progress('turnback: taking a picture before make…', 'picture taken', stream);
+    const progress = new Progress(stream, 'turnback: taking a picture before make…', 'picture taken');
     vi.advanceTimersByTime(1000);
     expect(text()).toBe('turnback: taking a picture before make…\n');
     progress.update({ walked: 12_000, copied: 300, toCopy: 4000 });
@@ -44,7 +44,7 @@ describe('the picture progress line', () => {
 
   it('on a terminal: one line rewritten in place with the counts, then replaced by the time', () => {
     const { stream, text } = fakeStream(true);
-    const progress = new Progress('turnback: taking a picture before make…', 'picture taken', stream);
+    const progress = new Progress(stream, 'turnback: taking a picture before make…', 'picture taken');
     progress.update({ walked: 500, copied: 0, toCopy: 10 });
     vi.advanceTimersByTime(1000);
     progress.update({ walked: 12_000, copied: 300, toCopy: 4000 });
@@ -64,7 +64,7 @@ describe('the picture progress line', () => {
     for (const bad of ['', '-1', '1.5', 'soon', '1e3', '99999999999']) expect(progressDelayMs({ TURNBACK_PROGRESS_AFTER_MS: bad })).toBe(1000);
     process.env.TURNBACK_PROGRESS_AFTER_MS = '50';
     const { stream, text } = fakeStream(false);
-    const progress = new Progress('turnback: taking a picture…', 'picture taken', stream);
+    const progress = new Progress(stream, 'turnback: taking a picture…', 'picture taken');
     vi.advanceTimersByTime(50);
     progress.done();
     expect(text()).toBe('turnback: taking a picture…\nturnback: picture taken in 0.1 s\n');

@@ -1,0 +1,38 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as net from 'node:net';
+import { readFrames, sendFrame, type ClientFrame } from './server-frames.js';
+import { SERVE_FLAG, serverEnvironment, type ServerAddress } from './server-address.js';
+
+/**
+ * Starts the server for `address` in the background: its own session (the person's Ctrl-C and a
+ * closed terminal never reach it), no terminal, the root folder as its working folder (it pins no
+ * project folder), and the person's environment without TURNBACK_RUN.
+ */
+export function launchServer(address: ServerAddress, env: NodeJS.ProcessEnv, stdout: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
+  const child = spawn(process.execPath, [address.mainFile, SERVE_FLAG, address.socket], { detached: true, stdio: ['ignore', stdout, 'ignore'], cwd: '/', env: serverEnvironment(env) });
+  child.on('error', () => undefined);
+  child.unref();
+  return child;
+}
+
+/** One frame asked of the server at `socket`, and its answer; `undefined` when none answers. */
+export function askServer(socket: string, frame: ClientFrame, timeoutMs = 2000): Promise<Record<string, unknown> | undefined> {
+  return new Promise((resolve) => {
+    const connection = net.connect(socket);
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    let answered = false;
+    const finish = (answer: Record<string, unknown> | undefined): void => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(timer);
+      connection.destroy();
+      resolve(answer);
+    };
+    connection.on('error', () => finish(undefined));
+    connection.on('close', () => finish(undefined));
+    readFrames(connection, (answer) => {
+      if (answer.t === 'hello') sendFrame(connection, frame);
+      else finish(answer);
+    });
+  });
+}
