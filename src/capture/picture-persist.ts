@@ -19,6 +19,8 @@ export interface StateDocuments {
   listState?(prefix: string): Promise<string[]>;
   /** Removes a state document. Optional: without it a removed document is overwritten with `null`. */
   deleteState?(name: string): Promise<void>;
+  /** What identifies a document as it is now (see `StateDocumentFolder.stateIdentity`). Optional: without it bases are not cached. */
+  stateIdentity?(name: string): Promise<string | undefined>;
 }
 
 const CACHE_FORMAT = 'turnback-stat-cache';
@@ -132,9 +134,64 @@ export async function writePictureBase(store: StateDocuments, records: ReadonlyM
   return { ref: { generation, chunks, count }, records };
 }
 
+/**
+ * Bases this process read, by their chunks' identities, newest last: a process that loads the same
+ * base again and again — the command server opens a store per command — parses it once. A base is
+ * written once and never changed (a new one gets a new generation), and each use checks every
+ * chunk's path, inode, size and mtime again, so a removed or rewritten chunk is read afresh. The
+ * records are frozen: every load shares them, each in a map of its own.
+ */
+const readBases = new Map<string, ReadonlyMap<string, PictureRecord>>();
+/**
+ * Bases {@link readBases} keeps (one per store a process works on at a time is the common case),
+ * and records in all: the records are shared with the maps built from them, so what the cache
+ * adds while they are in use is the map itself; past the bound the oldest base is dropped.
+ */
+const READ_BASES_KEPT = 4;
+const READ_BASE_RECORDS_KEPT = 300_000;
+
+/** The chunks' identities of a base, joined; `undefined` when the store cannot tell or a chunk is gone. */
+async function baseIdentity(store: StateDocuments, ref: PictureBaseRef): Promise<string | undefined> {
+  if (store.stateIdentity === undefined) return undefined;
+  const parts: string[] = [];
+  for (let index = 0; index < ref.chunks; index++) {
+    const identity = await store.stateIdentity(`${BASE_PREFIX}${ref.generation}-${index}`);
+    if (identity === undefined) return undefined;
+    parts.push(identity);
+  }
+  return `${ref.count}\n${parts.join('\n')}`;
+}
+
 /** Reads a base back; `undefined` when any chunk is missing or malformed (never half a base). */
 export async function readPictureBase(store: StateDocuments, ref: PictureBaseRef): Promise<PictureBase | undefined> {
   if (!isBaseRef(ref)) return undefined;
+  const identity = await baseIdentity(store, ref);
+  const known = identity === undefined ? undefined : readBases.get(identity);
+  if (known !== undefined && identity !== undefined) {
+    readBases.delete(identity);
+    readBases.set(identity, known);
+    return { ref, records: new Map(known) };
+  }
+  const records = await parseBaseChunks(store, ref);
+  if (records === undefined) return undefined;
+  if (identity !== undefined) {
+    for (const record of records.values()) {
+      Object.freeze(record.state);
+      Object.freeze(record);
+    }
+    readBases.set(identity, new Map(records));
+    let kept = 0;
+    for (const base of readBases.values()) kept += base.size;
+    for (const [oldest, base] of readBases) {
+      if (readBases.size <= 1 || (readBases.size <= READ_BASES_KEPT && kept <= READ_BASE_RECORDS_KEPT)) break;
+      readBases.delete(oldest);
+      kept -= base.size;
+    }
+  }
+  return { ref, records };
+}
+
+async function parseBaseChunks(store: StateDocuments, ref: PictureBaseRef): Promise<Map<string, PictureRecord> | undefined> {
   const records = new Map<string, PictureRecord>();
   for (let index = 0; index < ref.chunks; index++) {
     let doc: unknown;
@@ -153,7 +210,7 @@ export async function readPictureBase(store: StateDocuments, ref: PictureBaseRef
     }
   }
   if (records.size !== ref.count) return undefined;
-  return { ref, records };
+  return records;
 }
 
 /**

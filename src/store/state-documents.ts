@@ -46,6 +46,21 @@ export class StateDocumentFolder {
   }
 
   /**
+   * What identifies `state/<name>.json` as it is now — its path, device, inode, size and mtime —
+   * or `undefined` when it is absent or cannot be looked at. Documents are written by rename, so
+   * an unchanged identity is an unchanged document (what a reader may cache by).
+   */
+  async stateIdentity(name: string): Promise<string | undefined> {
+    const file = this.layout.statePath(checkStateName(name));
+    try {
+      const stats = await this.fs.stat(file);
+      return `${file}\0${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * Names of the state documents (without `.json`), sorted, optionally only those starting with `prefix`.
    * @throws CheckpointError `IO`.
    */

@@ -10,6 +10,7 @@ import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
+import { manifestCache } from './manifest-cache.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
@@ -51,16 +52,6 @@ export interface OpenCheckpointOptions {
 
 export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
 
-/** Manifest entries kept in memory across reads (a few hundred bytes each). */
-const MANIFEST_CACHE_ENTRIES = 100_000;
-
-/** Freezes a parsed JSON value through and through: a cached manifest is shared by every reader. */
-function deepFreeze(value: unknown): void {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
-}
-
 /**
  * A directory-backed, content-addressed shadow store for one project. Never touches anything
  * outside its root; never uses git.
@@ -75,10 +66,6 @@ export class CheckpointStore {
   private readonly objects: ObjectStore;
   private readonly lock: StoreLock;
   private readonly state: StateDocumentFolder;
-  /** Sealed manifests read so far, least recently used first (see `sealedManifest`). */
-  private readonly manifests = new Map<CheckpointId, { identity: string; manifest: CheckpointManifest }>();
-  /** Entries held by `manifests`, kept at most {@link MANIFEST_CACHE_ENTRIES}. */
-  private manifestEntries = 0;
 
   /** This process's presence file (see store/presence.ts), removed at close. */
   private presence: string | undefined;
@@ -180,48 +167,33 @@ export class CheckpointStore {
   }
 
   /**
-   * A sealed manifest, validated when read and kept (frozen) while its file keeps the same inode,
-   * size and mtime: manifests are written once, by rename, so a listing or a plan that reads every
-   * checkpoint costs one `stat` per unchanged manifest instead of a parse.
+   * A sealed manifest, validated when read and kept (frozen, in the process's manifest cache)
+   * while its file keeps the same device, inode, size and mtime: manifests are written once, by
+   * rename, so a listing or a plan that reads every checkpoint costs one `stat` per unchanged
+   * manifest instead of a parse — in this store and in every later store of this process.
    */
   private async sealedManifest(id: CheckpointId): Promise<CheckpointManifest | undefined> {
+    const file = this.layout.manifestPath(id);
+    const key = `${this.projectRoot}\0${file}`;
     let identity: string;
     try {
-      const stats = await this.fs.stat(this.layout.manifestPath(id));
-      identity = `${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+      const stats = await this.fs.stat(file);
+      identity = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
     } catch (error) {
       if (errnoCode(error) === 'ENOENT') {
-        this.manifests.delete(id);
+        manifestCache.forget(key);
         return undefined;
       }
-      throw asCheckpointError(error, 'cannot read manifest', this.layout.manifestPath(id));
+      throw asCheckpointError(error, 'cannot read manifest', file);
     }
-    const cached = this.manifests.get(id);
-    if (cached !== undefined && cached.identity === identity) {
-      // Most recently used last, so eviction drops the least recently used.
-      this.manifests.delete(id);
-      this.manifests.set(id, cached);
-      return cached.manifest;
-    }
+    const cached = manifestCache.get(key, identity);
+    if (cached !== undefined) return cached;
     const manifest = await readManifest(this.fs, this.layout, id, this.projectRoot);
     if (manifest === undefined) return undefined;
-    this.rememberManifest(id, identity, manifest);
+    manifestCache.remember(key, identity, manifest);
     return manifest;
   }
 
-  private rememberManifest(id: CheckpointId, identity: string, manifest: CheckpointManifest): void {
-    const previous = this.manifests.get(id);
-    if (previous !== undefined) this.manifestEntries -= previous.manifest.entries.length;
-    this.manifests.delete(id);
-    deepFreeze(manifest);
-    this.manifests.set(id, { identity, manifest });
-    this.manifestEntries += manifest.entries.length;
-    for (const [oldId, old] of this.manifests) {
-      if (this.manifestEntries <= MANIFEST_CACHE_ENTRIES || oldId === id) break;
-      this.manifests.delete(oldId);
-      this.manifestEntries -= old.manifest.entries.length;
-    }
-  }
 
   private journalManifest(id: CheckpointId, contents: JournalContents): CheckpointManifest {
     const file = this.layout.journalPath(id);
@@ -368,6 +340,11 @@ export class CheckpointStore {
    */
   readState(name: string): Promise<unknown> {
     return this.state.readState(name);
+  }
+
+  /** The identity of `state/<name>.json` as it is now (see {@link StateDocumentFolder.stateIdentity}); `undefined` when absent. */
+  stateIdentity(name: string): Promise<string | undefined> {
+    return this.state.stateIdentity(name);
   }
 
   /** Names of the state documents (without `.json`), sorted, optionally only those starting with `prefix`. */
