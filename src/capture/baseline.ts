@@ -39,6 +39,13 @@ export interface CallBaseline {
   removed?: string[];
   /** Version 1: every record; version 2: the records not in the base or different from it. */
   records: PictureRecord[];
+  /**
+   * The project paths of a scoped call (see `takeScopedPicture`): its pictures hold these paths
+   * alone, and its records are all inline. Absent for a whole-tree call.
+   */
+  scope?: string[];
+  /** Ended by another process by design (an agent hook's call): never an interrupted run. */
+  detached?: boolean;
 }
 
 /** The state document name of a call's baseline (names are limited to `[a-z0-9._-]`). */
@@ -53,7 +60,7 @@ export function baselineStateName(sessionId: string, callId: string): string {
  */
 export function toBaseline(
   picture: Picture,
-  call: { sessionId: string; callId: string; checkpointId: CheckpointId; command?: string; pid: number },
+  call: { sessionId: string; callId: string; checkpointId: CheckpointId; command?: string; pid: number; scope?: string[]; detached?: boolean },
   base?: PictureBase,
   delta: PersistedRecords = pictureDelta(picture.records, base),
 ): CallBaseline {
@@ -64,6 +71,8 @@ export function toBaseline(
     callId: call.callId,
     checkpointId: call.checkpointId,
     ...(call.command !== undefined ? { command: call.command } : {}),
+    ...(call.scope !== undefined ? { scope: call.scope } : {}),
+    ...(call.detached === true ? { detached: true } : {}),
     pid: call.pid,
     startedAt: new Date().toISOString(),
     partial: picture.partial,
@@ -83,6 +92,7 @@ export function parseBaseline(value: unknown): CallBaseline | undefined {
   if (typeof doc.sessionId !== 'string' || typeof doc.callId !== 'string' || typeof doc.checkpointId !== 'string') return undefined;
   if (typeof doc.pid !== 'number' || typeof doc.startedAt !== 'string') return undefined;
   if (!Array.isArray(doc.gaps) || !Array.isArray(doc.unchecked)) return undefined;
+  if (doc.scope !== undefined && (!Array.isArray(doc.scope) || !doc.scope.every((p) => typeof p === 'string' && p.length > 0))) return undefined;
   if (doc.version === 2) {
     const persisted = parsePersistedRecords(doc);
     if (persisted === undefined) return undefined;

@@ -8,6 +8,8 @@ import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type CoverageCounts
 import type { CheckpointStore } from '../store/store.js';
 import type { OpenTurn, TurnJournal } from './turns.js';
 import { countCoverage } from '../capture/picture-coverage.js';
+import { takeScopedPicture } from '../capture/scoped-picture.js';
+import type { PathCaptureContext } from '../capture/capture-path.js';
 
 /** What {@link CheckpointObserver.callEnd} attributes to a call. */
 export interface CallAttribution {
@@ -32,6 +34,21 @@ export interface CallBeginOptions {
   signal?: AbortSignal;
   /** Progress of a long picture. */
   onProgress?: (progress: { walked: number; copied: number; toCopy: number }) => void;
+  /**
+   * Only these paths (absolute, or relative to the project): the call's pictures, before and
+   * after, hold them alone instead of the whole tree — for a tool that names the files it writes
+   * (an editor's write, a patch), which then costs reading those files, not two sweeps. What the
+   * call does to any other path is not attributed to it. A path inside a symlinked folder or
+   * outside the project is refused. @default the whole tree
+   */
+  paths?: string[];
+  /**
+   * The call is ended by another process — an agent's after-tool hook, a new process per event
+   * — so this process ending is no sign of an interrupt: the call is never reported or adopted
+   * as an interrupted run. A detached call left open (the agent died, its after-tool event never
+   * came) is ended by its session ({@link CheckpointObserver.openCalls}). @default false
+   */
+  detached?: boolean;
 }
 
 /** Options of {@link CheckpointObserver.callEnd}. */
@@ -77,6 +94,7 @@ export class CallAttributor {
     private readonly ownerPid: number,
     private readonly pictures: PictureKeeper,
     private readonly turns: TurnJournal,
+    private readonly capture: PathCaptureContext,
   ) {}
 
   /** The picture-base generations the open calls' baselines name (a base prune keeps them). */
@@ -92,25 +110,24 @@ export class CallAttributor {
    * runs once the call id is known to be valid: it yields the turn the call belongs to, with the
    * post-write records settled (a half-recorded write must not read as a shell change).
    */
-  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn>): Promise<CallBeginResult> {
+  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn>, scope?: string[]): Promise<CallBeginResult> {
     assertCallId(callId);
     if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
     // Checked before anything is written: a bad call id opens no turn.
     const turn = await openTurn();
-    const picture = await this.pictures.take(options);
-    // Persisted relative to the current picture base: only what differs from it is written.
-    const baseline = toBaseline(
-      picture,
-      {
-        sessionId: this.sessionId,
-        callId,
-        checkpointId: turn.writer.id,
-        pid: this.ownerPid,
-        ...(options.command !== undefined ? { command: options.command } : {}),
-      },
-      this.pictures.base,
-      this.pictures.deltaOf(picture.records),
-    );
+    const picture = scope !== undefined ? await takeScopedPicture(this.capture, scope) : await this.pictures.take(options);
+    const call = {
+      sessionId: this.sessionId,
+      callId,
+      checkpointId: turn.writer.id,
+      pid: this.ownerPid,
+      ...(options.command !== undefined ? { command: options.command } : {}),
+      ...(scope !== undefined ? { scope } : {}),
+      ...(options.detached === true ? { detached: true } : {}),
+    };
+    // Persisted relative to the current picture base: only what differs from it is written. A
+    // scoped picture's few records are all inline.
+    const baseline = scope !== undefined ? toBaseline(picture, call) : toBaseline(picture, call, this.pictures.base, this.pictures.deltaOf(picture.records));
     // Not fsynced, like the captures it refers to: it survives a process crash; after a power loss
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
     // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
@@ -149,12 +166,16 @@ export class CallAttributor {
       if (view === undefined) throw new CheckpointError('UNKNOWN_CALL', `the picture taken before call ${callId} can no longer be read`);
       call = { baseline, picture: { ...view, summary: '' }, startedAt: baseline.startedAt };
     }
-    const after = await this.pictures.take(
-      { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
-      // The baseline's own records: unchanged files come back as the same objects, so the diff
-      // below compares identities.
-      this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch),
-    );
+    const scope = call.baseline.scope;
+    const after =
+      scope !== undefined
+        ? await takeScopedPicture(this.capture, scope)
+        : await this.pictures.take(
+            { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
+            // The baseline's own records: unchanged files come back as the same objects, so the diff
+            // below compares identities.
+            this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch),
+          );
     // The very same map means every record is the baseline's own: nothing to compare.
     const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
     const incomplete = incompletePaths(call.picture, after);
@@ -213,11 +234,29 @@ export class CallAttributor {
     };
   }
 
+  /** This session's open calls — in this process, and those another process began and left open — oldest first. */
+  async openCalls(): Promise<{ callId: string; startedAt: string; command?: string; detached: boolean }[]> {
+    const open = new Map<string, { callId: string; startedAt: string; command?: string; detached: boolean }>();
+    for (const [callId, call] of this.#calls) open.set(callId, describeOpen(call.baseline));
+    if (this.store.listState !== undefined) {
+      for (const name of await this.store.listState('call-')) {
+        const baseline = parseBaseline(await this.store.readState(name).catch(() => undefined));
+        if (baseline === undefined || baseline.sessionId !== this.sessionId || open.has(baseline.callId)) continue;
+        open.set(baseline.callId, describeOpen(baseline));
+      }
+    }
+    return [...open.values()].sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : 0));
+  }
+
   /** Forgets this session's open calls and removes their baselines (a drop). */
   async dropAll(): Promise<void> {
     for (const callId of this.#calls.keys()) await this.store.deleteState(baselineStateName(this.sessionId, callId));
     this.#calls.clear();
   }
+}
+
+function describeOpen(baseline: CallBaseline): { callId: string; startedAt: string; command?: string; detached: boolean } {
+  return { callId: baseline.callId, startedAt: baseline.startedAt, ...(baseline.command !== undefined ? { command: baseline.command } : {}), detached: baseline.detached === true };
 }
 
 function assertCallId(callId: unknown): asserts callId is string {

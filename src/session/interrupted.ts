@@ -41,7 +41,8 @@ export async function interruptedRuns(view: StoreView): Promise<InterruptedCall[
   const result: InterruptedCall[] = [];
   for (const name of names) {
     const baseline = parseBaseline(await store.readState(name));
-    if (baseline === undefined || isPidAlive(baseline.pid)) continue;
+    // A detached call (an agent hook's) is ended by its session's next event, not adopted here.
+    if (baseline === undefined || baseline.detached === true || isPidAlive(baseline.pid)) continue;
     result.push(toInterrupted(baseline, name));
   }
   return result.sort((a, b) => (a.startedAt < b.startedAt ? -1 : 1));

@@ -78,7 +78,7 @@ export class CheckpointObserver implements WriteObserver {
       beforeSeal: () => this.#hasher.hashPending(),
       afterSeal: () => this.#pictures.saveNow(),
     });
-    this.#calls = new CallAttributor(resolved.store, this.sessionId, resolved.ownerPid, this.#pictures, this.#turns);
+    this.#calls = new CallAttributor(resolved.store, this.sessionId, resolved.ownerPid, this.#pictures, this.#turns, capture);
     this.#snapshots = new SnapshotKeeper(capture, resolved.snapshotCapBytes, () => this.#hasher.hashPending());
     this.#restorer = new Restorer(capture, this.sessionId, this.#hasher, (gap) => this.#turns.recordGap(gap));
     this.#savepoints = new SavepointKeeper(resolved.store, capture.projectRoot);
@@ -219,12 +219,27 @@ export class CheckpointObserver implements WriteObserver {
    */
   async callBegin(callId: string, options: CallBeginOptions = {}): Promise<CallBeginResult> {
     this.#assertOpen();
+    if (options.paths !== undefined && (!Array.isArray(options.paths) || options.paths.length === 0 || !options.paths.every((p) => typeof p === 'string'))) {
+      throw new CheckpointError('INVALID_ARGUMENT', 'paths must be a non-empty list of strings when given');
+    }
+    // Checked before anything is written: a path outside the project opens no turn.
+    const scope = options.paths?.map((p) => this.#projectPathOf(p));
     return this.#calls.begin(callId, options, async () => {
       const turn = this.#turns.current ?? (await this.#turns.ensure());
       // The picture must not read a half-recorded write as a shell change: settle the records first.
       await this.#hasher.hashPending();
       return turn;
-    });
+    }, scope);
+  }
+
+  /**
+   * This session's open calls, oldest first: begun in this process and not ended, or begun by
+   * another process of the same session (an agent hook's before-tool event) whose end has not
+   * come. What ends a session's stale calls reads it.
+   */
+  async openCalls(): Promise<{ callId: string; startedAt: string; command?: string; detached: boolean }[]> {
+    this.#assertOpen();
+    return this.#calls.openCalls();
   }
 
   /**

@@ -96,6 +96,11 @@ export class UnavailableCheckpoints implements WriteObserver, Unavailable, Recor
     return this.#answer();
   }
 
+  /** No open calls: nothing was pictured. */
+  openCalls(): Promise<Unavailable> {
+    return this.#answer();
+  }
+
   /** No attribution: nothing was pictured before the call. */
   callEnd(_callId: string, _options?: unknown): Promise<Unavailable> {
     return this.#answer();

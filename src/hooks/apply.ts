@@ -1,0 +1,163 @@
+import * as path from 'node:path';
+import { isCheckpointError } from '../core/errors.js';
+import type { CheckpointId } from '../core/id.js';
+import type { Change } from '../capture/diff.js';
+import type { CheckpointObserver } from '../session/observer.js';
+import type { AgentSpec } from './agents.js';
+import { pairingKey, promptLabel, type HookEvent } from './events.js';
+
+// What each hook event does to the agent session's observer. Every event runs in a process of
+// its own (a hook is a new process per event, served or not), so nothing is kept in memory
+// between events: a turn is a boundary checkpoint plus a whole-tree call named after it, a tool
+// call is a detached call named by the agent's tool-call id, and the store is what links them.
+//
+//   prompt       end what the last turn left open; a boundary (labelled with the prompt's first
+//                line) and a whole-tree picture for the turn (call `turn:<boundary id>`)
+//   before-tool  read-only tools: nothing; a write tool naming its files: a picture of those
+//                files alone; anything else (a shell, an MCP tool, a tool turnback does not
+//                know): a whole-tree picture
+//   after-tool   the call's end: what it changed, attributed to it; a network tool's call is
+//                listed as irreversible
+//   stop         the turn's end: what the whole turn changed (every tool, and any change no tool
+//                event bracketed), and the line the person sees; calls left open are ended
+//   session-end  every call left open is ended
+
+/** What one event did, for the log and the agent. */
+export interface HookOutcome {
+  /** What happened, in a few words (`turn 3 began`, `call toolu_1 ended: 2 changed`). */
+  action: string;
+  /** The line the person sees in the agent, when the agent shows one (the turn's end). */
+  message?: string;
+}
+
+/** The call id of a turn's whole-tree picture. */
+export function turnCallId(boundary: CheckpointId | string): string {
+  return `turn:${boundary}`;
+}
+
+/** The boundaries of this observer's session, oldest first: its labelled turns. */
+async function boundaries(observer: CheckpointObserver): Promise<{ id: CheckpointId; label: string }[]> {
+  return (await observer.store.list())
+    .filter((m) => m.sessionId === observer.sessionId && m.kind === 'turn' && m.label !== undefined && m.label.length > 0)
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map((m) => ({ id: m.id, label: m.label as string }));
+}
+
+/** Ends every call of the session still open (a turn or tool whose end never came); returns how many. */
+async function endOpenCalls(observer: CheckpointObserver, except?: string): Promise<number> {
+  let ended = 0;
+  for (const call of await observer.openCalls()) {
+    if (call.callId === except) continue;
+    try {
+      await observer.callEnd(call.callId, { sideEffect: 'filesystem' });
+      ended += 1;
+    } catch (error) {
+      // Another event of the session ended it meanwhile.
+      if (!isCheckpointError(error, 'UNKNOWN_CALL')) throw error;
+    }
+  }
+  return ended;
+}
+
+/** `3 changed, 1 new, 1 deleted`, or `no file changed`. */
+export function changeCounts(changes: readonly Pick<Change, 'kind'>[]): string {
+  const count = (kind: Change['kind']): number => changes.filter((c) => c.kind === kind).length;
+  const parts = [
+    [count('changed'), 'changed'],
+    [count('created'), 'new'],
+    [count('deleted'), 'deleted'],
+  ]
+    .filter(([n]) => (n as number) > 0)
+    .map(([n, word]) => `${n as number} ${word as string}`);
+  return parts.length === 0 ? 'no file changed' : parts.join(', ');
+}
+
+/** Project-relative when inside the project, else `undefined` (a write outside the project is not ours to keep). */
+function insideProject(projectRoot: string, absolute: string): boolean {
+  const relative = path.relative(projectRoot, absolute);
+  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
+}
+
+/** The short id a person types (`turnback undo 1a2b3c4d`). */
+function shortIdOf(id: string): string {
+  return id.slice(-8);
+}
+
+/** The label a tool call's checkpoint carries: `Bash: npm test`, `Edit src/a.ts`. */
+function callLabel(event: HookEvent, projectRoot: string): string {
+  const tool = event.toolName ?? 'tool';
+  if (event.toolClass === 'write' && event.paths !== undefined) return `${tool} ${event.paths.map((p) => path.relative(projectRoot, p)).join(' ')}`;
+  if (event.command !== undefined) return `${tool}: ${event.command}`;
+  return tool;
+}
+
+/** The open call an after event ends: the agent's id, or the oldest open call of the same tool and input. */
+async function callIdFor(observer: CheckpointObserver, event: HookEvent, opening: boolean): Promise<string> {
+  if (event.toolCallId !== undefined) return event.toolCallId;
+  const key = pairingKey(event);
+  const open = (await observer.openCalls()).filter((c) => c.callId.startsWith(`${key}#`));
+  if (opening) return `${key}#${Date.now().toString(36)}-${open.length}`;
+  return open[0]?.callId ?? `${key}#none`;
+}
+
+/**
+ * Applies one hook event to `observer`, whose session is the agent's (see `agentSessionId`).
+ * Throws what the store throws: the caller (the hook command) logs it and exits 0.
+ */
+export async function applyHookEvent(observer: CheckpointObserver, spec: AgentSpec, event: HookEvent): Promise<HookOutcome> {
+  switch (event.kind) {
+    case 'prompt': {
+      const ended = await endOpenCalls(observer);
+      const label = promptLabel(event.prompt);
+      const boundary = await observer.beginTurn({ label });
+      await observer.callBegin(turnCallId(boundary), { command: label, detached: true });
+      const turn = (await boundaries(observer)).length;
+      return { action: `turn ${turn} began (${boundary})${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}` };
+    }
+    case 'before-tool': {
+      if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only, nothing pictured` };
+      const callId = await callIdFor(observer, event, true);
+      if (event.toolClass === 'write' && event.paths !== undefined) {
+        const inside = event.paths.filter((p) => insideProject(observer.projectRoot, p));
+        if (inside.length === 0) return { action: `${event.toolName ?? 'tool'}: writes outside the project only, nothing pictured` };
+        await observer.callBegin(callId, { paths: inside, command: callLabel({ ...event, paths: inside }, observer.projectRoot), detached: true });
+        return { action: `call ${callId} began: ${inside.length} named file(s)` };
+      }
+      await observer.callBegin(callId, { command: callLabel(event, observer.projectRoot), detached: true });
+      return { action: `call ${callId} began: whole tree` };
+    }
+    case 'after-tool': {
+      if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only` };
+      const callId = await callIdFor(observer, event, false);
+      try {
+        const attribution = await observer.callEnd(callId, { sideEffect: event.toolClass === 'network' ? 'network' : 'filesystem' });
+        return { action: `call ${callId} ended: ${changeCounts(attribution.changes)}` };
+      } catch (error) {
+        // No before event on record (hooks installed mid-call, or it was ended as stale): the
+        // turn's picture still attributes what the call did.
+        if (isCheckpointError(error, 'UNKNOWN_CALL')) return { action: `call ${callId}: no before event on record; the turn's picture covers it` };
+        throw error;
+      }
+    }
+    case 'stop': {
+      const turns = await boundaries(observer);
+      const last = turns.at(-1);
+      const open = new Set((await observer.openCalls()).map((c) => c.callId));
+      if (last === undefined || !open.has(turnCallId(last.id))) {
+        const ended = await endOpenCalls(observer);
+        return { action: `no turn open${ended > 0 ? `; ${ended} call(s) ended` : ''}` };
+      }
+      const ended = await endOpenCalls(observer, turnCallId(last.id));
+      const attribution = await observer.callEnd(turnCallId(last.id), { sideEffect: 'filesystem' });
+      const counts = changeCounts(attribution.changes);
+      const action = `turn ${turns.length} ended: ${counts}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
+      if (attribution.changes.length === 0) return { action };
+      const gaps = attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
+      return { action, message: `turnback: ${counts}${gaps} · turnback undo ${shortIdOf(last.id)}` };
+    }
+    case 'session-end': {
+      const ended = await endOpenCalls(observer);
+      return { action: `session ended${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}` };
+    }
+  }
+}
