@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { childEnd, INTERRUPTS, type ChildEnd } from './invocation.js';
+import { childEnd, HANDED_INPUT, INTERRUPTS, type ChildEnd } from './invocation.js';
 import { spawnCommand } from './command-process.js';
 import { PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress } from './server-address.js';
 import { launchServer } from './server-launch.js';
@@ -12,8 +13,9 @@ import { readFrames, sendFrame, type ClientFrame } from './server-frames.js';
 // and everything whenever no server answers, runs in this process from `main.cjs`. The first
 // command that finds no server starts one in the background and runs in-process itself.
 
-/** The whole command, in this process. */
+/** The whole command, in this process (handed the stdin this client read already, if it did). */
 function inProcess(): void {
+  if (input !== undefined) (globalThis as Record<symbol, unknown>)[HANDED_INPUT] = input;
   require(path.join(__dirname, 'main.cjs'));
 }
 
@@ -23,6 +25,22 @@ const HELLO_TIMEOUT_MS = 2000;
 function terminalShape(stream: NodeJS.WriteStream): { tty: boolean; columns?: number } {
   return stream.isTTY === true && typeof stream.columns === 'number' ? { tty: true, columns: stream.columns } : { tty: stream.isTTY === true };
 }
+
+/**
+ * An agent hook's payload: all of stdin, read before connecting (the server has no stdin of the
+ * client's). Nothing from a terminal; `undefined` when stdin cannot be read, and the command
+ * then runs here, where it reads stdin itself.
+ */
+function readInput(): string | undefined {
+  if (process.stdin.isTTY === true) return '';
+  try {
+    return readFileSync(0, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+let input: string | undefined;
 
 function served(address: { socket: string; mainFile: string }): void {
   const socket = net.connect(address.socket);
@@ -93,7 +111,7 @@ function served(address: { socket: string; mainFile: string }): void {
           return;
         }
         hello = true;
-        send({ t: 'request', argv: process.argv, cwd: process.cwd(), pid: process.pid, stdout: terminalShape(process.stdout), stderr: terminalShape(process.stderr) });
+        send({ t: 'request', argv: process.argv, cwd: process.cwd(), pid: process.pid, stdout: terminalShape(process.stdout), stderr: terminalShape(process.stderr), ...(input !== undefined ? { input } : {}) });
         return;
       case 'out':
         committed = true;
@@ -132,5 +150,6 @@ function served(address: { socket: string; mainFile: string }): void {
 }
 
 const address = SERVED_COMMANDS.has(process.argv[2] ?? '') ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
-if (address === undefined) inProcess();
+if (address !== undefined && process.argv[2] === 'hook') input = readInput();
+if (address === undefined || (process.argv[2] === 'hook' && input === undefined)) inProcess();
 else served(address);

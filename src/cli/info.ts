@@ -10,6 +10,7 @@ import { handleInterrupted, printInterrupted, runningText, type InterruptedRepor
 import { CliExit, type Io } from './io.js';
 import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
+import { agentTurns, turnTitle, type AgentTurn } from './agent-turns.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
@@ -51,26 +52,56 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
     pictures = await undoablePictures(store);
   }
   // Finished pictures in which nothing changed are noise in a person's list; --all (and --json)
-  // show them. A running or cut-short one always shows: its count is not final.
+  // show them. A running or cut-short one always shows: its count is not final. An agent's
+  // prompt boundary is never noise: it is the turn's header.
   const everything = options.all === true;
   const quiet = (meta: Picture): boolean => meta.entryCount === 0 && meta.state === 'complete';
-  const unchanged = pictures.filter(quiet).length;
-  const listed = everything ? pictures : pictures.filter((meta) => !quiet(meta));
-  io.emit({ checkpoints: pictures.map(metaJson), interrupted });
+  const agents = store === undefined ? { turns: [], byPicture: new Map() } : await agentTurns(store, pictures);
+  const unchanged = pictures.filter((meta) => quiet(meta) && !agents.turns.some((t) => t.boundary.id === meta.id)).length;
+  const listed = everything ? pictures : pictures.filter((meta) => !quiet(meta) || agents.turns.some((t) => t.boundary.id === meta.id));
+  io.emit({ checkpoints: pictures.map((meta) => ({ ...metaJson(meta), ...agentJson(agents.byPicture.get(meta.id), meta) })), interrupted });
   if (pictures.length === 0) {
     io.out('no checkpoints in this project');
     return EXIT.ok;
   }
-  const shown = rowsShown(listed.length, context.maxRows);
-  for (const meta of listed.slice(0, shown)) {
+  const row = async (meta: Picture, indent: string): Promise<string> => {
     const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'} changed`;
     const state = stateText(meta.state);
     const ran = store === undefined ? '' : await runText(store, meta);
-    io.out(`${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${ran}${state === '' ? '' : io.style.dim(`   (${state})`)}`);
+    return `${indent}${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${ran}${state === '' ? '' : io.style.dim(`   (${state})`)}`;
+  };
+  // One entry per picture, or per agent turn (its header and its tool calls' rows).
+  const entries: (Picture | AgentTurn)[] = [];
+  const grouped = new Set<AgentTurn>();
+  for (const meta of listed) {
+    const turn = agents.byPicture.get(meta.id);
+    if (turn === undefined) entries.push(meta);
+    else if (!grouped.has(turn)) {
+      grouped.add(turn);
+      entries.push(turn);
+    }
   }
-  if (listed.length > shown) io.out(io.style.dim(`… and ${listed.length - shown} older ${listed.length - shown === 1 ? 'picture' : 'pictures'} (--all lists every one)`));
+  const shown = rowsShown(entries.length, context.maxRows);
+  for (const entry of entries.slice(0, shown)) {
+    if (!('boundary' in entry)) {
+      io.out(await row(entry, ''));
+      continue;
+    }
+    const whole = entry.whole === undefined ? 'running now' : `${entry.whole.entryCount} ${entry.whole.entryCount === 1 ? 'file' : 'files'} changed`;
+    io.out(`${io.style.bold(turnTitle(entry, shownText))} · ${displayTime(entry.boundary.shownAt)}   ${whole}   ${io.style.dim(`(turnback undo ${shortId(entry.boundary.id)} undoes it)`)}`);
+    // A tool call that changed nothing (the empty turn its before event opened) is noise here.
+    for (const call of entry.calls) if (everything || call.entryCount > 0) io.out(await row(call, '  '));
+  }
+  if (entries.length > shown) io.out(io.style.dim(`… and ${entries.length - shown} older ${entries.length - shown === 1 ? 'entry' : 'entries'} (--all lists every one)`));
   if (!everything && unchanged > 0) io.out(io.style.dim(`${unchanged} ${unchanged === 1 ? 'picture' : 'pictures'} in which nothing changed not shown (--all shows them)`));
   return EXIT.ok;
+}
+
+/** The `agent` part of a picture's `--json` row: its agent, session, turn and role. */
+function agentJson(turn: AgentTurn | undefined, meta: Picture): Record<string, unknown> {
+  if (turn === undefined) return {};
+  const role = turn.boundary.id === meta.id ? 'boundary' : turn.whole?.id === meta.id ? 'turn' : 'call';
+  return { agent: { name: turn.agent, session: turn.session, turn: turn.turn, prompt: turn.boundary.label ?? '', role, boundary: turn.boundary.id } };
 }
 
 /** `   exit 3 · 1.2 s` for a picture a `turnback run` took: its command's exit code and how long it ran. */

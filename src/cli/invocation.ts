@@ -37,6 +37,8 @@ export interface Invocation {
   readonly pid: number;
   readonly stdout: TextSink;
   readonly stderr: TextSink;
+  /** What the client read from its stdin and relayed (served `turnback hook`: the agent's payload). */
+  readonly input?: string;
   /** The person's input, for the commands that ask (in-process only; absent when served). */
   readonly stdin?: NodeJS.ReadStream;
   /** The person's terminal for the picker (in-process only). */
@@ -79,11 +81,19 @@ export async function runChildHere(argv: readonly string[], sessionId: string): 
   }
 }
 
+/**
+ * Where the client leaves stdin it read already (a hook's payload) when it then runs the command
+ * in its own process after all: stdin cannot be read twice.
+ */
+export const HANDED_INPUT: unique symbol = Symbol.for('turnback.handed-input');
+
 /** The invocation of a command run in this very process. */
 export function processInvocation(): Invocation {
+  const handed = (globalThis as Record<symbol, unknown>)[HANDED_INPUT];
   return {
     cwd: process.cwd(),
     pid: process.pid,
+    ...(typeof handed === 'string' ? { input: handed } : {}),
     stdout: process.stdout,
     stderr: process.stderr,
     stdin: process.stdin,

@@ -6,13 +6,14 @@ import { diffCommand, type DiffOptions } from './diff.js';
 import { listCommand, showCommand, statusCommand } from './info.js';
 import { mcpCommand } from './mcp.js';
 import { acpCommand } from './acp.js';
-import { describeFailure, Io } from './io.js';
+import { CliExit, describeFailure, Io } from './io.js';
 import { processInvocation, type Invocation } from './invocation.js';
 import { SERVE_FLAG } from './server-address.js';
 import { serveForever } from './server.js';
 import { serverCommand } from './server-command.js';
+import { hookCommand, hooksInstallCommand, hooksStatusCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
 import { runCommand, type RunOptions } from './run.js';
-import { revertCommand, type RevertOptions } from './revert.js';
+import { revertCallCommand, revertCommand, type RevertOptions } from './revert.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
 import { shownText } from '../report/escape.js';
 
@@ -105,8 +106,15 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
       .option('--dry-run', 'show the preview, change nothing')
       .option('--delete-created', 'also delete files created since the picture')
       .addOption(new Option('--force <path>', 'also write back this path though it would be refused (a write cut short, or changed since; what is there now is saved first; shown in the preview; repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
+      .option('--call <tool-call-id>', "undo one agent tool call (its own changes; later calls and turns kept), by the agent's tool-call id")
       .addHelpText('after', '\nOn a terminal, bare undo opens a picker (↑/↓, Enter previews, Enter restores, Esc cancels).\nOtherwise it prints a numbered list and reads a number, then asks: restore? type y to confirm.'),
-  ).action((id: string | undefined, options: UndoOptions) => guarded(options.json, (io) => undoCommand(id, options, io)));
+  ).action((id: string | undefined, options: UndoOptions) =>
+    guarded(options.json, (io) => {
+      if (options.call === undefined) return undoCommand(id, options, io);
+      if (id !== undefined || options.path !== undefined || options.force !== undefined) throw new CliExit(EXIT.usage, 'USAGE', '--call takes no picture id, --path or --force');
+      return revertCallCommand(options.call, options, io);
+    }),
+  );
 
   common(
     program
@@ -152,6 +160,28 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
   common(program.command('mcp').description('serve this project over MCP on stdin/stdout: undo_savepoint, list_checkpoints, diff_checkpoint, restore_checkpoint')).action((options: GlobalOptions) =>
     guarded(false, (io) => mcpCommand(options, io)),
   );
+  const hooks = program.command('hooks').description("install turnback's hooks into a coding agent (claude, codex, gemini, qwen, cursor, copilot), remove them, or see them");
+  for (const [action, describe] of [
+    ['install', "merge turnback's hooks into AGENT's configuration (the project's by default; --user: yours); running it twice changes nothing"],
+    ['uninstall', 'remove exactly the hooks install added'],
+  ] as const) {
+    common(
+      hooks
+        .command(action)
+        .description(describe)
+        .argument('<agent>', 'claude, codex, gemini, qwen, cursor or copilot')
+        .option('--user', "your own configuration (every project), not the project's")
+        .addOption(new Option('--project-scope', "the project's configuration (the default)").conflicts('user')),
+    ).action((agent: string, options: HooksOptions) => guarded(options.json, (io) => (action === 'install' ? hooksInstallCommand(agent, options, io) : hooksUninstallCommand(agent, options, io))));
+  }
+  common(hooks.command('status').description('per agent: whether its hooks are installed, and when they last fired or failed')).action((options: GlobalOptions) => guarded(options.json, (io) => hooksStatusCommand(options, io)));
+  common(
+    program
+      .command('hook')
+      .description("what an installed hook runs: reads the agent's JSON payload on stdin; always exits 0 (failures go to the hook log)")
+      .argument('<agent>', 'the agent')
+      .argument('<event>', "the agent's event name"),
+  ).action((agent: string, event: string, options: GlobalOptions) => guarded(false, (io) => hookCommand(agent, event, options, io)));
   program
     .command('server')
     .description('the command server that keeps commands fast: status, start (returns once it listens) or stop')

@@ -6,6 +6,8 @@ import { LineReader } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
 import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
+import { agentTurns, checkpointOfCall } from './agent-turns.js';
+import { openExisting } from './info.js';
 import { applySteps, cancelled, confirm, nothingToChange, openForRestore, personOf, planStep, showPreviews, withNotes } from './undo.js';
 
 /** Options of `turnback revert`. */
@@ -34,7 +36,10 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     // The first later turn, still in effect, that changed each of the turn's paths again.
     const changedLater = new Map<string, string>();
     const wanted = new Set(own);
-    const later = (await undoablePictures(store)).filter((m) => m.id > meta.id && (m.kind === 'turn' || m.kind === 'call') && m.state !== 'undone' && m.entryCount > 0).reverse();
+    const pictures = await undoablePictures(store);
+    // An agent turn's whole-turn picture sums its own tool calls: not a later change of a call of that turn.
+    const sum = (await agentTurns(store, pictures)).byPicture.get(meta.id)?.whole?.id;
+    const later = pictures.filter((m) => m.id > meta.id && m.id !== sum && (m.kind === 'turn' || m.kind === 'call') && m.state !== 'undone' && m.entryCount > 0).reverse();
     for (const next of later) {
       for (const entry of (await store.manifest(next.id as CheckpointId)).entries) {
         if (wanted.delete(entry.path)) changedLater.set(entry.path, `${shortId(next.id)} ${displayLabel(next)}`);
@@ -65,6 +70,19 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     lines?.close();
     await observer.close().catch(() => undefined);
   }
+}
+
+/**
+ * `turnback undo --call TOOL_CALL_ID`: undoes one agent tool call — a revert of the checkpoint
+ * that recorded it (later calls and turns kept).
+ *
+ * @throws CliExit (usage, exit 2) when no checkpoint here recorded that call.
+ */
+export async function revertCallCommand(callId: string, options: RevertOptions, io: Io): Promise<number> {
+  const { store } = await openExisting(options, io);
+  const id = await checkpointOfCall(store, callId);
+  if (id === undefined) throw new CliExit(EXIT.usage, 'UNKNOWN_CALL', `no picture in this project recorded tool call ${callId}`);
+  return revertCommand(id, options, io);
 }
 
 /** The paths a revert leaves because a later picture changed them again, with that picture. */

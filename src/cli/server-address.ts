@@ -14,10 +14,11 @@ export const SERVE_FLAG = '--turnback-serve';
 
 /**
  * The commands a server runs for a client: the ones that never ask the person anything (the
- * client relays output, signals and `run`'s command, not a terminal dialogue). Every other
+ * client relays output, signals and `run`'s command, not a terminal dialogue; for `hook` it
+ * relays the agent's payload from its stdin). Every other
  * command runs in the person's own process.
  */
-export const SERVED_COMMANDS: ReadonlySet<string> = new Set(['run', 'list', 'show', 'diff', 'status', 'config']);
+export const SERVED_COMMANDS: ReadonlySet<string> = new Set(['run', 'list', 'show', 'diff', 'status', 'config', 'hook']);
 
 /** The variable that turns the server off (`TURNBACK_SERVER=off`): every command runs in its own process. */
 export const SERVER_SWITCH = 'TURNBACK_SERVER';

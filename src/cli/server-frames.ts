@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 
 /** What a client asks the server. */
 export type ClientFrame =
-  | { t: 'request'; argv: string[]; cwd: string; pid: number; stdout: TerminalShape; stderr: TerminalShape }
+  | { t: 'request'; argv: string[]; cwd: string; pid: number; stdout: TerminalShape; stderr: TerminalShape; input?: string }
   | { t: 'signal'; signal: NodeJS.Signals }
   | { t: 'child'; code: number; signal: NodeJS.Signals | null; spawnError?: string }
   | { t: 'ping' }
@@ -28,8 +28,8 @@ export interface TerminalShape {
   columns?: number;
 }
 
-/** The longest line either side accepts: a frame is small; anything longer is not a client of ours. */
-const MAX_LINE = 4 * 1024 * 1024;
+/** The longest line either side accepts: a hook's payload (at most 8 MiB, escaped) is the largest frame; anything longer is not a client of ours. */
+const MAX_LINE = 32 * 1024 * 1024;
 
 /** Writes one frame. */
 export function sendFrame(socket: Socket, frame: ClientFrame | ServerFrame): void {

@@ -43,6 +43,7 @@ interface Request {
   pid: number;
   stdout: TerminalShape;
   stderr: TerminalShape;
+  input?: string;
 }
 
 function terminalShape(value: unknown): TerminalShape | undefined {
@@ -62,7 +63,8 @@ function requestOf(frame: Record<string, unknown>): Request | undefined {
   const stdout = terminalShape(frame.stdout);
   const stderr = terminalShape(frame.stderr);
   if (stdout === undefined || stderr === undefined) return undefined;
-  return { argv: argv as string[], cwd, pid: pid as number, stdout, stderr };
+  if (frame.input !== undefined && typeof frame.input !== 'string') return undefined;
+  return { argv: argv as string[], cwd, pid: pid as number, stdout, stderr, ...(typeof frame.input === 'string' ? { input: frame.input } : {}) };
 }
 
 /**
@@ -147,6 +149,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
           const invocation: Invocation = {
             cwd: shape.cwd,
             pid: shape.pid,
+            ...(shape.input !== undefined ? { input: shape.input } : {}),
             stdout: { write: (text) => send({ t: 'out', text }), isTTY: shape.stdout.tty, ...(shape.stdout.columns !== undefined ? { columns: shape.stdout.columns } : {}) },
             stderr: { write: (text) => send({ t: 'err', text }), isTTY: shape.stderr.tty, ...(shape.stderr.columns !== undefined ? { columns: shape.stderr.columns } : {}) },
             onInterrupt(listener) {

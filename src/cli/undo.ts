@@ -9,6 +9,7 @@ import { CliExit, type Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
 import { bareUndoTarget, redoStack } from './undo-stack.js';
+import { agentTurns, turnsAsTargets } from './agent-turns.js';
 import { callNotesSince, displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
@@ -18,6 +19,8 @@ export interface UndoOptions extends GlobalOptions {
   dryRun?: boolean;
   deleteCreated?: boolean;
   force?: string[];
+  /** `--call TOOL_CALL_ID`: undo one agent tool call (a revert of its checkpoint). */
+  call?: string;
 }
 
 /** One restore to make: a checkpoint and, optionally, the paths to limit it to. */
@@ -175,8 +178,10 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
   let lines: LineReader | undefined;
   const reader = (): LineReader => (lines ??= new LineReader(personOf(io).input));
   try {
-    // An undone picture cannot be restored until the undo is redone: it is not offered.
-    const pictures = (await undoablePictures(store)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
+    // An undone picture cannot be restored until the undo is redone: it is not offered. An agent's
+    // turn is one entry (its boundary), in place of its tool calls.
+    const all = await undoablePictures(store);
+    const pictures = turnsAsTargets(all, await agentTurns(store, all)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
     const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const forced = options.force === undefined ? undefined : options.force.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const steps: Step[] = [];

@@ -3,7 +3,6 @@ import { isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Change } from '../capture/diff.js';
 import type { CheckpointObserver } from '../session/observer.js';
-import type { AgentSpec } from './agents.js';
 import { pairingKey, promptLabel, type HookEvent } from './events.js';
 
 // What each hook event does to the agent session's observer. Every event runs in a process of
@@ -104,7 +103,7 @@ async function callIdFor(observer: CheckpointObserver, event: HookEvent, opening
  * Applies one hook event to `observer`, whose session is the agent's (see `agentSessionId`).
  * Throws what the store throws: the caller (the hook command) logs it and exits 0.
  */
-export async function applyHookEvent(observer: CheckpointObserver, spec: AgentSpec, event: HookEvent): Promise<HookOutcome> {
+export async function applyHookEvent(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
   switch (event.kind) {
     case 'prompt': {
       const ended = await endOpenCalls(observer);

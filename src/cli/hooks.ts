@@ -1,0 +1,315 @@
+import { appendFile, mkdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import writeFileAtomic from 'write-file-atomic';
+import {
+  AGENTS,
+  agentSessionId,
+  applyHookEvent,
+  indentationOf,
+  installedEvents,
+  installHooks,
+  isAgentName,
+  parseHookEvent,
+  uninstallHooks,
+  type AgentName,
+  type AgentSpec,
+  type HookJsonObject,
+} from '../hooks.js';
+import { shownPath, shownText } from '../report/escape.js';
+import { shellQuote } from '../report/turn-end-list.js';
+import { loadContext, observerFor, openStore, type CliContext, type GlobalOptions } from './context.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, describeFailure, type Io } from './io.js';
+import { displayTime } from './pictures.js';
+
+// `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
+// installed hooks run (see src/hooks/ for what each event does).
+
+/** Options of `hooks install` and `hooks uninstall`. */
+export interface HooksOptions extends GlobalOptions {
+  user?: boolean;
+  projectScope?: boolean;
+}
+
+/** The command an installed hook runs: this very node and turnback, by absolute path. */
+export function hookCommandLine(agent: AgentName, event: string): string {
+  return `${shellQuote(process.execPath)} ${shellQuote(path.join(__dirname, 'turnback.cjs'))} hook ${agent} ${event}`;
+}
+
+function agentOf(name: string): AgentSpec {
+  if (!isAgentName(name)) throw new CliExit(EXIT.usage, 'USAGE', `unknown agent ${name}: one of ${Object.keys(AGENTS).join(', ')}`);
+  return AGENTS[name];
+}
+
+/** The hook file of `spec` in the chosen scope. */
+function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
+  if (!user) return path.join(context.projectRoot, spec.files.project);
+  const home = process.env.HOME ?? os.homedir();
+  if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return path.join(process.env.CODEX_HOME, 'hooks.json');
+  return path.join(home, spec.files.user);
+}
+
+/** The file's JSON object and its text, or an empty object when the file does not exist. */
+async function readSettings(file: string): Promise<{ settings: HookJsonObject; text: string | undefined }> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { settings: {}, text: undefined };
+    throw new CliExit(EXIT.error, 'HOOK_FILE', `cannot read ${file}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = text.trim().length === 0 ? {} : (JSON.parse(text) as unknown);
+  } catch {
+    // Never rewrite a file turnback cannot read whole: that would lose what it holds.
+    throw new CliExit(EXIT.error, 'HOOK_FILE', `${file} is not JSON turnback can read (comments?); nothing was changed`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new CliExit(EXIT.error, 'HOOK_FILE', `${file} does not hold a JSON object; nothing was changed`);
+  return { settings: parsed as HookJsonObject, text };
+}
+
+async function writeSettings(file: string, settings: HookJsonObject, previousText: string | undefined): Promise<{ text: string; createdFolder: string | undefined }> {
+  const createdFolder = await mkdir(path.dirname(file), { recursive: true });
+  const text = `${JSON.stringify(settings, null, previousText === undefined ? 2 : indentationOf(previousText))}\n`;
+  await writeFileAtomic(file, text);
+  return { text, createdFolder };
+}
+
+/**
+ * Where install keeps a hook file's text from before it, with the text it wrote: in turnback's
+ * own data folder (never beside the agent's file), keyed by the file's path.
+ */
+function installRecordPath(file: string): string {
+  const base = process.env.XDG_DATA_HOME !== undefined && path.isAbsolute(process.env.XDG_DATA_HOME) ? process.env.XDG_DATA_HOME : path.join(process.env.HOME ?? os.homedir(), '.local', 'share');
+  return path.join(base, 'turnback', 'hook-installs', `${createHash('sha256').update(file).digest('hex').slice(0, 24)}.json`);
+}
+
+/** Removes `from` and its parents up to `top` (the first folder install made), each only while empty. */
+async function removeEmptyFolders(from: string, top: string | undefined): Promise<void> {
+  if (top === undefined) return;
+  for (let at = from; at === top || at.startsWith(`${top}${path.sep}`); at = path.dirname(at)) {
+    try {
+      await rmdir(at);
+    } catch {
+      return;
+    }
+  }
+}
+
+/** The text a file held without turnback's hooks: its own bytes when it held none, else the hooks taken out. */
+function beforeText(spec: AgentSpec, settings: HookJsonObject, text: string | undefined): string | null {
+  if (text === undefined) return null;
+  if (installedEvents(spec, settings).length === 0) return text;
+  const without = uninstallHooks(spec, settings).settings;
+  return without === undefined ? null : `${JSON.stringify(without, null, indentationOf(text))}\n`;
+}
+
+/** What install wrote into `file` and what the file held before, when install recorded it. */
+async function readInstallRecord(file: string): Promise<{ file: string; before: string | null; installed: string; createdFolder?: string } | undefined> {
+  try {
+    const record = JSON.parse(await readFile(installRecordPath(file), 'utf8')) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown };
+    if (record.file !== file || typeof record.installed !== 'string' || (record.before !== null && typeof record.before !== 'string')) return undefined;
+    const createdFolder = typeof record.createdFolder === 'string' && file.startsWith(`${record.createdFolder}${path.sep}`) ? record.createdFolder : undefined;
+    return { file, before: record.before, installed: record.installed, ...(createdFolder !== undefined ? { createdFolder } : {}) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** `turnback hooks install AGENT [--user | --project]`. */
+export async function hooksInstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
+  const spec = agentOf(name);
+  const context = await loadContext(options, io.invocation);
+  const file = hookFile(spec, context, options.user === true);
+  const { settings, text } = await readSettings(file);
+  let result;
+  try {
+    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event));
+  } catch (error) {
+    throw new CliExit(EXIT.error, 'HOOK_FILE', `${file}: ${(error as Error).message}; nothing was changed`);
+  }
+  if (result.added.length > 0) {
+    const previous = await readInstallRecord(file);
+    const written = await writeSettings(file, result.settings, text);
+    // So uninstall can give back the very bytes the file held (a re-install keeps the first "before"),
+    // and take away the folders install made for it.
+    const same = previous !== undefined && previous.installed === text;
+    const before = same ? previous.before : beforeText(spec, settings, text);
+    const createdFolder = same ? previous.createdFolder : written.createdFolder;
+    const record = installRecordPath(file);
+    await mkdir(path.dirname(record), { recursive: true, mode: 0o700 });
+    await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}) })}\n`, { mode: 0o600 });
+  }
+  io.emit({ agent: spec.name, file, added: result.added, note: spec.installNote ?? null });
+  if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownPath(file)}: nothing changed`);
+  else io.out(`turnback: added to ${shownPath(file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
+  if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
+  return EXIT.ok;
+}
+
+/** `turnback hooks uninstall AGENT [--user | --project]`. */
+export async function hooksUninstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
+  const spec = agentOf(name);
+  const context = await loadContext(options, io.invocation);
+  const file = hookFile(spec, context, options.user === true);
+  const { settings, text } = await readSettings(file);
+  const result = uninstallHooks(spec, settings);
+  const record = await readInstallRecord(file);
+  if (text !== undefined && result.removed.length > 0) {
+    if (record !== undefined && record.installed === text) {
+      // Untouched since install: the file goes back to its very bytes (or away, if install made it).
+      if (record.before === null) {
+        await rm(file, { force: true });
+        await removeEmptyFolders(path.dirname(file), record.createdFolder);
+      } else await writeFileAtomic(file, record.before);
+    } else if (result.settings === undefined) await rm(file, { force: true });
+    else await writeSettings(file, result.settings, text);
+  }
+  if (record !== undefined) await rm(installRecordPath(file), { force: true });
+  io.emit({ agent: spec.name, file, removed: result.removed });
+  io.out(result.removed.length === 0 ? `turnback: no turnback hooks in ${shownPath(file)}` : `turnback: removed from ${shownPath(file)}: ${result.removed.join(', ')}`);
+  return EXIT.ok;
+}
+
+/** One line of the hook log. */
+interface HookLogLine {
+  at: string;
+  agent: string;
+  event: string;
+  session?: string;
+  ok: boolean;
+  action?: string;
+  error?: string;
+  ms: number;
+}
+
+/** The hook log, beside the store (it must be writable when the store is not). */
+export function hookLogPath(context: Pick<CliContext, 'storeDir'>): string {
+  return `${context.storeDir}.hooks.log`;
+}
+
+/** The log is cut back to its newest half past this size. */
+const LOG_MAX_BYTES = 1024 * 1024;
+
+async function appendLog(context: CliContext, line: HookLogLine): Promise<void> {
+  const file = hookLogPath(context);
+  try {
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    await appendFile(file, `${JSON.stringify(line)}\n`, { mode: 0o600 });
+    if ((await stat(file)).size > LOG_MAX_BYTES) {
+      const text = await readFile(file, 'utf8');
+      const keep = text.slice(text.indexOf('\n', text.length - LOG_MAX_BYTES / 2) + 1);
+      await writeFileAtomic(file, keep, { mode: 0o600 });
+    }
+  } catch {
+    // Even the log may be unwritable (a full disk): the agent still goes ahead.
+  }
+}
+
+async function readLog(context: CliContext): Promise<HookLogLine[]> {
+  try {
+    return (await readFile(hookLogPath(context), 'utf8'))
+      .split('\n')
+      .filter((l) => l.length > 0)
+      .flatMap((l) => {
+        try {
+          return [JSON.parse(l) as HookLogLine];
+        } catch {
+          return [];
+        }
+      });
+  } catch {
+    return [];
+  }
+}
+
+/** `turnback hooks status`: per agent found, whether its hooks are installed and when they last fired. */
+export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options, io.invocation);
+  const log = await readLog(context);
+  const rows: Record<string, unknown>[] = [];
+  for (const spec of Object.values(AGENTS)) {
+    const scopes: { scope: string; file: string; installed: number }[] = [];
+    for (const user of [false, true]) {
+      const file = hookFile(spec, context, user);
+      try {
+        const { settings, text } = await readSettings(file);
+        if (text !== undefined) scopes.push({ scope: user ? 'user' : 'project', file, installed: installedEvents(spec, settings).length });
+      } catch {
+        scopes.push({ scope: user ? 'user' : 'project', file, installed: -1 });
+      }
+    }
+    const mine = log.filter((l) => l.agent === spec.name);
+    const last = mine.at(-1);
+    const lastFailure = mine.filter((l) => !l.ok).at(-1);
+    if (scopes.every((s) => s.installed <= 0) && mine.length === 0) continue;
+    const total = Object.keys(spec.events).length;
+    rows.push({ agent: spec.name, scopes, events: total, lastEvent: last ?? null, lastFailure: lastFailure ?? null });
+    const where = scopes
+      .filter((s) => s.installed !== 0)
+      .map((s) => (s.installed < 0 ? `${s.scope}: ${shownPath(s.file)} cannot be read` : `${s.scope}: ${s.installed === total ? 'installed' : `${s.installed} of ${total} events`} (${shownPath(s.file)})`));
+    io.out(`${spec.title}: ${where.length === 0 ? 'not installed' : where.join('; ')}`);
+    io.out(last === undefined ? '  no event yet' : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
+    if (lastFailure !== undefined && lastFailure !== last) io.out(`  last failure: ${shownText(lastFailure.event)} ${displayTime(lastFailure.at)}: ${shownText(lastFailure.error ?? '')}`);
+  }
+  io.emit({ agents: rows, log: hookLogPath(context) });
+  if (rows.length === 0) io.out('no agent hooks installed here (turnback hooks install AGENT)');
+  return EXIT.ok;
+}
+
+/** The payload on stdin: relayed by the client when served, read here otherwise (nothing from a terminal). */
+async function payloadOf(io: Io): Promise<string> {
+  if (io.invocation.input !== undefined) return io.invocation.input;
+  const stdin = io.invocation.stdin;
+  if (stdin === undefined || stdin.isTTY === true) return '';
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * `turnback hook AGENT EVENT`: what an installed hook runs. Never blocks the agent: whatever
+ * happens it exits 0 and prints nothing but, at a turn's end for an agent that shows one, a JSON
+ * `systemMessage`; every failure goes to the hook log (`turnback hooks status` shows it).
+ */
+export async function hookCommand(name: string, eventName: string, options: GlobalOptions, io: Io): Promise<number> {
+  const started = Date.now();
+  let context: CliContext | undefined;
+  let session: string | undefined;
+  try {
+    const spec = agentOf(name);
+    const payload = await payloadOf(io);
+    const event = parseHookEvent(spec, eventName, payload, io.invocation.cwd);
+    session = event.session;
+    // The agent's folder, not wherever the hook process happened to start.
+    context = await loadContext(event.cwd !== undefined && options.project === undefined ? { ...options, project: event.cwd } : options, io.invocation);
+    // Checkpoints off: nothing at all is touched, not even the log.
+    if (context.refusal !== undefined || !context.config.enabled) return EXIT.ok;
+    const store = await openStore(context);
+    const observer = observerFor(context, store, agentSessionId(spec.name, event.session));
+    let outcome;
+    try {
+      outcome = await applyHookEvent(observer, event);
+    } finally {
+      await observer.close().catch(() => undefined);
+    }
+    await appendLog(context, { at: new Date().toISOString(), agent: spec.name, event: eventName, session, ok: true, action: outcome.action, ms: Date.now() - started });
+    if (outcome.message !== undefined && spec.feedback === 'system-message') io.invocation.stdout.write(`${JSON.stringify({ systemMessage: outcome.message })}\n`);
+  } catch (error) {
+    const failure = describeFailure(error).message;
+    if (context === undefined) {
+      try {
+        context = await loadContext(options, io.invocation);
+      } catch {
+        return EXIT.ok;
+      }
+    }
+    if (context.refusal === undefined && context.config.enabled) {
+      await appendLog(context, { at: new Date().toISOString(), agent: name, event: eventName, ...(session !== undefined ? { session } : {}), ok: false, error: failure, ms: Date.now() - started });
+    }
+  }
+  return EXIT.ok;
+}

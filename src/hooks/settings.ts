@@ -1,0 +1,151 @@
+import type { AgentSpec } from './agents.js';
+
+// turnback's hooks in an agent's configuration (pure: a parsed file in, a new one out). Install
+// adds one hook per event the agent's row names and keeps everything else the file holds;
+// running it again changes nothing; uninstall removes exactly what install added, so a file
+// that had no hooks before has none after, and a file install created is removed.
+
+/** A JSON object as parsed. */
+export type JsonObject = Record<string, unknown>;
+
+/** True for a command turnback's install wrote for `agent` (`… turnback.cjs' hook claude PreToolUse`). */
+export function isOurCommand(command: unknown, agent: string): boolean {
+  return typeof command === 'string' && new RegExp(`turnback(?:\\.cjs)?['"]? hook ${agent} `).test(`${command} `);
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The command of one hook entry, whatever the format calls it. */
+function commandOf(entry: unknown): unknown {
+  if (!isObject(entry)) return undefined;
+  return entry.command ?? entry.bash;
+}
+
+/** The hook entry install writes for `event`. */
+function entryFor(spec: AgentSpec, command: string): JsonObject {
+  switch (spec.format) {
+    case 'matcher-groups':
+      return { type: 'command', command, [spec.timeout.field]: spec.timeout.value };
+    case 'flat':
+      return { command };
+    case 'typed-flat':
+      return { type: 'command', bash: command, [spec.timeout.field]: spec.timeout.value };
+  }
+}
+
+/** Does `list` (the event's array) hold our hook for this command already? */
+function holdsOurs(spec: AgentSpec, list: unknown[], command: string): boolean {
+  return list.some((item) =>
+    spec.format === 'matcher-groups'
+      ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some((h) => commandOf(h) === command)
+      : commandOf(item) === command,
+  );
+}
+
+/** `list` without turnback's own hooks (and without a matcher group that held only them). */
+function withoutOurs(spec: AgentSpec, list: unknown[]): unknown[] {
+  const kept: unknown[] = [];
+  for (const item of list) {
+    if (spec.format !== 'matcher-groups') {
+      if (!isOurCommand(commandOf(item), spec.name)) kept.push(item);
+      continue;
+    }
+    if (!isObject(item) || !Array.isArray(item.hooks)) {
+      kept.push(item);
+      continue;
+    }
+    const hooks = item.hooks.filter((h) => !isOurCommand(commandOf(h), spec.name));
+    if (hooks.length === item.hooks.length) kept.push(item);
+    else if (hooks.length > 0) kept.push({ ...item, hooks });
+  }
+  return kept;
+}
+
+/** What {@link installHooks} did. */
+export interface InstallResult {
+  settings: JsonObject;
+  /** The events whose hook was added (or replaced: an earlier install's command of another path). */
+  added: string[];
+}
+
+/**
+ * `settings` with turnback's hook on every event of `spec`, each running `commandFor(event)`.
+ * Idempotent: an event that holds the same command already is left as it is.
+ *
+ * @throws Error when `settings.hooks` (or one event's list) is not of the shape the agent reads.
+ */
+export function installHooks(spec: AgentSpec, settings: JsonObject, commandFor: (event: string) => string): InstallResult {
+  const hooks = settings.hooks ?? {};
+  if (!isObject(hooks)) throw new Error('its "hooks" is not an object');
+  const next: JsonObject = { ...hooks };
+  const added: string[] = [];
+  for (const [event, kind] of Object.entries(spec.events)) {
+    const list = next[event] ?? [];
+    if (!Array.isArray(list)) throw new Error(`its "hooks.${event}" is not a list`);
+    const command = commandFor(event);
+    if (holdsOurs(spec, list, command)) continue;
+    // An earlier install's hook (another path to turnback) is replaced, never doubled.
+    const kept = withoutOurs(spec, list);
+    const entry = entryFor(spec, command);
+    const tool = kind === 'before-tool' || kind === 'after-tool';
+    const item = spec.format === 'matcher-groups' ? { ...(tool && spec.toolMatcher !== undefined ? { matcher: spec.toolMatcher } : {}), hooks: [entry] } : entry;
+    next[event] = [...kept, item];
+    added.push(event);
+  }
+  const versioned = spec.format === 'matcher-groups' || settings.version !== undefined ? {} : { version: 1 };
+  return { settings: { ...versioned, ...settings, hooks: next }, added };
+}
+
+/** What {@link uninstallHooks} did. */
+export interface UninstallResult {
+  /** `undefined` when nothing is left: the file is removed. */
+  settings: JsonObject | undefined;
+  removed: string[];
+}
+
+/**
+ * `settings` without turnback's hooks: events left empty go, `hooks` goes when it is left empty,
+ * and a file left with nothing but what install added (`version: 1`) is `undefined` (removed).
+ */
+export function uninstallHooks(spec: AgentSpec, settings: JsonObject): UninstallResult {
+  const hooks = settings.hooks;
+  if (!isObject(hooks)) return { settings, removed: [] };
+  const next: JsonObject = {};
+  const removed: string[] = [];
+  for (const [event, list] of Object.entries(hooks)) {
+    if (!Array.isArray(list) || !Object.hasOwn(spec.events, event)) {
+      next[event] = list;
+      continue;
+    }
+    const kept = withoutOurs(spec, list);
+    if (kept.length !== list.length || JSON.stringify(kept) !== JSON.stringify(list)) removed.push(event);
+    if (kept.length > 0) next[event] = kept;
+  }
+  const rest: JsonObject = { ...settings };
+  if (Object.keys(next).length > 0) rest.hooks = next;
+  else delete rest.hooks;
+  const keys = Object.keys(rest);
+  if (keys.length === 0 || (spec.format !== 'matcher-groups' && keys.length === 1 && rest.version === 1)) return { settings: undefined, removed };
+  return { settings: rest, removed };
+}
+
+/** Which of `spec`'s events hold turnback's hook in `settings`. */
+export function installedEvents(spec: AgentSpec, settings: JsonObject): string[] {
+  const hooks = settings.hooks;
+  if (!isObject(hooks)) return [];
+  return Object.keys(spec.events).filter((event) => {
+    const list = hooks[event];
+    if (!Array.isArray(list)) return false;
+    return list.some((item) =>
+      spec.format === 'matcher-groups' ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some((h) => isOurCommand(commandOf(h), spec.name)) : isOurCommand(commandOf(item), spec.name),
+    );
+  });
+}
+
+/** The indentation a JSON text uses (its first indented line), for writing it back the same way. */
+export function indentationOf(text: string): string | number {
+  const match = /\n([ \t]+)\S/.exec(text);
+  return match?.[1] ?? 2;
+}
