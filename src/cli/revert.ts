@@ -6,7 +6,7 @@ import { LineReader } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
 import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
-import { agentTurns, checkpointOfCall } from './agent-turns.js';
+import { checkpointOfCall } from './agent-turns.js';
 import { openExisting } from './info.js';
 import { applySteps, cancelled, confirm, nothingToChange, openForRestore, personOf, planStep, showPreviews, withNotes } from './undo.js';
 
@@ -31,18 +31,20 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     if (meta.kind !== 'turn' && meta.kind !== 'call') {
       throw new CliExit(EXIT.usage, 'USAGE', `revert takes a picture a run took; ${displayLabel(meta)} is ${meta.kind === 'pre-restore' ? "a restore's save (turnback redo, or turnback undo ID, brings it back)" : `a ${meta.kind}`}`);
     }
-    const own = [...new Set((await store.manifest(meta.id as CheckpointId)).entries.map((e) => e.path))].sort();
+    const ownEntries = (await store.manifest(meta.id as CheckpointId)).entries;
+    const own = [...new Set(ownEntries.map((e) => e.path))].sort();
+    const ownAfter = new Map(ownEntries.map((e) => [e.path, e.after]));
     if (own.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: ${displayLabel(meta)} changed no file`);
     // The first later turn, still in effect, that changed each of the turn's paths again.
     const changedLater = new Map<string, string>();
     const wanted = new Set(own);
-    const pictures = await undoablePictures(store);
-    // An agent turn's whole-turn picture sums its own tool calls: not a later change of a call of that turn.
-    const sum = (await agentTurns(store, pictures)).byPicture.get(meta.id)?.whole?.id;
-    const later = pictures.filter((m) => m.id > meta.id && m.id !== sum && (m.kind === 'turn' || m.kind === 'call') && m.state !== 'undone' && m.entryCount > 0).reverse();
+    const later = (await undoablePictures(store)).filter((m) => m.id > meta.id && (m.kind === 'turn' || m.kind === 'call') && m.state !== 'undone' && m.entryCount > 0).reverse();
     for (const next of later) {
       for (const entry of (await store.manifest(next.id as CheckpointId)).entries) {
-        if (wanted.delete(entry.path)) changedLater.set(entry.path, `${shortId(next.id)} ${displayLabel(next)}`);
+        // A later picture whose window held this one's change (an agent turn's whole-tree
+        // picture, another session's) ends the path exactly where this one left it: no change again.
+        const sameEnd = entry.after !== undefined && entry.after === ownAfter.get(entry.path);
+        if (!sameEnd && wanted.delete(entry.path)) changedLater.set(entry.path, `${shortId(next.id)} ${displayLabel(next)}`);
       }
     }
     const free = own.filter((p) => !changedLater.has(p));

@@ -58,6 +58,18 @@ async function endOpenCalls(observer: CheckpointObserver, except?: string): Prom
   return ended;
 }
 
+/** The paths other sessions' tool calls recorded since `since` (their whole-turn pictures aside: those see everything). */
+async function otherSessionsPaths(observer: CheckpointObserver, since: CheckpointId): Promise<Set<string>> {
+  const paths = new Set<string>();
+  for (const meta of await observer.store.list()) {
+    if (meta.kind !== 'call' || meta.id <= since || meta.sessionId === observer.sessionId) continue;
+    const manifest = await observer.store.manifest(meta.id).catch(() => undefined);
+    if (manifest === undefined || manifest.calls.some((c) => c.callId.startsWith('turn:'))) continue;
+    for (const entry of manifest.entries) paths.add(entry.path);
+  }
+  return paths;
+}
+
 /** `3 changed, 1 new, 1 deleted`, or `no file changed`. */
 export function changeCounts(changes: readonly Pick<Change, 'kind'>[]): string {
   const count = (kind: Change['kind']): number => changes.filter((c) => c.kind === kind).length;
@@ -148,9 +160,13 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
       }
       const ended = await endOpenCalls(observer, turnCallId(last.id));
       const attribution = await observer.callEnd(turnCallId(last.id), { sideEffect: 'filesystem' });
-      const counts = changeCounts(attribution.changes);
+      // The whole-tree picture also saw what another session's tools did meanwhile: the person is
+      // told this turn's own changes.
+      const theirs = await otherSessionsPaths(observer, last.id);
+      const own = attribution.changes.filter((change) => !theirs.has(change.path));
+      const counts = changeCounts(own);
       const action = `turn ${turns.length} ended: ${counts}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
-      if (attribution.changes.length === 0) return { action };
+      if (own.length === 0) return { action };
       const gaps = attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
       return { action, message: `turnback: ${counts}${gaps} · turnback undo ${shortIdOf(last.id)}` };
     }

@@ -1,0 +1,281 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cliRepo, type CliRepo } from './harness.js';
+import { listing } from '../session/helpers.js';
+
+// The agents' hooks, end to end: `turnback hooks install` writes into the agent's own
+// configuration; the test then plays the agent — it reads the commands install wrote, runs each
+// with the agent's documented payload on stdin and the agent's environment, and performs the
+// tool's real effect between its before and after events — and undoes a tool call, a turn and
+// everything, checking the tree byte for byte.
+
+type Json = Record<string, unknown>;
+
+/** The commands install wrote into `file`, by event (turnback's only). */
+async function installedCommands(file: string): Promise<Record<string, string>> {
+  const settings = JSON.parse(await readFile(file, 'utf8')) as { hooks: Record<string, unknown[]> };
+  const commands: Record<string, string> = {};
+  for (const [event, list] of Object.entries(settings.hooks)) {
+    for (const item of list as Json[]) {
+      const entries = Array.isArray(item.hooks) ? (item.hooks as Json[]) : [item];
+      for (const entry of entries) {
+        const command = (entry.command ?? entry.bash) as string;
+        if (/turnback\.cjs'? hook /.test(command)) commands[event] = command;
+      }
+    }
+  }
+  return commands;
+}
+
+/** Plays one hook event as the agent does: its command through a shell, the payload on stdin. */
+function fire(repo: CliRepo, command: string | undefined, payload: unknown, env: NodeJS.ProcessEnv = {}): { code: number | null; stdout: string; stderr: string } {
+  expect(command).toBeDefined();
+  const result = spawnSync('sh', ['-c', command as string], { cwd: repo.proj, env: { ...repo.env, ...env }, input: typeof payload === 'string' ? payload : JSON.stringify(payload), encoding: 'utf8' });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A tool's real effect: a shell command in the project. */
+function sh(repo: CliRepo, script: string): void {
+  const result = spawnSync('sh', ['-c', script], { cwd: repo.proj, env: repo.env, encoding: 'utf8' });
+  expect(result.status).toBe(0);
+}
+
+async function hookLog(repo: CliRepo): Promise<{ ok: boolean; event: string; error?: string; action?: string }[]> {
+  const folder = path.join(repo.home, 'data', 'turnback');
+  const logs = fs.readdirSync(folder).filter((name) => name.endsWith('.hooks.log'));
+  expect(logs).toHaveLength(1);
+  return (await readFile(path.join(folder, logs[0] as string), 'utf8'))
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as { ok: boolean; event: string; error?: string; action?: string });
+}
+
+/** One Claude Code session, as Claude Code runs its hooks. */
+function claudeSession(repo: CliRepo, commands: Record<string, string>, sessionId: string) {
+  const env = { CLAUDE_PROJECT_DIR: repo.proj };
+  const common = { session_id: sessionId, transcript_path: path.join(repo.home, `${sessionId}.jsonl`), cwd: repo.proj, permission_mode: 'default' };
+  let tools = 0;
+  return {
+    prompt(prompt: string) {
+      const r = fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt }, env);
+      expect([r.code, r.stdout]).toEqual([0, '']);
+    },
+    /** Runs one tool: the before hook, `effect`, the after hook; returns its tool_use_id. */
+    tool(name: string, input: Json, effect: () => void | Promise<void>): Promise<string> {
+      const id = `toolu_${sessionId.slice(0, 4)}_${++tools}`;
+      return (async () => {
+        const before = fire(repo, commands.PreToolUse, { ...common, hook_event_name: 'PreToolUse', tool_name: name, tool_input: input, tool_use_id: id }, env);
+        expect([before.code, before.stdout]).toEqual([0, '']);
+        await effect();
+        const after = fire(repo, commands.PostToolUse, { ...common, hook_event_name: 'PostToolUse', tool_name: name, tool_input: input, tool_use_id: id, tool_response: { success: true } }, env);
+        expect([after.code, after.stdout]).toEqual([0, '']);
+        return id;
+      })();
+    },
+    stop(): string {
+      const r = fire(repo, commands.Stop, { ...common, hook_event_name: 'Stop', stop_hook_active: false }, env);
+      expect(r.code).toBe(0);
+      return r.stdout;
+    },
+  };
+}
+
+describe('turnback hooks: Claude Code', () => {
+  it('install keeps the hooks already there, twice changes nothing, uninstall gives the file back byte for byte', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const settingsFile = path.join(repo.proj, '.claude', 'settings.json');
+    const mine = { permissions: { allow: ['Bash(ls)'] }, hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo done' }] }], PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'true' }] }] } };
+    await mkdir(path.dirname(settingsFile));
+    const original = `${JSON.stringify(mine, null, 2)}\n`;
+    await writeFile(settingsFile, original);
+
+    const install = repo.tb(['hooks', 'install', 'claude']);
+    expect(install.code).toBe(0);
+    expect(install.stdout).toContain('UserPromptSubmit, PreToolUse, PostToolUse, Stop, SessionEnd');
+    const installed = await readFile(settingsFile, 'utf8');
+    const settings = JSON.parse(installed) as { permissions: unknown; hooks: Record<string, Json[]> };
+    expect(settings.permissions).toEqual(mine.permissions);
+    expect(settings.hooks.Stop?.[0]).toEqual(mine.hooks.Stop[0]);
+    expect(settings.hooks.PreToolUse?.[0]).toEqual(mine.hooks.PreToolUse[0]);
+    expect(Object.keys(await installedCommands(settingsFile)).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'Stop', 'UserPromptSubmit']);
+
+    const again = repo.tb(['hooks', 'install', 'claude']);
+    expect(again.stdout).toContain('nothing changed');
+    expect(await readFile(settingsFile, 'utf8')).toBe(installed);
+
+    const status = repo.tb(['hooks', 'status']);
+    expect(status.stdout).toContain('Claude Code: project: installed');
+
+    const uninstall = repo.tb(['hooks', 'uninstall', 'claude']);
+    expect(uninstall.code).toBe(0);
+    expect(await readFile(settingsFile, 'utf8')).toBe(original);
+    expect(repo.tb(['hooks', 'uninstall', 'claude']).stdout).toContain('no turnback hooks');
+  });
+
+  it('a file install made is removed by uninstall, folder and all; a file turnback cannot read is never rewritten', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(fs.existsSync(path.join(repo.proj, '.claude', 'settings.json'))).toBe(true);
+    expect(repo.tb(['hooks', 'uninstall', 'claude']).code).toBe(0);
+    expect(fs.existsSync(path.join(repo.proj, '.claude'))).toBe(false);
+
+    await mkdir(path.join(repo.proj, '.gemini'));
+    const commented = '{\n  // mine\n  "theme": "dark"\n}\n';
+    await writeFile(path.join(repo.proj, '.gemini', 'settings.json'), commented);
+    const refused = repo.tb(['hooks', 'install', 'gemini']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('nothing was changed');
+    expect(await readFile(path.join(repo.proj, '.gemini', 'settings.json'), 'utf8')).toBe(commented);
+    expect(repo.tb(['hooks', 'install', 'nosuchagent']).code).toBe(2);
+  });
+
+  it('plays three prompts with real tool effects; undoes one tool call, redoes it, undoes a turn, then everything, byte for byte', async () => {
+    const repo = await cliRepo({ 'a.txt': 'alpha\n', 'b.txt': 'beta\n', 'c.txt': 'gamma\n', 'src/keep.ts': 'export {};\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    const claude = claudeSession(repo, commands, '6f2a1b3c-9d8e-4f00-a1b2-c3d4e5f60718');
+    const start = await listing(repo.proj);
+
+    claude.prompt('add a greeting\nand say why');
+    await claude.tool('Write', { file_path: path.join(repo.proj, 'hello.txt'), content: 'hello\n' }, () => writeFile(path.join(repo.proj, 'hello.txt'), 'hello\n'));
+    await claude.tool('Bash', { command: "sed -i 's/alpha/ALPHA/' a.txt", description: 'shout' }, () => sh(repo, "sed -i 's/alpha/ALPHA/' a.txt"));
+    const first = claude.stop();
+    expect(JSON.parse(first)).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 changed, 1 new · turnback undo [0-9a-z]{8}$/) });
+
+    const turn2 = await listing(repo.proj);
+    claude.prompt('tidy up');
+    await claude.tool('Edit', { file_path: path.join(repo.proj, 'b.txt'), old_string: 'beta', new_string: 'BETA' }, () => writeFile(path.join(repo.proj, 'b.txt'), 'BETA\n'));
+    const removal = await claude.tool('Bash', { command: 'rm c.txt' }, () => sh(repo, 'rm c.txt'));
+    // A change no tool event bracketed (an MCP server's write, say) is still the turn's.
+    await writeFile(path.join(repo.proj, 'src', 'unbracketed.ts'), 'export const x = 1;\n');
+    expect(JSON.parse(claude.stop())).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 changed, 1 new, 1 deleted · turnback undo /) });
+
+    const turn3 = await listing(repo.proj);
+    claude.prompt('one more thing');
+    await claude.tool('MultiEdit', { file_path: path.join(repo.proj, 'a.txt'), edits: [{ old_string: 'ALPHA', new_string: 'omega' }] }, () => writeFile(path.join(repo.proj, 'a.txt'), 'omega\n'));
+    await claude.tool('Read', { file_path: path.join(repo.proj, 'b.txt') }, () => undefined);
+    claude.stop();
+    const end = await listing(repo.proj);
+
+    const list = repo.tb(['list']);
+    expect(list.stdout).toMatch(/claude 6f2a1b3c… · turn 3 "one more thing" ·/);
+    expect(list.stdout).toMatch(/claude 6f2a1b3c… · turn 2 "tidy up" ·.*3 files changed/);
+    expect(list.stdout).toMatch(/claude 6f2a1b3c… · turn 1 "add a greeting" ·.*2 files changed/);
+    expect(list.stdout).toContain('before Bash: rm c.txt');
+    const json = JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { agent?: { name: string; turn: number; role: string } }[] };
+    expect(json.checkpoints.filter((c) => c.agent?.role === 'boundary').map((c) => c.agent?.turn)).toEqual([3, 2, 1]);
+
+    // One tool call: only what `rm c.txt` did comes back; every later change stays.
+    const undoCall = repo.tb(['undo', '--call', removal, '--yes']);
+    expect(undoCall.code).toBe(0);
+    expect(await listing(repo.proj)).toEqual({ ...end, 'c.txt': start['c.txt'] });
+    expect(repo.tb(['redo', '--yes']).code).toBe(0);
+    expect(await listing(repo.proj)).toEqual(end);
+
+    // A bare undo takes back the last turn.
+    const undoTurn = repo.tb(['undo', '--yes', '--delete-created']);
+    expect(undoTurn.code).toBe(0);
+    expect(undoTurn.stdout).toContain('claude turn 3: one more thing');
+    expect(await listing(repo.proj)).toEqual(turn3);
+
+    // And everything, to before the first prompt.
+    const boundaries = (JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { id: string; agent?: { turn: number; role: string } }[] }).checkpoints.filter((c) => c.agent?.role === 'boundary');
+    const firstTurn = boundaries.find((c) => c.agent?.turn === 1)?.id as string;
+    expect(repo.tb(['undo', firstTurn, '--yes', '--delete-created']).code).toBe(0);
+    expect(await listing(repo.proj)).toEqual(start);
+    expect(turn2).not.toEqual(start);
+    expect((await hookLog(repo)).every((line) => line.ok)).toBe(true);
+  });
+
+  it('two sessions at once in one project: each turn lists and says only its own tool calls', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    const one = claudeSession(repo, commands, 'aaaa1111-session-one');
+    const two = claudeSession(repo, commands, 'bbbb2222-session-two');
+    one.prompt('write x');
+    two.prompt('write y');
+    await one.tool('Write', { file_path: path.join(repo.proj, 'x.txt'), content: 'x' }, () => writeFile(path.join(repo.proj, 'x.txt'), 'x\n'));
+    const yCall = await two.tool('Write', { file_path: path.join(repo.proj, 'y.txt'), content: 'y' }, () => writeFile(path.join(repo.proj, 'y.txt'), 'y\n'));
+    expect(JSON.parse(one.stop())).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 new · /) });
+    expect(JSON.parse(two.stop())).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 new · /) });
+    const list = repo.tb(['list']).stdout;
+    expect(list).toMatch(/claude aaaa1111… · turn 1 "write x"/);
+    expect(list).toMatch(/claude bbbb2222… · turn 1 "write y"/);
+    expect(repo.tb(['undo', '--call', yCall, '--yes', '--delete-created']).code).toBe(0);
+    expect(fs.existsSync(path.join(repo.proj, 'y.txt'))).toBe(false);
+    expect(await readFile(path.join(repo.proj, 'x.txt'), 'utf8')).toBe('x\n');
+  });
+
+  it('never blocks the agent: a malformed payload and a broken store exit 0, print nothing, and are logged', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    for (const payload of ['not json', '[1,2]', '{"session_id": "s", "cwd": 7}']) {
+      const r = fire(repo, commands.PreToolUse, payload);
+      expect([r.code, r.stdout, r.stderr]).toEqual([0, '', '']);
+    }
+    const log = await hookLog(repo);
+    expect(log.map((l) => l.ok)).toEqual([false, false, false]);
+    expect(log[0]?.error).toContain('not JSON');
+    expect(repo.tb(['hooks', 'status']).stdout).toMatch(/last event: PreToolUse .*failed/);
+
+    // A store that cannot be opened (its folder is a file).
+    const blocker = path.join(repo.home, 'not-a-folder');
+    await writeFile(blocker, 'x');
+    const broken = { TURNBACK_DIR: blocker };
+    const r = fire(repo, commands.UserPromptSubmit, { session_id: 's1', cwd: repo.proj, hook_event_name: 'UserPromptSubmit', prompt: 'hi' }, broken);
+    expect([r.code, r.stdout, r.stderr]).toEqual([0, '', '']);
+    const brokenLog = (await readFile(`${blocker}.hooks.log`, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { ok: boolean; error: string });
+    expect(brokenLog).toHaveLength(1);
+    expect(brokenLog[0]?.ok).toBe(false);
+    expect(brokenLog[0]?.error.length).toBeGreaterThan(0);
+  });
+
+  it('checkpoints off: a hook touches nothing at all, not even its log', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    expect(repo.tb(['off']).code).toBe(0);
+    const before = fs.existsSync(path.join(repo.home, 'data')) ? fs.readdirSync(path.join(repo.home, 'data'), { recursive: true }) : [];
+    const r = fire(repo, commands.UserPromptSubmit, { session_id: 's', cwd: repo.proj, hook_event_name: 'UserPromptSubmit', prompt: 'x' });
+    expect([r.code, r.stdout]).toEqual([0, '']);
+    const after = fs.existsSync(path.join(repo.home, 'data')) ? fs.readdirSync(path.join(repo.home, 'data'), { recursive: true }) : [];
+    expect(after).toEqual(before);
+  });
+
+  it('a hook killed while it works leaves the next events working', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 800; i++) files[`d${i % 20}/f${i}.txt`] = `file ${i}\n`;
+    const repo = await cliRepo(files);
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    // In its own process (no server), so the kill stops the work itself.
+    const env = { ...repo.env, TURNBACK_SERVER: 'off' };
+    const dataDir = path.join(repo.home, 'data', 'turnback');
+    await mkdir(dataDir, { recursive: true });
+    const storeAppeared = new Promise<void>((resolve) => {
+      const watcher = fs.watch(dataDir, () => {
+        watcher.close();
+        resolve();
+      });
+    });
+    const hook = spawn('sh', ['-c', `exec ${commands.UserPromptSubmit}`], { cwd: repo.proj, env, stdio: ['pipe', 'ignore', 'ignore'] });
+    hook.stdin.end(JSON.stringify({ session_id: 'k1', cwd: repo.proj, hook_event_name: 'UserPromptSubmit', prompt: 'first' }));
+    await storeAppeared;
+    hook.kill('SIGKILL');
+    await once(hook, 'exit');
+
+    const session = claudeSession({ ...repo, env }, commands, 'k1-after-kill');
+    session.prompt('second');
+    await session.tool('Bash', { command: 'echo new > d0/f0.txt' }, () => sh(repo, 'echo new > d0/f0.txt'));
+    expect(JSON.parse(session.stop())).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 changed · /) });
+    expect(repo.tb(['undo', '--yes']).code).toBe(0);
+    expect(await readFile(path.join(repo.proj, 'd0', 'f0.txt'), 'utf8')).toBe('file 0\n');
+    await rm(path.join(repo.proj, '.claude'), { recursive: true });
+  });
+});
