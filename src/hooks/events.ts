@@ -121,9 +121,10 @@ export function parseHookEvent(spec: AgentSpec, eventName: string, payloadText: 
     const toolName = text(field(p, spec.fields.toolName), 256) ?? (spec.format === 'flat' ? 'shell' : undefined);
     if (toolName === undefined) throw new CheckpointError('INVALID_ARGUMENT', `the ${eventName} payload names no tool`);
     event.toolName = toolName;
-    const input = inputObject(field(p, spec.fields.toolInput)) ?? (spec.format === 'flat' ? p : undefined);
+    const input = inputObject(field(p, spec.fields.toolInput));
     if (input !== undefined) event.toolInput = input;
-    const command = input === undefined ? undefined : field(input, ['command', 'cmd']);
+    // Cursor's shell events carry the command at the top.
+    const command = field(input ?? (spec.format === 'flat' ? p : {}), ['command', 'cmd']);
     if (typeof command === 'string' && toolName !== 'apply_patch') event.command = command;
     const named = input === undefined ? [] : namedPaths(toolName, input);
     const base = cwd ?? folder;
@@ -139,7 +140,7 @@ export function parseHookEvent(spec: AgentSpec, eventName: string, payloadText: 
  * the after event ends the oldest open one with that key.
  */
 export function pairingKey(event: Pick<HookEvent, 'toolName' | 'toolInput' | 'command'>): string {
-  const digest = createHash('sha256').update(JSON.stringify(event.toolInput ?? event.command ?? null)).digest('hex').slice(0, 16);
+  const digest = createHash('sha256').update(JSON.stringify(event.command ?? event.toolInput ?? null)).digest('hex').slice(0, 16);
   return `${event.toolName ?? 'tool'}#${digest}`;
 }
 

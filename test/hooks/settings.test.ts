@@ -1,0 +1,70 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { AGENTS } from '../../src/hooks/agents.js';
+import { installedEvents, installHooks, uninstallHooks, type JsonObject } from '../../src/hooks/settings.js';
+
+// Merging turnback's hooks into an agent's file (pure): install keeps everything, is idempotent,
+// and uninstall takes out exactly what it put in — for any file an agent could hold.
+
+const command = (agent: string) => (event: string) => `'/usr/bin/node' '/opt/turnback/dist/cli/turnback.cjs' hook ${agent} ${event}`;
+
+/** A hook entry someone else wrote, in the agent's format. */
+const otherEntry = (format: string) =>
+  fc.string({ minLength: 1, maxLength: 12 }).map((cmd) => (format === 'matcher-groups' ? { matcher: 'Bash', hooks: [{ type: 'command', command: `echo ${cmd}` }] } : format === 'flat' ? { command: `echo ${cmd}` } : { type: 'command', bash: `echo ${cmd}` }));
+
+describe.each(Object.values(AGENTS))('hook settings of $title', (spec) => {
+  const events = Object.keys(spec.events);
+  const settings = fc.record(
+    {
+      theme: fc.string(),
+      hooks: fc.dictionary(fc.constantFrom(...events, 'Notification', 'other'), fc.array(otherEntry(spec.format), { maxLength: 3 }), { maxKeys: 4 }),
+      ...(spec.format === 'matcher-groups' ? {} : { version: fc.constant(1) }),
+    },
+    // Cursor's and Copilot's files always say their version.
+    { requiredKeys: spec.format === 'matcher-groups' ? [] : ['version'] },
+  ) as fc.Arbitrary<JsonObject>;
+
+  it('install adds every event, keeps what was there, and a second install changes nothing', () => {
+    fc.assert(
+      fc.property(settings, (before) => {
+        const once = installHooks(spec, before, command(spec.name));
+        expect(installedEvents(spec, once.settings).sort()).toEqual([...events].sort());
+        for (const [key, value] of Object.entries(before)) if (key !== 'hooks') expect(once.settings[key]).toEqual(value);
+        for (const [event, list] of Object.entries((before.hooks ?? {}) as Record<string, unknown[]>)) {
+          expect(((once.settings.hooks as Record<string, unknown[]>)[event] ?? []).slice(0, list.length)).toEqual(list);
+        }
+        const twice = installHooks(spec, once.settings, command(spec.name));
+        expect(twice.added).toEqual([]);
+        expect(twice.settings).toEqual(once.settings);
+      }),
+    );
+  });
+
+  it('uninstall takes out exactly what install put in', () => {
+    fc.assert(
+      fc.property(settings, (before) => {
+        const { settings: installed } = installHooks(spec, before, command(spec.name));
+        const { settings: after } = uninstallHooks(spec, installed);
+        const expected = { ...before };
+        // An event of turnback's left empty goes; everything else stays as it was.
+        const nonEmpty = Object.fromEntries(Object.entries((before.hooks ?? {}) as Record<string, unknown[]>).filter(([event, list]) => !(events.includes(event) && list.length === 0)));
+        if (Object.keys(nonEmpty).length > 0) expected.hooks = nonEmpty;
+        else delete expected.hooks;
+        if (Object.keys(expected).length === 0 || (spec.format !== 'matcher-groups' && Object.keys(expected).length === 1 && expected.version === 1)) expect(after).toBeUndefined();
+        else expect(after).toEqual(expected);
+      }),
+    );
+  });
+
+  it('an earlier install by another path is replaced, never doubled', () => {
+    const old = installHooks(spec, {}, (event) => `turnback hook ${spec.name} ${event}`).settings;
+    const moved = installHooks(spec, old, command(spec.name));
+    expect(moved.added.sort()).toEqual([...events].sort());
+    for (const event of events) expect(((moved.settings.hooks as Record<string, unknown[]>)[event] ?? []).length).toBe(1);
+  });
+
+  it('refuses hooks of the wrong shape instead of guessing', () => {
+    expect(() => installHooks(spec, { hooks: [] }, command(spec.name))).toThrow('not an object');
+    expect(() => installHooks(spec, { hooks: { [events[0] as string]: 'x' } }, command(spec.name))).toThrow('not a list');
+  });
+});
