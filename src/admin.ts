@@ -8,6 +8,7 @@
  */
 export { DEFAULTS } from './core/defaults.js';
 export { isPidAlive } from './core/pid.js';
+export { warmStatHelper } from './fs/parallel-lstat.js';
 export { workspaceRefusal, type WorkspaceRefusal } from './capture/coverage.js';
 export { openStore, openObserver, type OpenStoreOptions, type OpenObserverOptions } from './session/admin-open.js';
 export {

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { readFrames, sendFrame, type ServerFrame, type TerminalShape } from './server-frames.js';
 import { INTERRUPTS, type ChildEnd, type Invocation } from './invocation.js';
 import { PROTOCOL_VERSION, SERVED_COMMANDS } from './server-address.js';
+import { warmStatHelper } from '../admin.js';
 
 // The per-user command server. A fresh `turnback` process pays Node's start, the load of the whole
 // command and a cold JIT on every command; a person's shell and every agent hook start one per
@@ -210,6 +211,8 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
     throw error;
   });
   if (!server.listening) return;
+  // Every picture a served command takes is the first of its observer: the helper would never warm on its own.
+  warmStatHelper();
   try {
     writeSync(1, 'ready\n');
   } catch {

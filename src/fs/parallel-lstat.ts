@@ -253,6 +253,16 @@ export function sharedParallelLstat(): ParallelLstat {
 }
 
 /**
+ * Starts this process's stat helper thread now, instead of after repeat pictures of a big tree:
+ * for a long-lived process whose every picture is the first of its observer — the command
+ * server, where each agent hook event opens one — and which would otherwise never see a repeat.
+ * Costs about 10 MB; an idle helper holds no process open.
+ */
+export function warmStatHelper(): void {
+  sharedParallelLstat().warm();
+}
+
+/**
  * The built helper program: `lstat-worker.js` beside the built library (`dist/`, also from
  * `dist/cli/`), or, when running from sources (the tests), the one in `dist/` of this checkout.
  * `undefined` when there is none: pictures then stat on the calling thread only, with the same results.

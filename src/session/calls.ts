@@ -159,6 +159,7 @@ export class CallAttributor {
     }
     const stateName = baselineStateName(this.sessionId, callId);
     let call = this.#calls.get(callId);
+    const begunHere = call !== undefined;
     if (call === undefined) {
       const baseline = parseBaseline(await this.store.readState(stateName));
       if (baseline === undefined) throw new CheckpointError('UNKNOWN_CALL', `no callBegin recorded for call ${callId}`);
@@ -172,9 +173,12 @@ export class CallAttributor {
         ? await takeScopedPicture(this.capture, scope)
         : await this.pictures.take(
             { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
-            // The baseline's own records: unchanged files come back as the same objects, so the diff
-            // below compares identities.
-            this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch),
+            // Begun here: the baseline's own records, so unchanged files come back as the same
+            // objects and the diff below compares identities. Begun in another process (an agent's
+            // before-tool hook): the keeper's own stat cache and settled listings, which this
+            // process just loaded — the baseline's map would relist every folder — and the diff
+            // compares stats.
+            begunHere ? this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch) : undefined,
           );
     // The very same map means every record is the baseline's own: nothing to compare.
     const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);

@@ -4,6 +4,43 @@ import { asCheckpointError, errnoCode } from '../core/errors.js';
 import type { StoreLayout } from './layout.js';
 import { closeReads, isPackName, packFile, parseIndex, scanPack, type PackFile, type PackLoc } from './packs.js';
 
+/** What {@link parseIndex} reads from a pack's index file. */
+type ParsedIndex = NonNullable<ReturnType<typeof parseIndex>>;
+
+/**
+ * Parsed pack index files of this process, by path, used while the file keeps its device, inode,
+ * size and mtime; least recently used first, bounded by entries (about 100 bytes each).
+ */
+class ParsedIndexCache {
+  readonly #byPath = new Map<string, { identity: string; parsed: ParsedIndex }>();
+  #entries = 0;
+
+  get(file: string, identity: string): ParsedIndex | undefined {
+    const cached = this.#byPath.get(file);
+    if (cached === undefined || cached.identity !== identity) return undefined;
+    this.#byPath.delete(file);
+    this.#byPath.set(file, cached);
+    return cached.parsed;
+  }
+
+  remember(file: string, identity: string, parsed: ParsedIndex): void {
+    const previous = this.#byPath.get(file);
+    if (previous !== undefined) this.#entries -= previous.parsed.entries.length;
+    this.#byPath.delete(file);
+    this.#byPath.set(file, { identity, parsed });
+    this.#entries += parsed.entries.length;
+    for (const [oldFile, old] of this.#byPath) {
+      if (this.#entries <= PARSED_INDEX_ENTRIES || oldFile === file) break;
+      this.#byPath.delete(oldFile);
+      this.#entries -= old.parsed.entries.length;
+    }
+  }
+}
+
+/** Index entries the process keeps parsed (about 100 bytes each). */
+const PARSED_INDEX_ENTRIES = 500_000;
+const parsedIndexes = new ParsedIndexCache();
+
 /**
  * The in-memory index of every pack in `objects/packs/`: key → newest known record, older copies
  * chained through `next`. Other processes' packs are picked up by re-listing the folder
@@ -59,12 +96,21 @@ export class PackIndex {
     const pack = packFile(this.layout.packsDir, name);
     if (hasIndex) {
       let text: string | undefined;
+      let parsed: ParsedIndex | undefined;
       try {
-        text = readFileSync(pack.idxPath, 'latin1');
+        // A sealed pack's index is written once, by link, and never changed: a process that
+        // opens the same store again and again (the command server) parses each index once.
+        const stats = statSync(pack.idxPath);
+        const identity = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+        parsed = parsedIndexes.get(pack.idxPath, identity);
+        if (parsed === undefined) {
+          text = readFileSync(pack.idxPath, 'latin1');
+          parsed = parseIndex(text, pack);
+          if (parsed !== undefined) parsedIndexes.remember(pack.idxPath, identity, parsed);
+        } else text = '';
       } catch (error) {
         if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot read pack index', pack.idxPath);
       }
-      const parsed = text === undefined ? undefined : parseIndex(text, pack);
       if (parsed) {
         try {
           pack.mtimeMs = statSync(pack.path).mtimeMs;
