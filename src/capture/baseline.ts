@@ -24,7 +24,8 @@ export interface CallBaseline {
   version: 1 | 2;
   sessionId: string;
   callId: string;
-  checkpointId: CheckpointId;
+  /** The turn the call began in; absent for a detached call begun outside a turn. */
+  checkpointId?: CheckpointId;
   /** What ran, when a surface knows it (the CLI records the command line). */
   command?: string;
   /** The process that owns the call; a dead pid with a baseline left means the call was interrupted. */
@@ -60,7 +61,7 @@ export function baselineStateName(sessionId: string, callId: string): string {
  */
 export function toBaseline(
   picture: Picture,
-  call: { sessionId: string; callId: string; checkpointId: CheckpointId; command?: string; pid: number; scope?: string[]; detached?: boolean },
+  call: { sessionId: string; callId: string; checkpointId?: CheckpointId; command?: string; pid: number; scope?: string[]; detached?: boolean },
   base?: PictureBase,
   delta: PersistedRecords = pictureDelta(picture.records, base),
 ): CallBaseline {
@@ -69,7 +70,7 @@ export function toBaseline(
     version: 2,
     sessionId: call.sessionId,
     callId: call.callId,
-    checkpointId: call.checkpointId,
+    ...(call.checkpointId !== undefined ? { checkpointId: call.checkpointId } : {}),
     ...(call.command !== undefined ? { command: call.command } : {}),
     ...(call.scope !== undefined ? { scope: call.scope } : {}),
     ...(call.detached === true ? { detached: true } : {}),
@@ -89,7 +90,9 @@ export function parseBaseline(value: unknown): CallBaseline | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const doc = value as Partial<CallBaseline>;
   if (doc.format !== 'turnback-call' || (doc.version !== 1 && doc.version !== 2) || !Array.isArray(doc.records)) return undefined;
-  if (typeof doc.sessionId !== 'string' || typeof doc.callId !== 'string' || typeof doc.checkpointId !== 'string') return undefined;
+  if (typeof doc.sessionId !== 'string' || typeof doc.callId !== 'string') return undefined;
+  // Only a detached call may have begun outside a turn.
+  if (typeof doc.checkpointId !== 'string' && !(doc.checkpointId === undefined && doc.detached === true)) return undefined;
   if (typeof doc.pid !== 'number' || typeof doc.startedAt !== 'string') return undefined;
   if (!Array.isArray(doc.gaps) || !Array.isArray(doc.unchecked)) return undefined;
   if (doc.scope !== undefined && (!Array.isArray(doc.scope) || !doc.scope.every((p) => typeof p === 'string' && p.length > 0))) return undefined;

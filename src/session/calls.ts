@@ -69,7 +69,11 @@ export interface CallEndOptions {
 
 /** What {@link CheckpointObserver.callBegin} took. */
 export interface CallBeginResult {
-  checkpointId: CheckpointId;
+  /**
+   * The turn the call belongs to. Absent for a detached call begun outside a turn: the process
+   * that ends it records it in a checkpoint of its own.
+   */
+  checkpointId?: CheckpointId;
   partial: boolean;
   gaps: Gap[];
   summary: string;
@@ -110,7 +114,7 @@ export class CallAttributor {
    * runs once the call id is known to be valid: it yields the turn the call belongs to, with the
    * post-write records settled (a half-recorded write must not read as a shell change).
    */
-  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn>, scope?: string[]): Promise<CallBeginResult> {
+  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn | undefined>, scope?: string[]): Promise<CallBeginResult> {
     assertCallId(callId);
     if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
     // Checked before anything is written: a bad call id opens no turn.
@@ -119,7 +123,7 @@ export class CallAttributor {
     const call = {
       sessionId: this.sessionId,
       callId,
-      checkpointId: turn.writer.id,
+      ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}),
       pid: this.ownerPid,
       ...(options.command !== undefined ? { command: options.command } : {}),
       ...(scope !== undefined ? { scope } : {}),
@@ -140,7 +144,7 @@ export class CallAttributor {
       this.#calls.delete(callId);
       throw error;
     }
-    return { checkpointId: turn.writer.id, partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage };
+    return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage };
   }
 
   /**
@@ -185,7 +189,7 @@ export class CallAttributor {
     const incomplete = incompletePaths(call.picture, after);
     // The call's records go to the turn it began in, or, after a restart, to a checkpoint of its own.
     const open = this.turns.current;
-    const turn = open !== undefined && open.writer.id === call.baseline.checkpointId ? open : undefined;
+    const turn = open !== undefined && call.baseline.checkpointId !== undefined && open.writer.id === call.baseline.checkpointId ? open : undefined;
     const writer = turn?.writer ?? (await this.store.openCheckpoint({ kind: 'call', sessionId: this.sessionId, label: call.baseline.command ?? callId }));
     for (const change of changes) {
       const before: PathState = change.before ?? { type: 'absent' };

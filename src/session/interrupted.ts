@@ -42,13 +42,13 @@ export async function interruptedRuns(view: StoreView): Promise<InterruptedCall[
   for (const name of names) {
     const baseline = parseBaseline(await store.readState(name));
     // A detached call (an agent hook's) is ended by its session's next event, not adopted here.
-    if (baseline === undefined || baseline.detached === true || isPidAlive(baseline.pid)) continue;
-    result.push(toInterrupted(baseline, name));
+    if (baseline === undefined || baseline.detached === true || baseline.checkpointId === undefined || isPidAlive(baseline.pid)) continue;
+    result.push(toInterrupted({ ...baseline, checkpointId: baseline.checkpointId }, name));
   }
   return result.sort((a, b) => (a.startedAt < b.startedAt ? -1 : 1));
 }
 
-function toInterrupted(baseline: CallBaseline, stateName: string): InterruptedCall {
+function toInterrupted(baseline: CallBaseline & { checkpointId: CheckpointId }, stateName: string): InterruptedCall {
   return {
     sessionId: baseline.sessionId,
     callId: baseline.callId,

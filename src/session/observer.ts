@@ -225,7 +225,9 @@ export class CheckpointObserver implements WriteObserver {
     // Checked before anything is written: a path outside the project opens no turn.
     const scope = options.paths?.map((p) => this.#projectPathOf(p));
     return this.#calls.begin(callId, options, async () => {
-      const turn = this.#turns.current ?? (await this.#turns.ensure());
+      // A detached call outside a turn opens none: its end, in another process, records it in a
+      // checkpoint of its own, and an empty turn per tool call would only fill the list.
+      const turn = this.#turns.current ?? (options.detached === true ? undefined : await this.#turns.ensure());
       // The picture must not read a half-recorded write as a shell change: settle the records first.
       await this.#hasher.hashPending();
       return turn;
