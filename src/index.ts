@@ -37,7 +37,7 @@ export type { VerifyProblem, VerifyReport, VerifyStep } from './store/verify.js'
 export type { CheckpointConfig } from './session/config.js';
 export { CheckpointObserver } from './session/observer.js';
 export type { CheckpointObserverOptions } from './session/options.js';
-export type { CallAttribution, CallBeginOptions, CallBeginResult, CallEndOptions } from './session/calls.js';
+export type { CallAttribution, CallBeginOptions, CallBeginResult, CallEndOptions, DetachedCallBeginResult } from './session/calls.js';
 export type { RestoreFailure, RestoreOptions, RestoreReport } from './session/restore-types.js';
 export type { SnapshotInfo, SnapshotScope } from './session/snapshots.js';
 export type { SavepointDiff, SavepointInfo, SavepointSaveOptions } from './session/savepoints.js';

@@ -69,17 +69,20 @@ export interface CallEndOptions {
 
 /** What {@link CheckpointObserver.callBegin} took. */
 export interface CallBeginResult {
-  /**
-   * The turn the call belongs to. Absent for a detached call begun outside a turn: the process
-   * that ends it records it in a checkpoint of its own.
-   */
-  checkpointId?: CheckpointId;
+  /** The turn the call belongs to. */
+  checkpointId: CheckpointId;
   partial: boolean;
   gaps: Gap[];
   summary: string;
   /** What the picture covered and left out on purpose (ignored, credential, over the size limit). */
   coverage?: CoverageCounts;
 }
+
+/**
+ * What {@link CheckpointObserver.callBegin} returns for a detached call: no `checkpointId` when it
+ * began outside a turn (the process that ends it records it in a checkpoint of its own).
+ */
+export type DetachedCallBeginResult = Omit<CallBeginResult, 'checkpointId'> & { checkpointId?: CheckpointId };
 
 type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>;
 
@@ -114,7 +117,7 @@ export class CallAttributor {
    * runs once the call id is known to be valid: it yields the turn the call belongs to, with the
    * post-write records settled (a half-recorded write must not read as a shell change).
    */
-  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn | undefined>, scope?: string[]): Promise<CallBeginResult> {
+  async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn | undefined>, scope?: string[]): Promise<DetachedCallBeginResult> {
     assertCallId(callId);
     if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
     // Checked before anything is written: a bad call id opens no turn.

@@ -9,7 +9,7 @@ import { toProjectPath } from '../fs/paths.js';
 import type { RestorePlan } from '../restore/plan.js';
 import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
 import { viewOf, type StoreView } from '../store/view.js';
-import { CallAttributor, type CallAttribution, type CallBeginOptions, type CallBeginResult, type CallEndOptions } from './calls.js';
+import { CallAttributor, type CallAttribution, type CallBeginOptions, type CallBeginResult, type CallEndOptions, type DetachedCallBeginResult } from './calls.js';
 import { resolveObserverOptions, type CheckpointObserverOptions } from './options.js';
 import { MAX_UNHASHED, PostWriteHasher } from './post-write.js';
 import { Restorer } from './restorer.js';
@@ -217,7 +217,10 @@ export class CheckpointObserver implements WriteObserver {
    *
    * @throws CheckpointError `INVALID_ARGUMENT` for an empty call id or one already open.
    */
-  async callBegin(callId: string, options: CallBeginOptions = {}): Promise<CallBeginResult> {
+  async callBegin(callId: string, options?: CallBeginOptions & { detached?: false }): Promise<CallBeginResult>;
+  async callBegin(callId: string, options: CallBeginOptions & { detached: true }): Promise<DetachedCallBeginResult>;
+  async callBegin(callId: string, options?: CallBeginOptions): Promise<DetachedCallBeginResult>;
+  async callBegin(callId: string, options: CallBeginOptions = {}): Promise<CallBeginResult | DetachedCallBeginResult> {
     this.#assertOpen();
     if (options.paths !== undefined && (!Array.isArray(options.paths) || options.paths.length === 0 || !options.paths.every((p) => typeof p === 'string'))) {
       throw new CheckpointError('INVALID_ARGUMENT', 'paths must be a non-empty list of strings when given');
