@@ -77,7 +77,8 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     title: 'Claude Code',
     files: { project: '.claude/settings.json', user: '.claude/settings.json' },
     format: 'matcher-groups',
-    events: { UserPromptSubmit: 'prompt', PreToolUse: 'before-tool', PostToolUse: 'after-tool', Stop: 'stop', SessionEnd: 'session-end' },
+    // PostToolUseFailure ends the call of a tool that failed (without it, the turn's end would).
+    events: { UserPromptSubmit: 'prompt', PreToolUse: 'before-tool', PostToolUse: 'after-tool', PostToolUseFailure: 'after-tool', Stop: 'stop', SessionEnd: 'session-end' },
     toolMatcher: 'Bash|Write|Edit|MultiEdit|NotebookEdit|Task|mcp__.*',
     timeout: { field: 'timeout', value: 30 },
     fields: CLAUDE_FIELDS,

@@ -95,13 +95,13 @@ describe('turnback hooks: Claude Code', () => {
 
     const install = repo.tb(['hooks', 'install', 'claude']);
     expect(install.code).toBe(0);
-    expect(install.stdout).toContain('UserPromptSubmit, PreToolUse, PostToolUse, Stop, SessionEnd');
+    expect(install.stdout).toContain('UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd');
     const installed = await readFile(settingsFile, 'utf8');
     const settings = JSON.parse(installed) as { permissions: unknown; hooks: Record<string, Json[]> };
     expect(settings.permissions).toEqual(mine.permissions);
     expect(settings.hooks.Stop?.[0]).toEqual(mine.hooks.Stop[0]);
     expect(settings.hooks.PreToolUse?.[0]).toEqual(mine.hooks.PreToolUse[0]);
-    expect(Object.keys(await installedCommands(settingsFile)).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'Stop', 'UserPromptSubmit']);
+    expect(Object.keys(await installedCommands(settingsFile)).sort()).toEqual(['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionEnd', 'Stop', 'UserPromptSubmit']);
 
     const again = repo.tb(['hooks', 'install', 'claude']);
     expect(again.stdout).toContain('nothing changed');
