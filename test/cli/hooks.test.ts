@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliRepo, type CliRepo } from './harness.js';
+import { fire, hookLog, installedCommands, sh, type Json } from './hook-play.js';
 import { listing } from '../session/helpers.js';
 
 // The agents' hooks, end to end: `turnback hooks install` writes into the agent's own
@@ -12,47 +13,6 @@ import { listing } from '../session/helpers.js';
 // with the agent's documented payload on stdin and the agent's environment, and performs the
 // tool's real effect between its before and after events — and undoes a tool call, a turn and
 // everything, checking the tree byte for byte.
-
-type Json = Record<string, unknown>;
-
-/** The commands install wrote into `file`, by event (turnback's only). */
-async function installedCommands(file: string): Promise<Record<string, string>> {
-  const settings = JSON.parse(await readFile(file, 'utf8')) as { hooks: Record<string, unknown[]> };
-  const commands: Record<string, string> = {};
-  for (const [event, list] of Object.entries(settings.hooks)) {
-    for (const item of list as Json[]) {
-      const entries = Array.isArray(item.hooks) ? (item.hooks as Json[]) : [item];
-      for (const entry of entries) {
-        const command = (entry.command ?? entry.bash) as string;
-        if (/turnback\.cjs'? hook /.test(command)) commands[event] = command;
-      }
-    }
-  }
-  return commands;
-}
-
-/** Plays one hook event as the agent does: its command through a shell, the payload on stdin. */
-function fire(repo: CliRepo, command: string | undefined, payload: unknown, env: NodeJS.ProcessEnv = {}): { code: number | null; stdout: string; stderr: string } {
-  expect(command).toBeDefined();
-  const result = spawnSync('sh', ['-c', command as string], { cwd: repo.proj, env: { ...repo.env, ...env }, input: typeof payload === 'string' ? payload : JSON.stringify(payload), encoding: 'utf8' });
-  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-}
-
-/** A tool's real effect: a shell command in the project. */
-function sh(repo: CliRepo, script: string): void {
-  const result = spawnSync('sh', ['-c', script], { cwd: repo.proj, env: repo.env, encoding: 'utf8' });
-  expect(result.status).toBe(0);
-}
-
-async function hookLog(repo: CliRepo): Promise<{ ok: boolean; event: string; error?: string; action?: string }[]> {
-  const folder = path.join(repo.home, 'data', 'turnback');
-  const logs = fs.readdirSync(folder).filter((name) => name.endsWith('.hooks.log'));
-  expect(logs).toHaveLength(1);
-  return (await readFile(path.join(folder, logs[0] as string), 'utf8'))
-    .split('\n')
-    .filter((l) => l.length > 0)
-    .map((l) => JSON.parse(l) as { ok: boolean; event: string; error?: string; action?: string });
-}
 
 /** One Claude Code session, as Claude Code runs its hooks. */
 function claudeSession(repo: CliRepo, commands: Record<string, string>, sessionId: string) {
@@ -277,122 +237,5 @@ describe('turnback hooks: Claude Code', () => {
     expect(repo.tb(['undo', '--yes']).code).toBe(0);
     expect(await readFile(path.join(repo.proj, 'd0', 'f0.txt'), 'utf8')).toBe('file 0\n');
     await rm(path.join(repo.proj, '.claude'), { recursive: true });
-  });
-});
-
-/** How one agent's payloads look, for the same short session: a prompt, a shell call, a write, the stop. */
-interface AgentPlay {
-  agent: string;
-  file: string;
-  events: { prompt: string; before: string; after: string; stop: string };
-  prompt(text: string): Json;
-  shell(command: string, id: string): Json;
-  write(file: string, id: string): Json;
-  stop(): Json;
-  /** Whether the stop event prints the turn's end as a JSON systemMessage. */
-  says: boolean;
-}
-
-const SESSION = 'sess-42';
-
-function claudeShaped(agent: string, file: string, shellTool: string, writeTool: string, extra: Json = {}): AgentPlay {
-  const common = { session_id: SESSION, cwd: '', transcript_path: null, ...extra };
-  return {
-    agent,
-    file,
-    events: { prompt: 'UserPromptSubmit', before: 'PreToolUse', after: 'PostToolUse', stop: 'Stop' },
-    prompt: (text) => ({ ...common, hook_event_name: 'UserPromptSubmit', prompt: text }),
-    shell: (command, id) => ({ ...common, hook_event_name: 'PreToolUse', tool_name: shellTool, tool_input: { command }, tool_use_id: id }),
-    write: (target, id) => ({ ...common, hook_event_name: 'PreToolUse', tool_name: writeTool, tool_input: { file_path: target, content: 'new\n' }, tool_use_id: id }),
-    stop: () => ({ ...common, hook_event_name: 'Stop', stop_hook_active: false }),
-    says: true,
-  };
-}
-
-const PLAYS: AgentPlay[] = [
-  {
-    // Codex: Claude Code's wire format; apply_patch carries the patch body in tool_input.command.
-    ...claudeShaped('codex', '.codex/hooks.json', 'Bash', 'apply_patch', { turn_id: 'turn-1', model: 'gpt-5-codex' }),
-    write: (target, id) => ({ session_id: SESSION, turn_id: 'turn-1', cwd: '', hook_event_name: 'PreToolUse', tool_name: 'apply_patch', tool_input: { command: `*** Begin Patch\n*** Add File: ${path.basename(target)}\n+new\n*** End Patch\n` }, tool_use_id: id }),
-  },
-  claudeShaped('qwen', '.qwen/settings.json', 'run_shell_command', 'write_file'),
-  {
-    // Gemini CLI: its own event names, and no tool-call id (before and after pair by order).
-    agent: 'gemini',
-    file: '.gemini/settings.json',
-    events: { prompt: 'BeforeAgent', before: 'BeforeTool', after: 'AfterTool', stop: 'AfterAgent' },
-    prompt: (text) => ({ session_id: SESSION, cwd: '', hook_event_name: 'BeforeAgent', timestamp: '2026-12-02T10:00:00Z', prompt: text }),
-    shell: (command) => ({ session_id: SESSION, cwd: '', hook_event_name: 'BeforeTool', tool_name: 'run_shell_command', tool_input: { command } }),
-    write: (target) => ({ session_id: SESSION, cwd: '', hook_event_name: 'BeforeTool', tool_name: 'write_file', tool_input: { file_path: target, content: 'new\n' } }),
-    stop: () => ({ session_id: SESSION, cwd: '', hook_event_name: 'AfterAgent', prompt_response: 'done' }),
-    says: true,
-  },
-  {
-    // Cursor: conversation and generation ids, shell events that are the tool; file edits have no before event.
-    agent: 'cursor',
-    file: '.cursor/hooks.json',
-    events: { prompt: 'beforeSubmitPrompt', before: 'beforeShellExecution', after: 'afterShellExecution', stop: 'stop' },
-    prompt: (text) => ({ conversation_id: SESSION, generation_id: 'gen-1', hook_event_name: 'beforeSubmitPrompt', prompt: text, workspace_roots: [] }),
-    shell: (command) => ({ conversation_id: SESSION, generation_id: 'gen-1', hook_event_name: 'beforeShellExecution', command, cwd: '' }),
-    write: () => ({}),
-    stop: () => ({ conversation_id: SESSION, generation_id: 'gen-1', hook_event_name: 'stop', status: 'completed' }),
-    says: false,
-  },
-  {
-    // GitHub Copilot CLI: camelCase, toolArgs as a JSON string.
-    agent: 'copilot',
-    file: '.github/hooks/turnback.json',
-    events: { prompt: 'userPromptSubmitted', before: 'preToolUse', after: 'postToolUse', stop: 'agentStop' },
-    prompt: (text) => ({ sessionId: SESSION, timestamp: 1764669600000, cwd: '', prompt: text }),
-    shell: (command) => ({ sessionId: SESSION, timestamp: 1764669600000, cwd: '', toolName: 'bash', toolArgs: JSON.stringify({ command }) }),
-    write: (target) => ({ sessionId: SESSION, timestamp: 1764669600000, cwd: '', toolName: 'create', toolArgs: JSON.stringify({ path: target, file_text: 'new\n' }) }),
-    stop: () => ({ sessionId: SESSION, timestamp: 1764669600000, cwd: '' }),
-    says: false,
-  },
-];
-
-describe.each(PLAYS)('turnback hooks: $agent', (play) => {
-  it('install, a prompt with a shell call and a write, the stop, then undo gives the tree back; uninstall gives the file back', async () => {
-    const repo = await cliRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
-    const start = await listing(repo.proj);
-    const install = repo.tb(['hooks', 'install', play.agent]);
-    expect(install.code).toBe(0);
-    const file = path.join(repo.proj, play.file);
-    const commands = await installedCommands(file);
-    expect(Object.keys(commands).sort()).toEqual(expect.arrayContaining(Object.values(play.events).sort()));
-    const withCwd = (payload: Json): Json => ('cwd' in payload ? { ...payload, cwd: repo.proj } : payload);
-    const run = (event: string, payload: Json): string => {
-      const r = fire(repo, commands[event], withCwd(payload));
-      expect(r.code).toBe(0);
-      return r.stdout;
-    };
-    expect(run(play.events.prompt, play.prompt('shout and add a file\nplease'))).toBe('');
-    const shell = play.shell("sed -i 's/a/A/' a.txt", 'call-1');
-    expect(run(play.events.before, shell)).toBe('');
-    sh(repo, "sed -i 's/a/A/' a.txt");
-    expect(run(play.events.after, { ...shell, hook_event_name: play.events.after })).toBe('');
-    const target = path.join(repo.proj, 'new.txt');
-    const write = play.write(target, 'call-2');
-    if (Object.keys(write).length > 0) expect(run(play.events.before, write)).toBe('');
-    await writeFile(target, 'new\n');
-    if (Object.keys(write).length > 0) expect(run(play.events.after, { ...write, hook_event_name: play.events.after })).toBe('');
-    const said = run(play.events.stop, play.stop());
-    if (play.says) expect(JSON.parse(said)).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 changed, 1 new · turnback undo [0-9a-z]{8}$/) });
-    else expect(said).toBe('');
-
-    const list = repo.tb(['list']).stdout;
-    expect(list).toContain(`${play.agent} ${SESSION} · turn 1 "shout and add a file"`);
-    expect(list).toMatch(/sed -i/);
-    const log = await hookLog(repo);
-    expect(log.every((line) => line.ok)).toBe(true);
-    // Each after event ended the call its before event began (by id, or paired by order).
-    expect(log.filter((line) => line.event === play.events.after).map((line) => /^call .* ended: 1 (changed|new)$/.test(line.action ?? ''))).toEqual(Object.keys(play.write('', '')).length > 0 ? [true, true] : [true]);
-    expect(repo.tb(['undo', '--yes', '--delete-created']).code).toBe(0);
-    const after = await listing(repo.proj);
-    for (const [name, value] of Object.entries(start)) expect(after[name]).toBe(value);
-    expect(after['new.txt']).toBeUndefined();
-
-    expect(repo.tb(['hooks', 'uninstall', play.agent]).code).toBe(0);
-    expect(fs.existsSync(file)).toBe(false);
   });
 });
