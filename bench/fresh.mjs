@@ -4,48 +4,20 @@
 // committed 10,000-file repository whose store already holds its first picture — each as a
 // person starts it (the small client, served by the per-user server) and, for comparison, with
 // the server turned off (TURNBACK_SERVER=off: the whole command in the fresh process).
-import { spawnSync } from 'node:child_process';
-import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { fmtMs, fmtRatio, git, median } from './lib.mjs';
-import { generateTree } from './tree.mjs';
+import { fmtMs, fmtRatio, median } from './lib.mjs';
+import { committedRepo, GAP_MS, timedProcess } from './processes.mjs';
 
 /** Served runs before the timed rounds: the server's JIT is warm by then. */
 const WARM_RUNS = 20;
 
-/**
- * A pause before each timed process: commands come seconds apart from a person and tool calls
- * apart from an agent, and back to back the previous process's aftermath (the server's
- * concurrent compiler and collector threads finishing on this 2-core machine) would land in the
- * next one's time, whichever side that is.
- */
-const GAP_MS = 100;
-const gap = new Int32Array(new SharedArrayBuffer(4));
-
-/** Milliseconds one process takes from spawn to exit; throws when it fails. */
-function timed(file, args, options) {
-  Atomics.wait(gap, 0, 0, GAP_MS);
-  const start = performance.now();
-  const result = spawnSync(file, args, { ...options, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-  const ms = performance.now() - start;
-  if (result.status !== 0) throw new Error(`${path.basename(file)} ${args.join(' ')} exited ${result.status}: ${result.stderr.slice(0, 300)}`);
-  return ms;
-}
+const timed = (file, args, options) => timedProcess(file, args, options);
 
 /**
  * @param {{ temp: { path(name: string): string }, row: (figure: string, value: string, goal?: string, status?: string) => void, notes: string[], quick: boolean, dist: string }} context
  */
 export async function benchFresh({ temp, row, notes, quick, dist }) {
-  const repo = temp.path('fresh-repo');
-  fs.mkdirSync(repo, { recursive: true });
-  generateTree(repo, { files: 10_000, seed: 11, tiny: true });
-  git(['init', '-q'], { cwd: repo });
-  git(['add', '-A'], { cwd: repo });
-  git(['commit', '-qm', 'tree'], { cwd: repo });
-  const home = temp.path('fresh-home');
-  fs.mkdirSync(home, { recursive: true });
-  const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1' };
+  const { repo, env } = committedRepo(temp, 'fresh', 11);
   const cli = path.join(dist, 'cli', 'turnback.cjs');
   const options = { cwd: repo, env };
   const alone = { cwd: repo, env: { ...env, TURNBACK_SERVER: 'off' } };
@@ -88,5 +60,5 @@ export async function benchFresh({ temp, row, notes, quick, dist }) {
   row('  `run -- true`: a new server\'s first 3 served runs, median', `${fmtMs(median(firstServed.slice(0, 3)))}: ${fmtRatio(median(firstServed.slice(0, 3)) / m.node)}`);
   row('  `run -- true` with the server off (the whole command in the fresh process), vs `node -e 0` in the same rounds', `${fmtMs(m.runAlone)} vs ${fmtMs(m.nodeAlone)}: ${fmtRatio(m.runAlone / m.nodeAlone)}`);
   row('  `list` with the server off', `${fmtMs(m.listAlone)} vs ${fmtMs(m.nodeAlone)}: ${fmtRatio(m.listAlone / m.nodeAlone)}`);
-  notes.push(`fresh: ${rounds} rounds, each side spawned in turn (spawnSync, process start to exit); medians; the repository is a committed 10,000-file tree of tiny files whose store already holds its first picture; the client is served by a running server (started once, as the first command of a day starts it), except on the rows with the server off.`);
+  notes.push(`fresh: ${rounds} rounds, each side spawned in turn, ${GAP_MS} ms apart (spawnSync, process start to exit); medians; the repository is a committed 10,000-file tree of tiny files whose store already holds its first picture; the client is served by a running server (started once, as the first command of a day starts it), except on the rows with the server off.`);
 }

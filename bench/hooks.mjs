@@ -2,42 +2,23 @@
 // committed 10,000-file repository, side by side with a fresh `node -e 0` (Node's start is the
 // floor) and `git status --porcelain`. Each round plays one shell tool call (its before and
 // after events: whole-tree pictures) and one write tool call (named files only), within a turn.
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { fmtMs, fmtRatio, git, median } from './lib.mjs';
-import { generateTree } from './tree.mjs';
+import { fmtMs, fmtRatio, median } from './lib.mjs';
+import { committedRepo, GAP_MS, timedProcess } from './processes.mjs';
 
-/** Commands come tool calls apart from an agent: a pause keeps one process's aftermath out of the next one's time. */
-const GAP_MS = 100;
-const gap = new Int32Array(new SharedArrayBuffer(4));
 /** Served hook events before the timed rounds: the server's JIT is warm by then. */
 const WARM_CALLS = 12;
 
-/** Milliseconds one process takes from spawn to exit, `input` on its stdin; throws when it fails or prints on stderr. */
-function timed(file, args, options, input = '') {
-  Atomics.wait(gap, 0, 0, GAP_MS);
-  const start = performance.now();
-  const result = spawnSync(file, args, { ...options, input, stdio: ['pipe', 'ignore', 'pipe'], encoding: 'utf8' });
-  const ms = performance.now() - start;
-  if (result.status !== 0) throw new Error(`${path.basename(file)} ${args.join(' ')} exited ${result.status}: ${result.stderr.slice(0, 300)}`);
-  return ms;
-}
+const timed = timedProcess;
 
 /**
  * @param {{ temp: { path(name: string): string }, row: (figure: string, value: string, goal?: string, status?: string) => void, notes: string[], quick: boolean, dist: string }} context
  */
 export async function benchHooks({ temp, row, notes, quick, dist }) {
-  const repo = temp.path('hooks-repo');
-  fs.mkdirSync(repo, { recursive: true });
-  generateTree(repo, { files: 10_000, seed: 13, tiny: true });
-  git(['init', '-q'], { cwd: repo });
-  git(['add', '-A'], { cwd: repo });
-  git(['commit', '-qm', 'tree'], { cwd: repo });
-  const home = temp.path('hooks-home');
-  fs.mkdirSync(home, { recursive: true });
-  const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', CLAUDE_PROJECT_DIR: repo };
+  const made = committedRepo(temp, 'hooks', 13);
+  const { repo } = made;
+  const env = { ...made.env, CLAUDE_PROJECT_DIR: repo };
   const cli = path.join(dist, 'cli', 'turnback.cjs');
   const options = { cwd: repo, env };
   const node = process.execPath;

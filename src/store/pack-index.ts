@@ -2,44 +2,16 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { asCheckpointError, errnoCode } from '../core/errors.js';
 import type { StoreLayout } from './layout.js';
+import { IdentityCache } from './identity-cache.js';
 import { closeReads, isPackName, packFile, parseIndex, scanPack, type PackFile, type PackLoc } from './packs.js';
 
 /** What {@link parseIndex} reads from a pack's index file. */
 type ParsedIndex = NonNullable<ReturnType<typeof parseIndex>>;
 
-/**
- * Parsed pack index files of this process, by path, used while the file keeps its device, inode,
- * size and mtime; least recently used first, bounded by entries (about 100 bytes each).
- */
-class ParsedIndexCache {
-  readonly #byPath = new Map<string, { identity: string; parsed: ParsedIndex }>();
-  #entries = 0;
-
-  get(file: string, identity: string): ParsedIndex | undefined {
-    const cached = this.#byPath.get(file);
-    if (cached === undefined || cached.identity !== identity) return undefined;
-    this.#byPath.delete(file);
-    this.#byPath.set(file, cached);
-    return cached.parsed;
-  }
-
-  remember(file: string, identity: string, parsed: ParsedIndex): void {
-    const previous = this.#byPath.get(file);
-    if (previous !== undefined) this.#entries -= previous.parsed.entries.length;
-    this.#byPath.delete(file);
-    this.#byPath.set(file, { identity, parsed });
-    this.#entries += parsed.entries.length;
-    for (const [oldFile, old] of this.#byPath) {
-      if (this.#entries <= PARSED_INDEX_ENTRIES || oldFile === file) break;
-      this.#byPath.delete(oldFile);
-      this.#entries -= old.parsed.entries.length;
-    }
-  }
-}
-
 /** Index entries the process keeps parsed (about 100 bytes each). */
 const PARSED_INDEX_ENTRIES = 500_000;
-const parsedIndexes = new ParsedIndexCache();
+/** Parsed pack index files of this process, by path (see {@link IdentityCache}). */
+const parsedIndexes = new IdentityCache<ParsedIndex>(PARSED_INDEX_ENTRIES, (parsed) => parsed.entries.length);
 
 /**
  * The in-memory index of every pack in `objects/packs/`: key → newest known record, older copies

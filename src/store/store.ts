@@ -10,7 +10,7 @@ import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
-import { manifestCache } from './manifest-cache.js';
+import { deepFreeze, manifestCache } from './manifest-cache.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
@@ -190,7 +190,7 @@ export class CheckpointStore {
     if (cached !== undefined) return cached;
     const manifest = await readManifest(this.fs, this.layout, id, this.projectRoot);
     if (manifest === undefined) return undefined;
-    manifestCache.remember(key, identity, manifest);
+    manifestCache.remember(key, identity, deepFreeze(manifest));
     return manifest;
   }
 
