@@ -11,3 +11,4 @@ export { AGENTS, agentSessionId, isAgentName, parseAgentSessionId, type AgentNam
 export { MAX_PAYLOAD_BYTES, classifyTool, namedPaths, pairingKey, parseHookEvent, patchPaths, promptLabel, type HookEvent, type ToolClass } from './hooks/events.js';
 export { applyHookEvent, changeCounts, turnCallId, type HookOutcome } from './hooks/apply.js';
 export { indentationOf, installedEvents, installHooks, isOurCommand, uninstallHooks, type InstallResult, type JsonObject as HookJsonObject, type UninstallResult } from './hooks/settings.js';
+export { codexHooksFeature, enableCodexHooks } from './hooks/codex-config.js';

@@ -7,6 +7,8 @@ import {
   AGENTS,
   agentSessionId,
   applyHookEvent,
+  codexHooksFeature,
+  enableCodexHooks,
   indentationOf,
   installedEvents,
   installHooks,
@@ -31,6 +33,8 @@ import { displayTime } from './pictures.js';
 export interface HooksOptions extends GlobalOptions {
   user?: boolean;
   projectScope?: boolean;
+  /** Codex: also turn its `hooks` feature on in its config.toml. */
+  codexFeature?: boolean;
 }
 
 /** The command an installed hook runs: this very node and turnback, by absolute path. */
@@ -146,8 +150,49 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
   io.emit({ agent: spec.name, file, added: result.added, note: spec.installNote ?? null });
   if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownPath(file)}: nothing changed`);
   else io.out(`turnback: added to ${shownPath(file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
-  if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
+  if (spec.name === 'codex') await codexFeature(options, io);
+  else if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
   return EXIT.ok;
+}
+
+/** Codex's config.toml: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`. */
+function codexConfigPath(): string {
+  const home = process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '' ? process.env.CODEX_HOME : path.join(process.env.HOME ?? os.homedir(), '.codex');
+  return path.join(home, 'config.toml');
+}
+
+/** Says whether Codex will run the hooks, and with `--codex-feature` turns its `hooks` feature on. */
+async function codexFeature(options: HooksOptions, io: Io): Promise<void> {
+  const file = codexConfigPath();
+  let text: string | undefined;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CliExit(EXIT.error, 'HOOK_FILE', `cannot read ${file}: ${(error as Error).message}`);
+  }
+  let state: boolean | undefined;
+  try {
+    state = codexHooksFeature(text);
+  } catch {
+    throw new CliExit(EXIT.error, 'HOOK_FILE', `${file} is not TOML turnback can read; nothing was changed there`);
+  }
+  if (options.codexFeature === true) {
+    let edit: { text: string; changed: boolean };
+    try {
+      edit = enableCodexHooks(text);
+    } catch (error) {
+      throw new CliExit(EXIT.error, 'HOOK_FILE', `${file}: ${(error as Error).message}`);
+    }
+    if (edit.changed) {
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFileAtomic(file, edit.text);
+      io.out(`turnback: turned Codex's hooks feature on in ${shownPath(file)} ([features] hooks = true)`);
+    } else io.out(`turnback: Codex's hooks feature is on already in ${shownPath(file)}`);
+    io.out('  note: Codex asks you once to trust new project hooks.');
+    return;
+  }
+  if (state === false) io.out(`  note: Codex's hooks feature is off in ${shownPath(file)}, so Codex will not run these hooks: \`turnback hooks install codex --codex-feature\` turns it on`);
+  else io.out(`  note: ${AGENTS.codex.installNote ?? ''} (\`--codex-feature\` sets it)`);
 }
 
 /** `turnback hooks uninstall AGENT [--user | --project]`. */

@@ -165,14 +165,14 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
     ['install', "merge turnback's hooks into AGENT's configuration (the project's by default; --user: yours); running it twice changes nothing"],
     ['uninstall', 'remove exactly the hooks install added'],
   ] as const) {
-    common(
-      hooks
-        .command(action)
-        .description(describe)
-        .argument('<agent>', 'claude, codex, gemini, qwen, cursor or copilot')
-        .option('--user', "your own configuration (every project), not the project's")
-        .addOption(new Option('--project-scope', "the project's configuration (the default)").conflicts('user')),
-    ).action((agent: string, options: HooksOptions) => guarded(options.json, (io) => (action === 'install' ? hooksInstallCommand(agent, options, io) : hooksUninstallCommand(agent, options, io))));
+    const command = hooks
+      .command(action)
+      .description(describe)
+      .argument('<agent>', 'claude, codex, gemini, qwen, cursor or copilot')
+      .option('--user', "your own configuration (every project), not the project's")
+      .addOption(new Option('--project-scope', "the project's configuration (the default)").conflicts('user'));
+    if (action === 'install') command.option('--codex-feature', "codex: also turn Codex's hooks feature on in its config.toml ([features] hooks = true)");
+    common(command).action((agent: string, options: HooksOptions) => guarded(options.json, (io) => (action === 'install' ? hooksInstallCommand(agent, options, io) : hooksUninstallCommand(agent, options, io))));
   }
   common(hooks.command('status').description('per agent: whether its hooks are installed, and when they last fired or failed')).action((options: GlobalOptions) => guarded(options.json, (io) => hooksStatusCommand(options, io)));
   common(

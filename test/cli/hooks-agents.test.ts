@@ -163,3 +163,23 @@ describe('several agents in one project at once', () => {
     expect(await listing(repo.proj)).toMatchObject({ 'a.txt': expect.any(String), 'x.txt': expect.any(String) });
   });
 });
+
+describe("Codex's hooks feature", () => {
+  it('install says when Codex has hooks turned off, and --codex-feature turns them on, keeping the rest of config.toml', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const config = path.join(repo.home, '.codex', 'config.toml');
+    fs.mkdirSync(path.dirname(config), { recursive: true });
+    const mine = 'model = "gpt-5-codex" # mine\n\n[features]\nhooks = false # off for now\n\n[tui]\nnotifications = true\n';
+    await writeFile(config, mine);
+    const plain = repo.tb(['hooks', 'install', 'codex']);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("Codex's hooks feature is off");
+    expect(plain.stdout).toContain('--codex-feature');
+    expect(fs.readFileSync(config, 'utf8')).toBe(mine);
+    const on = repo.tb(['hooks', 'install', 'codex', '--codex-feature']);
+    expect(on.code).toBe(0);
+    expect(on.stdout).toContain("turned Codex's hooks feature on");
+    expect(fs.readFileSync(config, 'utf8')).toBe(mine.replace('hooks = false # off for now', 'hooks = true # off for now'));
+    expect(repo.tb(['hooks', 'install', 'codex', '--codex-feature']).stdout).toContain('is on already');
+  });
+});

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AGENTS } from '../../src/hooks/agents.js';
 import { installedEvents, installHooks, uninstallHooks, type JsonObject } from '../../src/hooks/settings.js';
+import { codexHooksFeature, enableCodexHooks } from '../../src/hooks/codex-config.js';
 
 // Merging turnback's hooks into an agent's file (pure): install keeps everything, is idempotent,
 // and uninstall takes out exactly what it put in — for any file an agent could hold.
@@ -66,5 +67,27 @@ describe.each(Object.values(AGENTS))('hook settings of $title', (spec) => {
   it('refuses hooks of the wrong shape instead of guessing', () => {
     expect(() => installHooks(spec, { hooks: [] }, command(spec.name))).toThrow('not an object');
     expect(() => installHooks(spec, { hooks: { [events[0] as string]: 'x' } }, command(spec.name))).toThrow('not a list');
+  });
+});
+
+describe("Codex's hooks feature (config.toml, edited as text)", () => {
+  it('reads the feature as on, off or unsaid, under either name', () => {
+    expect(codexHooksFeature(undefined)).toBeUndefined();
+    expect(codexHooksFeature('model = "gpt-5"\n')).toBeUndefined();
+    expect(codexHooksFeature('[features]\nhooks = false\n')).toBe(false);
+    expect(codexHooksFeature('[features]\ncodex_hooks = true\n')).toBe(true);
+  });
+
+  it('turns it on keeping every other line, comments included', () => {
+    expect(enableCodexHooks(undefined)).toEqual({ text: '[features]\nhooks = true\n', changed: true });
+    expect(enableCodexHooks('model = "o3" # mine\n').text).toBe('model = "o3" # mine\n\n[features]\nhooks = true\n');
+    expect(enableCodexHooks('[features]\nhooks = false # off for now\nother = 1\n\n[tui]\nx = 2\n').text).toBe('[features]\nhooks = true # off for now\nother = 1\n\n[tui]\nx = 2\n');
+    expect(enableCodexHooks('[features]\nweb_search = true\n[tui]\nx = 1\n').text).toBe('[features]\nhooks = true\nweb_search = true\n[tui]\nx = 1\n');
+    expect(enableCodexHooks('[features]\ncodex_hooks = true\n')).toEqual({ text: '[features]\ncodex_hooks = true\n', changed: false });
+  });
+
+  it('refuses what it cannot edit safely: not TOML, features as an inline table', () => {
+    expect(() => enableCodexHooks('this is = = not toml')).toThrow();
+    expect(() => enableCodexHooks('features = { hooks = false }\n')).toThrow('inline table');
   });
 });
