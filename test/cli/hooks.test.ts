@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { cliRepo, type CliRepo } from './harness.js';
 import { fire, hookLog, installedCommands, sh, type Json } from './hook-play.js';
 import { listing } from '../session/helpers.js';
+// Claude Code's payloads, typed by the hook input types of the real Agent SDK (a dev dependency).
+import type { PostToolUseHookInput, PreToolUseHookInput, StopHookInput, UserPromptSubmitHookInput } from '@anthropic-ai/claude-agent-sdk';
 
 // The agents' hooks, end to end: `turnback hooks install` writes into the agent's own
 // configuration; the test then plays the agent — it reads the commands install wrote, runs each
@@ -21,23 +23,23 @@ function claudeSession(repo: CliRepo, commands: Record<string, string>, sessionI
   let tools = 0;
   return {
     prompt(prompt: string) {
-      const r = fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt }, env);
+      const r = fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt } satisfies UserPromptSubmitHookInput, env);
       expect([r.code, r.stdout]).toEqual([0, '']);
     },
     /** Runs one tool: the before hook, `effect`, the after hook; returns its tool_use_id. */
     tool(name: string, input: Json, effect: () => void | Promise<void>): Promise<string> {
       const id = `toolu_${sessionId.slice(0, 4)}_${++tools}`;
       return (async () => {
-        const before = fire(repo, commands.PreToolUse, { ...common, hook_event_name: 'PreToolUse', tool_name: name, tool_input: input, tool_use_id: id }, env);
+        const before = fire(repo, commands.PreToolUse, { ...common, hook_event_name: 'PreToolUse', tool_name: name, tool_input: input, tool_use_id: id } satisfies PreToolUseHookInput, env);
         expect([before.code, before.stdout]).toEqual([0, '']);
         await effect();
-        const after = fire(repo, commands.PostToolUse, { ...common, hook_event_name: 'PostToolUse', tool_name: name, tool_input: input, tool_use_id: id, tool_response: { success: true } }, env);
+        const after = fire(repo, commands.PostToolUse, { ...common, hook_event_name: 'PostToolUse', tool_name: name, tool_input: input, tool_use_id: id, tool_response: { success: true } } satisfies PostToolUseHookInput, env);
         expect([after.code, after.stdout]).toEqual([0, '']);
         return id;
       })();
     },
     stop(): string {
-      const r = fire(repo, commands.Stop, { ...common, hook_event_name: 'Stop', stop_hook_active: false }, env);
+      const r = fire(repo, commands.Stop, { ...common, hook_event_name: 'Stop', stop_hook_active: false } satisfies StopHookInput, env);
       expect(r.code).toBe(0);
       return r.stdout;
     },
