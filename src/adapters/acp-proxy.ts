@@ -80,8 +80,14 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
   /** Client requests awaiting the agent's answer, and agent requests awaiting the client's. */
   const fromClient = new Map<string, Message>();
   const fromAgent = new Map<string, Message>();
-  /** Tool calls begun and not ended yet: their session and kind (the work queue keeps begin before end). */
-  const calls = new Map<string, { kind: unknown; sessionId: string }>();
+  /**
+   * Tool calls begun and not ended yet, by session and id (two sessions may use the same tool-call
+   * id): their session, id and kind (the work queue keeps begin before end).
+   */
+  const calls = new Map<string, { kind: unknown; sessionId: string; callId: string }>();
+  /** Tool calls whose end came before their start (an agent's messages out of order): never begun. */
+  const endedEarly = new Set<string>();
+  const callKey = (sessionId: string, callId: string): string => `${sessionId}\u0000${callId}`;
   let prompts = 0;
   /** Prompt requests in flight → the call that pictures their whole turn. */
   const promptCalls = new Map<string, { sessionId: string; callId: string }>();
@@ -152,8 +158,14 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
       const prompt = promptCalls.get(keyOf(message.id));
       if (prompt !== undefined) {
         promptCalls.delete(keyOf(message.id));
-        // The turn's end: attributed after the answer goes out (the calls inside it ended first).
+        // The turn's end: attributed after the answer goes out. A tool call of the session the
+        // agent never ended is over with its turn: ended first, so its picture is not left open.
         toClient(line);
+        for (const [key, call] of [...calls]) {
+          if (call.sessionId !== prompt.sessionId) continue;
+          calls.delete(key);
+          await later('call end (turn over)', () => checkpoint({ sessionId: call.sessionId, action: 'call_end', callId: call.callId, sideEffect: sideEffectOf(call.kind) }, notifyClient));
+        }
         await later('prompt end', () => checkpoint({ sessionId: prompt.sessionId, action: 'call_end', callId: prompt.callId }, notifyClient));
         return;
       }
@@ -170,15 +182,21 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
     if (message.method === 'session/update') {
       const sessionId = message.params?.sessionId;
       const update = message.params?.update as { sessionUpdate?: unknown; toolCallId?: unknown; status?: unknown; kind?: unknown } | undefined;
-      if (typeof sessionId === 'string' && typeof update?.toolCallId === 'string') {
+      if (typeof sessionId === 'string' && typeof update?.toolCallId === 'string' && (update.sessionUpdate === 'tool_call' || update.sessionUpdate === 'tool_call_update')) {
         const callId = update.toolCallId;
-        if (update.sessionUpdate === 'tool_call' && !calls.has(callId)) {
-          void later('call begin', () => checkpoint({ sessionId, action: 'call_begin', callId }, notifyClient));
-          calls.set(callId, { kind: update.kind, sessionId });
-        } else if (update.sessionUpdate === 'tool_call_update' && (update.status === 'completed' || update.status === 'failed')) {
-          const call = calls.get(callId);
-          calls.delete(callId);
+        const key = callKey(sessionId, callId);
+        const final = update.status === 'completed' || update.status === 'failed';
+        const call = calls.get(key);
+        if (final) {
+          calls.delete(key);
           if (call !== undefined) void later('call end', () => checkpoint({ sessionId, action: 'call_end', callId, sideEffect: sideEffectOf(update.kind ?? call.kind) }, notifyClient));
+          // Its end before its start (messages out of order): the late start begins nothing; the
+          // prompt's own picture holds what it did.
+          else endedEarly.add(key);
+        } else if (call === undefined && !endedEarly.has(key)) {
+          // Its start, or the first news of it (an update before the tool_call itself).
+          void later('call begin', () => checkpoint({ sessionId, action: 'call_begin', callId }, notifyClient));
+          calls.set(key, { kind: update.kind, sessionId, callId });
         }
       }
       return toClient(line);
@@ -225,7 +243,7 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
     agent.on('exit', (code, signal) => {
       void agentChain.then(async () => {
         // Calls and prompts the agent never ended are closed, so their pictures are not left open.
-        for (const [callId, call] of calls) await later('call end (agent gone)', () => checkpoint({ sessionId: call.sessionId, action: 'call_end', callId }, notifyClient));
+        for (const call of calls.values()) await later('call end (agent gone)', () => checkpoint({ sessionId: call.sessionId, action: 'call_end', callId: call.callId }, notifyClient));
         for (const prompt of promptCalls.values()) await later('prompt end (agent gone)', () => checkpoint({ sessionId: prompt.sessionId, action: 'call_end', callId: prompt.callId }, notifyClient));
         calls.clear();
         promptCalls.clear();

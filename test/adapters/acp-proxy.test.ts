@@ -5,7 +5,13 @@ import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { PROTOCOL_VERSION, client, ndJsonStream } from '@agentclientprotocol/sdk';
 import { describe, expect, it } from 'vitest';
-import { CLI, cliRepo } from '../cli/harness.js';
+import { CLI, cliRepo, type CliRepo } from '../cli/harness.js';
+import { defaultStoreDir, openStore } from '../../src/admin.js';
+
+/** The store folder the command uses for `repo` (the default: under its XDG data folder). */
+function storeOf(repo: CliRepo): string {
+  return defaultStoreDir(nodeFs.realpathSync(repo.proj), repo.env);
+}
 
 // `turnback acp -- AGENT`: the SDK's client drives a scripted SDK agent (a child process) through
 // the built command, both on real stdio.
@@ -105,6 +111,50 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('original a\n');
     expect(nodeFs.existsSync(path.join(repo.proj, 'made-1.txt'))).toBe(false);
+  });
+
+  it('keeps its calls straight when the agent does not: an end before its start, a call that never ends, one tool-call id in two sessions', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n', 'c.txt': 'c\n' });
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, ACP_AGENT_SCRIPT: 'odd' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    proxy.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    const sessions: string[] = [];
+    await editorClient().connectWith(streamOf(proxy), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+      for (let i = 0; i < 2; i++) sessions.push((await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] })).sessionId);
+      // Both sessions' turns at once: their tool calls of one id are open together.
+      await Promise.all(sessions.map((sessionId, i) => ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: `session ${i + 1}` }] })));
+      proxy.stdin?.end();
+    });
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+    const store = await openStore(storeOf(repo), { projectRoot: nodeFs.realpathSync(repo.proj) });
+    try {
+      const calls = [];
+      for (const meta of await store.list()) {
+        const manifest = await store.manifest(meta.id);
+        for (const call of manifest.calls) calls.push({ sessionId: meta.sessionId, call });
+      }
+      // The end before the start: the late start began nothing.
+      expect(calls.filter((c) => c.call.callId.startsWith('late-'))).toEqual([]);
+      // The call that never ended was ended with its turn, before the turn's own picture.
+      for (const sessionId of sessions) {
+        const forever = calls.find((c) => c.sessionId === sessionId && c.call.callId.startsWith('forever-'));
+        const turn = calls.find((c) => c.sessionId === forever?.sessionId && c.call.callId.startsWith('prompt-'));
+        expect(forever?.call.endedAt).toBeDefined();
+        expect((forever?.call.endedAt as string) <= (turn?.call.endedAt as string)).toBe(true);
+        // One tool-call id in two sessions: each session has its own call, begun and ended.
+        const shared = calls.filter((c) => c.call.callId === 'shared' && c.sessionId === sessionId);
+        expect(shared).toHaveLength(1);
+        expect(shared[0]?.call.endedAt).toBeDefined();
+      }
+    } finally {
+      await store.close();
+    }
+    expect(JSON.parse(repo.tb(['status', '--json']).stdout).interrupted).toEqual([]);
   });
 
   it("uses the project's [checkpoints] keys: a file its skip patterns leave out is not pictured, so a rollback leaves it", async () => {
