@@ -142,14 +142,15 @@ export function acpCheckpointSessions(options: AcpCheckpointOptions): AcpCheckpo
   const sessions = new Map<string, SessionCheckpoints>();
   const track = (sessionId: string, cwd: string): void => {
     if (sessions.has(sessionId)) return;
-    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map(), rolledBack: [], calls: new Map() });
+    // Named `acp:<session>` in the store, so `turnback list` groups the session's turns.
+    sessions.set(sessionId, { checkpoints: openCheckpoints(options.config, { projectRoot: cwd, sessionId: `acp:${sessionId}`, ...(options.env !== undefined ? { env: options.env } : {}) }), boundaries: new Map(), rolledBack: [], calls: new Map() });
   };
   const drop = async (sessionId: string): Promise<void> => {
     const session = sessions.get(sessionId);
     sessions.delete(sessionId);
     const checkpoints = await session?.checkpoints;
     if (checkpoints !== undefined && !isUnavailable(checkpoints)) {
-      await checkpoints.drop(sessionId).catch(() => undefined);
+      await checkpoints.drop(checkpoints.sessionId).catch(() => undefined);
       await checkpoints.close().catch(() => undefined);
     }
   };

@@ -1,4 +1,4 @@
-import { parseAgentSessionId, turnCallId, type AgentName } from '../hooks.js';
+import { AGENTS, turnCallId } from '../hooks.js';
 import type { CheckpointId, StoreView } from '../index.js';
 import type { Picture } from './pictures.js';
 
@@ -6,9 +6,21 @@ import type { Picture } from './pictures.js';
 // checkpoint labelled with the prompt), each tool call a call checkpoint after it, and the turn's
 // own whole-tree call (`turn:<boundary id>`) says what the whole turn changed.
 
+/** The session-id prefixes of agent sessions: the hook agents', and `acp` (the ACP proxy and helper). */
+const TURN_AGENTS: ReadonlySet<string> = new Set([...Object.keys(AGENTS), 'acp']);
+
+/** The agent and its own session id in an agent session's id (`claude:6f2a…`, `acp:sess-1`), or `undefined`. */
+export function agentOfSession(sessionId: string | undefined): { agent: string; session: string } | undefined {
+  const colon = sessionId?.indexOf(':') ?? -1;
+  if (sessionId === undefined || colon < 1) return undefined;
+  const agent = sessionId.slice(0, colon);
+  return TURN_AGENTS.has(agent) ? { agent, session: sessionId.slice(colon + 1) } : undefined;
+}
+
 /** One agent turn, as `list` shows it. */
 export interface AgentTurn {
-  agent: AgentName;
+  /** `claude`, `codex`, …, or `acp`. */
+  agent: string;
   /** The agent's own session id. */
   session: string;
   /** 1 for the session's first prompt. */
@@ -31,7 +43,7 @@ export interface AgentTurns {
 export async function agentTurns(store: StoreView, pictures: readonly Picture[]): Promise<AgentTurns> {
   const bySession = new Map<string, Picture[]>();
   for (const picture of pictures) {
-    if (parseAgentSessionId(picture.sessionId) === undefined) continue;
+    if (agentOfSession(picture.sessionId) === undefined) continue;
     const list = bySession.get(picture.sessionId as string) ?? [];
     list.push(picture);
     bySession.set(picture.sessionId as string, list);
@@ -39,7 +51,7 @@ export async function agentTurns(store: StoreView, pictures: readonly Picture[])
   const turns: AgentTurn[] = [];
   const byPicture = new Map<CheckpointId, AgentTurn>();
   for (const [sessionId, newestFirst] of bySession) {
-    const { agent, session } = parseAgentSessionId(sessionId) as { agent: AgentName; session: string };
+    const { agent, session } = agentOfSession(sessionId) as { agent: string; session: string };
     const oldestFirst = [...newestFirst].reverse();
     const boundaries = oldestFirst.filter((p) => p.kind === 'turn' && p.label !== undefined && p.label.length > 0);
     const ofBoundary = new Map<string, AgentTurn>();
@@ -75,6 +87,16 @@ export async function agentTurns(store: StoreView, pictures: readonly Picture[])
   return { turns, byPicture };
 }
 
+/**
+ * How many files the whole turn changed: its whole-turn picture's count (hook agents, once the
+ * turn ended), or the boundary's own (an ACP turn records its calls in its boundary); `undefined`
+ * while a hook agent's turn is still going.
+ */
+export function turnChanged(turn: AgentTurn): number | undefined {
+  if (turn.whole !== undefined) return turn.whole.entryCount;
+  return turn.boundary.entryCount > 0 || turn.agent === 'acp' ? turn.boundary.entryCount : undefined;
+}
+
 /** `claude 6f2a1b3c… · turn 3 "rename the parser"` */
 export function turnTitle(turn: AgentTurn, shown: (text: string) => string): string {
   const session = turn.session.length > 8 ? `${turn.session.slice(0, 8)}…` : turn.session;
@@ -98,7 +120,7 @@ export function turnsAsTargets(newestFirst: readonly Picture[], agents: AgentTur
     }
     if (seen.has(turn)) continue;
     seen.add(turn);
-    const changed = turn.whole?.entryCount ?? turn.calls.reduce((sum, call) => sum + call.entryCount, 0);
+    const changed = turnChanged(turn) ?? turn.calls.reduce((sum, call) => sum + call.entryCount, 0);
     targets.push({ ...turn.boundary, label: `${turn.agent} turn ${turn.turn}: ${turn.boundary.label ?? ''}`, entryCount: changed });
   }
   return targets;

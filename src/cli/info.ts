@@ -10,7 +10,7 @@ import { handleInterrupted, printInterrupted, runningText, type InterruptedRepor
 import { CliExit, type Io } from './io.js';
 import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
-import { agentTurns, turnTitle, type AgentTurn } from './agent-turns.js';
+import { agentTurns, turnChanged, turnTitle, type AgentTurn } from './agent-turns.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
@@ -87,7 +87,8 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
       io.out(await row(entry, ''));
       continue;
     }
-    const whole = entry.whole === undefined ? 'running now' : `${entry.whole.entryCount} ${entry.whole.entryCount === 1 ? 'file' : 'files'} changed`;
+    const changed = turnChanged(entry);
+    const whole = changed === undefined ? 'in progress' : `${changed} ${changed === 1 ? 'file' : 'files'} changed`;
     io.out(`${io.style.bold(turnTitle(entry, shownText))} · ${displayTime(entry.boundary.shownAt)}   ${whole}   ${io.style.dim(`(turnback undo ${shortId(entry.boundary.id)} undoes it)`)}`);
     // A tool call that changed nothing (the empty turn its before event opened) is noise here.
     for (const call of entry.calls) if (everything || call.entryCount > 0) io.out(await row(call, '  '));

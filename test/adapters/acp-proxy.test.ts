@@ -70,8 +70,9 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       expect(read('a.txt')).toBe('edited in turn 1\n');
       expect(read('b.txt')).toBe('written by the client in turn 1\n');
       // Every update the agent sent arrived, in order.
-      await untilUpdates(4);
-      expect(updates.map((u) => `${u.update.sessionUpdate} ${u.update.toolCallId}`)).toEqual(['tool_call edit-1', 'tool_call_update edit-1', 'tool_call fetch-1', 'tool_call_update fetch-1']);
+      await untilUpdates(6);
+      expect(updates.map((u) => `${u.update.sessionUpdate} ${u.update.toolCallId}`)).toEqual(['tool_call edit-1', 'tool_call_update edit-1', 'tool_call fetch-1', 'tool_call_update fetch-1', 'tool_call shell-1', 'tool_call_update shell-1']);
+      expect(read('shell.txt')).toBe('shell ran in turn 1\n');
 
       // The call's own changes come back with restore_tool_call; the turn's with rollback.
       const restored = (await ctx.request('_turnback/restore_tool_call', { sessionId, toolCallId: 'edit-1' })) as { restored: { path: string }[] };
@@ -82,15 +83,39 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       // The `fetch` tool call reached the network: a file restore cannot undo it, and says so.
       expect(rollback.receipt.irreversible).toEqual([expect.objectContaining({ callId: 'fetch-1', sideEffect: 'network' })]);
       expect(read('b.txt')).toBe('original b\n');
+      expect(nodeFs.existsSync(path.join(repo.proj, 'shell.txt'))).toBe(false);
       expect(await ctx.request('session/redo', { sessionId })).toMatchObject({ files: 'restored' });
       expect(read('b.txt')).toBe('written by the client in turn 1\n');
+      expect(read('shell.txt')).toBe('shell ran in turn 1\n');
+
+      // A second prompt: its shell command's own changes come back with restore_tool_call.
+      await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] });
+      expect(read('shell.txt')).toBe('shell ran in turn 1\nshell ran in turn 2\n');
+      const shell = (await ctx.request('_turnback/restore_tool_call', { sessionId, toolCallId: 'shell-2' })) as { restored: { path: string }[] };
+      expect(shell.restored.map((e) => e.path)).toEqual(['shell.txt']);
+      expect(read('shell.txt')).toBe('shell ran in turn 1\n');
+
+      // Every workspace_checkpoint action, through the proxy.
+      const checkpoint = (params: Record<string, unknown>) => ctx.request('session/workspace_checkpoint', { sessionId, ...params }) as Promise<Record<string, unknown>>;
+      expect(await checkpoint({ action: 'capture', boundaryId: 'by hand' })).toMatchObject({ available: true, boundaryId: 'by hand' });
+      expect(await checkpoint({ action: 'call_begin', callId: 'by-hand-1' })).toMatchObject({ available: true });
+      nodeFs.writeFileSync(path.join(repo.proj, 'a.txt'), 'changed by hand\n');
+      const ended = await checkpoint({ action: 'call_end', callId: 'by-hand-1', sideEffect: 'filesystem' });
+      expect((ended.changes as { path: string }[]).map((c) => c.path)).toEqual(['a.txt']);
+      const planned = await checkpoint({ action: 'plan', boundaryId: 'by hand' });
+      expect((planned.entries as { path: string }[]).map((e) => e.path)).toContain('a.txt');
+      expect(await checkpoint({ action: 'restore', boundaryId: 'by hand', paths: ['a.txt'] })).toMatchObject({ boundaryId: 'by hand' });
+      expect(read('a.txt')).toBe('edited in turn 2\n');
+      // The proxy's turns are pictures like any other, until the session drops them.
+      const listed = JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: { label?: string }[] };
+      expect(listed.checkpoints.some((c) => c.label === 'edit the files (#1)')).toBe(true);
+      expect(await checkpoint({ action: 'drop' })).toEqual({ available: true, dropped: true });
     });
     proxy.stdin.end();
     expect(await exited).toBe(0);
     expect(stderr).toBe('');
-    // The proxy's turn is a picture like any other.
-    const listed = JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: { label?: string }[] };
-    expect(listed.checkpoints.some((c) => c.label === 'edit the files (#1)')).toBe(true);
+    const after = JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: { label?: string }[] };
+    expect(after.checkpoints.some((c) => c.label === 'edit the files (#1)')).toBe(false);
   });
 
   it('an agent that dies mid-turn: the proxy ends the open calls, exits with its code, and the turn is undoable', async () => {
@@ -142,12 +167,12 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       expect(calls.filter((c) => c.call.callId.startsWith('late-'))).toEqual([]);
       // The call that never ended was ended with its turn, before the turn's own picture.
       for (const sessionId of sessions) {
-        const forever = calls.find((c) => c.sessionId === sessionId && c.call.callId.startsWith('forever-'));
+        const forever = calls.find((c) => c.sessionId === `acp:${sessionId}` && c.call.callId.startsWith('forever-'));
         const turn = calls.find((c) => c.sessionId === forever?.sessionId && c.call.callId.startsWith('prompt-'));
         expect(forever?.call.endedAt).toBeDefined();
         expect((forever?.call.endedAt as string) <= (turn?.call.endedAt as string)).toBe(true);
         // One tool-call id in two sessions: each session has its own call, begun and ended.
-        const shared = calls.filter((c) => c.call.callId === 'shared' && c.sessionId === sessionId);
+        const shared = calls.filter((c) => c.call.callId === 'shared' && c.sessionId === `acp:${sessionId}`);
         expect(shared).toHaveLength(1);
         expect(shared[0]?.call.endedAt).toBeDefined();
       }
@@ -155,6 +180,10 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       await store.close();
     }
     expect(JSON.parse(repo.tb(['status', '--json']).stdout).interrupted).toEqual([]);
+    // Listed like any other agent's turns, grouped by ACP session.
+    const list = repo.tb(['list']).stdout;
+    expect(list).toMatch(/acp agent-se… · turn 1 "session 1 \(#\d\)" · .*files? changed/);
+    expect(list).toMatch(/acp agent-se… · turn 1 "session 2 \(#\d\)" · .*files? changed/);
   });
 
   it("uses the project's [checkpoints] keys: a file its skip patterns leave out is not pictured, so a rollback leaves it", async () => {
