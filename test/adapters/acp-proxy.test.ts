@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { PROTOCOL_VERSION, client, ndJsonStream } from '@agentclientprotocol/sdk';
 import { describe, expect, it } from 'vitest';
 import { CLI, cliRepo, type CliRepo } from '../cli/harness.js';
+import { listing } from '../session/helpers.js';
 import { defaultStoreDir, openStore } from '../../src/admin.js';
 
 /** The store folder the command uses for `repo` (the default: under its XDG data folder). */
@@ -66,6 +67,7 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       expect(init.agentCapabilities.sessionCapabilities).toMatchObject({ rollback: {}, redo: {}, restoreToolCall: {} });
       const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
       expect(sessionId).toBe('agent-session-1');
+      const start = await listing(repo.proj);
       expect(await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit the files\nplease' }] })).toEqual({ stopReason: 'end_turn' });
       expect(read('a.txt')).toBe('edited in turn 1\n');
       expect(read('b.txt')).toBe('written by the client in turn 1\n');
@@ -84,7 +86,11 @@ describe('turnback acp -- AGENT (the proxy)', () => {
       expect(rollback.receipt.irreversible).toEqual([expect.objectContaining({ callId: 'fetch-1', sideEffect: 'network' })]);
       expect(read('b.txt')).toBe('original b\n');
       expect(nodeFs.existsSync(path.join(repo.proj, 'shell.txt'))).toBe(false);
+      // The whole tree is as it was before the prompt, byte for byte.
+      expect(await listing(repo.proj)).toEqual(start);
+      const afterTurn = { ...start, 'a.txt': expect.any(String), 'b.txt': expect.any(String), 'shell.txt': expect.any(String) };
       expect(await ctx.request('session/redo', { sessionId })).toMatchObject({ files: 'restored' });
+      expect(await listing(repo.proj)).toEqual(afterTurn);
       expect(read('b.txt')).toBe('written by the client in turn 1\n');
       expect(read('shell.txt')).toBe('shell ran in turn 1\n');
 
