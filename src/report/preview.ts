@@ -137,7 +137,7 @@ function doneVerb(entry: PlanEntry): string {
  */
 export function renderReceipt(
   label: string,
-  report: Pick<RestoreReport, 'restored' | 'refused' | 'skipped' | 'failed' | 'preRestoreId' | 'cleanupPending'> & { removedFolders?: readonly string[] },
+  report: Pick<RestoreReport, 'restored' | 'refused' | 'skipped' | 'failed' | 'preRestoreId' | 'cleanupPending'> & { removedFolders?: readonly string[]; irreversible?: RestoreReport['irreversible'] },
   style: LineStyle = plainStyle,
   options: { maxFileMib?: number; undoCommand?: string; maxRows?: number } = {},
 ): string[] {
@@ -169,6 +169,8 @@ export function renderReceipt(
   for (const failure of report.failed) lines.push(row('failed', failure.path, style.warn(shownText(failure.error))));
   for (const folder of report.removedFolders ?? []) lines.push(row('removed', `${folder}/`, style.dim('an emptied folder made since the picture')));
   for (const leftover of report.cleanupPending) lines.push(row('leftover', leftover, style.warn('a temporary file; inspect and remove it by hand')));
+  // What a file restore cannot take back: calls that reached the network or another machine.
+  for (const call of report.irreversible ?? []) lines.push(row('not undone', `call ${call.callId}`, style.warn(call.sideEffect === 'network' ? 'it reached the network: a file restore cannot take that back' : `its ${call.sideEffect} effect is not a file`)));
   if (report.preRestoreId !== undefined) lines.push(style.dim(`  saved first: ${options.undoCommand ?? 'turnback undo'} can undo this`));
   return lines;
 }

@@ -78,6 +78,17 @@ describe('turnback hooks: Claude Code', () => {
     expect(repo.tb(['hooks', 'uninstall', 'claude']).stdout).toContain('no turnback hooks');
   });
 
+  it('--user installs into your own settings (every project), status says so, and uninstall --user takes it out', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const userFile = path.join(repo.home, '.claude', 'settings.json');
+    expect(repo.tb(['hooks', 'install', 'claude', '--user']).code).toBe(0);
+    expect(Object.keys(await installedCommands(userFile))).toContain('PreToolUse');
+    expect(fs.existsSync(path.join(repo.proj, '.claude'))).toBe(false);
+    expect(repo.tb(['hooks', 'status']).stdout).toContain('Claude Code: user: installed');
+    expect(repo.tb(['hooks', 'uninstall', 'claude', '--user']).code).toBe(0);
+    expect(fs.existsSync(userFile)).toBe(false);
+  });
+
   it('a file install made is removed by uninstall, folder and all; a file turnback cannot read is never rewritten', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
@@ -120,6 +131,7 @@ describe('turnback hooks: Claude Code', () => {
     claude.prompt('one more thing');
     await claude.tool('MultiEdit', { file_path: path.join(repo.proj, 'a.txt'), edits: [{ old_string: 'ALPHA', new_string: 'omega' }] }, () => writeFile(path.join(repo.proj, 'a.txt'), 'omega\n'));
     await claude.tool('Read', { file_path: path.join(repo.proj, 'b.txt') }, () => undefined);
+    const fetched = await claude.tool('WebFetch', { url: 'https://example.com/docs', prompt: 'read it' }, () => undefined);
     claude.stop();
     const end = await listing(repo.proj);
 
@@ -142,6 +154,8 @@ describe('turnback hooks: Claude Code', () => {
     const undoTurn = repo.tb(['undo', '--yes', '--delete-created']);
     expect(undoTurn.code).toBe(0);
     expect(undoTurn.stdout).toContain('claude turn 3: one more thing');
+    // The web call reached the network: the receipt says a file restore cannot take it back.
+    expect(undoTurn.stdout).toContain(`not undone  call ${fetched}`);
     expect(await listing(repo.proj)).toEqual(turn3);
 
     // And everything, to before the first prompt.

@@ -13,6 +13,8 @@ describe('reading hook payloads', () => {
     expect(parseHookEvent(claude, 'PreToolUse', JSON.stringify({ session_id: 's', tool_name: 'Bash', tool_input: { command: 'make' } }), '/x')).toMatchObject({ toolClass: 'shell', command: 'make' });
     expect(parseHookEvent(claude, 'PreToolUse', JSON.stringify({ session_id: 's', tool_name: 'Read', tool_input: { file_path: '/p/a' } }), '/x').toolClass).toBe('read-only');
     expect(parseHookEvent(claude, 'PostToolUse', JSON.stringify({ session_id: 's', tool_name: 'mcp__fs__write', tool_input: {} }), '/x').toolClass).toBe('network');
+    // A web tool reaches the network too: its call is listed as irreversible.
+    expect(parseHookEvent(claude, 'PreToolUse', JSON.stringify({ session_id: 's', tool_name: 'WebFetch', tool_input: { url: 'https://example.com' } }), '/x').toolClass).toBe('network');
     expect(parseHookEvent(claude, 'NotebookEdit' in claude.events ? 'x' : 'PreToolUse', JSON.stringify({ session_id: 's', tool_name: 'NotebookEdit', tool_input: { notebook_path: '/p/n.ipynb' } }), '/x').paths).toEqual(['/p/n.ipynb']);
     expect(parseHookEvent(claude, 'UserPromptSubmit', JSON.stringify({ session_id: 's', prompt: 'hi' }), '/x')).toMatchObject({ kind: 'prompt', prompt: 'hi' });
   });
