@@ -112,7 +112,9 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
     if (method !== undefined && message.id !== undefined) {
       const answer = sessions.methods.get(method);
       if (answer !== undefined) {
-        // turnback's own method: answered here, never forwarded.
+        // turnback's own method: answered here, never forwarded — once the checkpoint work queued
+        // before it is done, so a call whose end the agent already reported is ended when asked about.
+        await work;
         try {
           toClient(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: await answer(message.params, notifyClient) }));
         } catch (error) {
