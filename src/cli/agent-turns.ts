@@ -1,21 +1,10 @@
-import { AGENTS, turnCallId } from '../hooks.js';
+import { parseAgentSessionId, turnCallId } from '../hooks.js';
 import type { CheckpointId, StoreView } from '../index.js';
 import type { Picture } from './pictures.js';
 
 // The pictures an agent's hooks took (src/hooks/), as turns: each prompt is a boundary (a turn
 // checkpoint labelled with the prompt), each tool call a call checkpoint after it, and the turn's
 // own whole-tree call (`turn:<boundary id>`) says what the whole turn changed.
-
-/** The session-id prefixes of agent sessions: the hook agents', and `acp` (the ACP proxy and helper). */
-const TURN_AGENTS: ReadonlySet<string> = new Set([...Object.keys(AGENTS), 'acp']);
-
-/** The agent and its own session id in an agent session's id (`claude:6f2a…`, `acp:sess-1`), or `undefined`. */
-export function agentOfSession(sessionId: string | undefined): { agent: string; session: string } | undefined {
-  const colon = sessionId?.indexOf(':') ?? -1;
-  if (sessionId === undefined || colon < 1) return undefined;
-  const agent = sessionId.slice(0, colon);
-  return TURN_AGENTS.has(agent) ? { agent, session: sessionId.slice(colon + 1) } : undefined;
-}
 
 /** One agent turn, as `list` shows it. */
 export interface AgentTurn {
@@ -43,7 +32,7 @@ export interface AgentTurns {
 export async function agentTurns(store: StoreView, pictures: readonly Picture[]): Promise<AgentTurns> {
   const bySession = new Map<string, Picture[]>();
   for (const picture of pictures) {
-    if (agentOfSession(picture.sessionId) === undefined) continue;
+    if (parseAgentSessionId(picture.sessionId) === undefined) continue;
     const list = bySession.get(picture.sessionId as string) ?? [];
     list.push(picture);
     bySession.set(picture.sessionId as string, list);
@@ -51,7 +40,7 @@ export async function agentTurns(store: StoreView, pictures: readonly Picture[])
   const turns: AgentTurn[] = [];
   const byPicture = new Map<CheckpointId, AgentTurn>();
   for (const [sessionId, newestFirst] of bySession) {
-    const { agent, session } = agentOfSession(sessionId) as { agent: string; session: string };
+    const { agent, session } = parseAgentSessionId(sessionId) as { agent: string; session: string };
     const oldestFirst = [...newestFirst].reverse();
     const boundaries = oldestFirst.filter((p) => p.kind === 'turn' && p.label !== undefined && p.label.length > 0);
     const ofBoundary = new Map<string, AgentTurn>();

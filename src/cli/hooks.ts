@@ -329,8 +329,9 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     const payload = await payloadOf(io);
     const event = parseHookEvent(spec, eventName, payload, io.invocation.cwd);
     session = event.session;
-    // The agent's folder, not wherever the hook process happened to start.
-    context = await loadContext(event.cwd !== undefined && options.project === undefined ? { ...options, project: event.cwd } : options, io.invocation);
+    // The project of the agent's folder (its git toplevel, as a command started there finds),
+    // not of wherever the hook process happened to start.
+    context = await loadContext(options, event.cwd !== undefined ? { ...io.invocation, cwd: event.cwd } : io.invocation);
     // Checkpoints off: nothing at all is touched, not even the log.
     if (context.refusal !== undefined || !context.config.enabled) return EXIT.ok;
     const store = await openStore(context);

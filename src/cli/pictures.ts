@@ -1,5 +1,5 @@
 import { discardedCheckpoints, goneMessage, isPidAlive } from '../admin.js';
-import { agentOfSession } from './agent-turns.js';
+import { parseAgentSessionId } from '../hooks.js';
 import { shownText } from '../report/escape.js';
 import { processesOfRun } from './command-process.js';
 import { EXIT } from './exit-codes.js';
@@ -77,7 +77,7 @@ function cliPid(sessionId: string | undefined): number | undefined {
 
 function stateOf(meta: CheckpointMeta): PictureState {
   // An agent hook's call is ended by the agent's next event, by design in another process.
-  if (meta.kind === 'call') return agentOfSession(meta.sessionId) !== undefined ? (meta.complete ? 'complete' : 'partial') : 'interrupted';
+  if (meta.kind === 'call') return parseAgentSessionId(meta.sessionId) !== undefined ? (meta.complete ? 'complete' : 'partial') : 'interrupted';
   if (meta.complete) return 'complete';
   const pid = cliPid(meta.sessionId);
   if (pid === undefined) return 'open';

@@ -180,11 +180,16 @@ export function agentSessionId(agent: AgentName, sessionId: string): string {
   return `${agent}:${sessionId}`;
 }
 
-/** The agent and its own session id inside a session id {@link agentSessionId} made, or `undefined`. */
-export function parseAgentSessionId(sessionId: string | undefined): { agent: AgentName; session: string } | undefined {
-  if (sessionId === undefined) return undefined;
-  const colon = sessionId.indexOf(':');
-  if (colon < 1) return undefined;
+/** The session-id prefixes of agent sessions: the hook agents', and `acp` (the ACP proxy and helper). */
+const SESSION_AGENTS: ReadonlySet<string> = new Set([...Object.keys(AGENTS), 'acp']);
+
+/**
+ * The agent and its own session id inside an agent session's id — one {@link agentSessionId}
+ * made (`claude:6f2a…`), or an ACP session's (`acp:sess-1`) — or `undefined`.
+ */
+export function parseAgentSessionId(sessionId: string | undefined): { agent: string; session: string } | undefined {
+  const colon = sessionId?.indexOf(':') ?? -1;
+  if (sessionId === undefined || colon < 1) return undefined;
   const agent = sessionId.slice(0, colon);
-  return isAgentName(agent) ? { agent, session: sessionId.slice(colon + 1) } : undefined;
+  return SESSION_AGENTS.has(agent) ? { agent, session: sessionId.slice(colon + 1) } : undefined;
 }

@@ -187,6 +187,21 @@ describe('turnback hooks: Claude Code', () => {
     expect(await readFile(path.join(repo.proj, 'x.txt'), 'utf8')).toBe('x\n');
   });
 
+  it("an agent working in a subfolder pictures the whole project: the payload's folder finds its git toplevel", async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    const common = { session_id: 'sub-session', transcript_path: '', cwd: path.join(repo.proj, 'sub') };
+    const bash = { ...common, tool_name: 'Bash', tool_input: { command: 'echo A > ../a.txt' }, tool_use_id: 'toolu_sub' };
+    expect(fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt: 'from a subfolder' }).code).toBe(0);
+    expect(fire(repo, commands.PreToolUse, { ...bash, hook_event_name: 'PreToolUse' }).code).toBe(0);
+    sh(repo, 'echo A > a.txt');
+    expect(fire(repo, commands.PostToolUse, { ...bash, hook_event_name: 'PostToolUse', tool_response: {} }).code).toBe(0);
+    const said = fire(repo, commands.Stop, { ...common, hook_event_name: 'Stop', stop_hook_active: false });
+    expect(JSON.parse(said.stdout)).toEqual({ systemMessage: expect.stringMatching(/^turnback: 1 changed · /) });
+    expect(repo.tb(['list']).stdout).toMatch(/claude sub-sess… · turn 1 "from a subfolder"/);
+  });
+
   it('never blocks the agent: a malformed payload and a broken store exit 0, print nothing, and are logged', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
