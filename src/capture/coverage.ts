@@ -266,6 +266,15 @@ export class IgnoreStack {
   }
 
   /**
+   * Carries the stack over to `coverage`, the very rules it was used with in a new object (the
+   * next command of a server process): unlike {@link IgnoreStack.useCoverage}, the decisions
+   * taken so far still hold.
+   */
+  carryOver(coverage: unknown): void {
+    if (this.#coverage !== undefined) this.#coverage = coverage;
+  }
+
+  /**
    * Empties the per-path result caches of every parsed rule set. The `ignore` package remembers
    * each path it has tested (memory growing with the tree, about 170 bytes per file); a scan
    * never tests a path twice, so it calls this as it goes. Uses the package's own cache reset

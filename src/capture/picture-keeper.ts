@@ -9,6 +9,7 @@ import { ScanMemo } from './scan.js';
 import { restoreScanIndex, scanIndexOf } from './scan-index.js';
 import { hiddenTrackedAnswer, seedHiddenTracked, type HiddenTrackedAnswer } from './tracked-files.js';
 import { pictureStoreOf, type ObjectSink } from './stable-read.js';
+import { keepPictures, keptPicturesKey, takeKeptPictures } from './kept-pictures.js';
 
 /** What a {@link PictureKeeper} needs from the store. `CheckpointStore` satisfies it. */
 export interface PictureKeeperStore extends StateDocuments, ObjectSink {
@@ -76,12 +77,18 @@ export class PictureKeeper {
   #saving: Promise<void> = Promise.resolve();
   /** The last delta computed, reused while the picture map and the base are the same objects. */
   #lastDelta: { records: ReadonlyMap<string, PictureRecord>; base: PictureBase | undefined; delta: PersistedRecords } | undefined;
-  readonly #ignores = new IgnoreStack();
-  readonly #memo = new ScanMemo();
+  // Replaced only by what a closed keeper of the same project left (see kept-pictures.ts).
+  #ignores = new IgnoreStack();
+  #memo = new ScanMemo();
   /** The process's helper thread of big repeat pictures, shared by every keeper (see {@link sharedParallelLstat}). */
   readonly #parallel = sharedParallelLstat();
   /** The memo revision the persisted scan index describes, and when it was saved. */
   #scanIndexSaved: { revision: number; at: number; tracked: string | undefined } = { revision: 0, at: 0, tracked: undefined };
+  /**
+   * The identity of the stat cache document this keeper last read or wrote (`undefined`: there was
+   * none; `null`: not known), so close can tell whether the document still is this keeper's.
+   */
+  #cacheIdentity: string | undefined | null = null;
 
   constructor(options: PictureKeeperOptions) {
     this.#options = options;
@@ -99,7 +106,9 @@ export class PictureKeeper {
    */
   async take(options: Pick<TakePictureOptions, 'signal' | 'onProgress'>, cache?: PictureCache): Promise<Picture> {
     await loadHasher();
-    if (this.#cache === undefined) {
+    if (this.#cache === undefined && !(await this.#adoptKept())) {
+      // Taken before the read: a document replaced in between makes close find a different one.
+      this.#cacheIdentity = await this.#identity(STAT_CACHE);
       const loaded = await loadPictureCache(this.#options.store, STAT_CACHE);
       this.#cache = this.cacheOf(loaded.records, await this.#restoreScanIndex(loaded.records));
       this.#base = loaded.base;
@@ -161,10 +170,73 @@ export class PictureKeeper {
     return this.#saving;
   }
 
-  /** Saves what is unsaved (the scan index too). The shared helper thread stays: it holds no process open. */
+  /**
+   * Saves what is unsaved (the scan index too), and leaves the pictures to the next keeper of the
+   * project in this process. The shared helper thread stays: it holds no process open.
+   */
   async close(): Promise<void> {
     await this.saveNow();
     await this.#saveScanIndex(true);
+    await this.#leaveKept();
+  }
+
+  /** The identity of state document `name` now; `null` when the store cannot tell. */
+  async #identity(name: string): Promise<string | undefined | null> {
+    const { store } = this.#options;
+    if (store.stateIdentity === undefined) return null;
+    try {
+      return await store.stateIdentity(name);
+    } catch {
+      return null;
+    }
+  }
+
+  #keptKey(): string {
+    const { store, projectRoot, coverage } = this.#options;
+    return keptPicturesKey(store.root, projectRoot, coverage);
+  }
+
+  /**
+   * Leaves this keeper's last picture, memo and ignore stack for the next keeper of the project,
+   * when the stat cache on disk is the one this keeper read or wrote last and holds that picture.
+   */
+  async #leaveKept(): Promise<void> {
+    const cache = this.#cache;
+    if (cache === undefined || this.#unsaved !== undefined || this.#cacheIdentity === null) return;
+    const identities = [await this.#identity(STAT_CACHE), await this.#identity(SCAN_INDEX)] as const;
+    if (identities[0] === null || identities[1] === null || identities[0] !== this.#cacheIdentity) return;
+    keepPictures(this.#keptKey(), {
+      identities: [identities[0], identities[1]],
+      records: cache.records,
+      ignoreEpoch: cache.ignoreEpoch,
+      base: this.#base,
+      lastDelta: this.#lastDelta,
+      memo: this.#memo,
+      ignores: this.#ignores,
+      scanIndexSaved: this.#scanIndexSaved,
+    });
+  }
+
+  /**
+   * Starts from what a closed keeper of the project left, when neither document changed since
+   * (no other process pictured the project in between); false when there is nothing to adopt.
+   */
+  async #adoptKept(): Promise<boolean> {
+    const kept = takeKeptPictures(this.#keptKey());
+    if (kept === undefined) return false;
+    const cacheIdentity = await this.#identity(STAT_CACHE);
+    if (cacheIdentity !== kept.identities[0] || (await this.#identity(SCAN_INDEX)) !== kept.identities[1]) return false;
+    this.#memo = kept.memo;
+    this.#ignores = kept.ignores;
+    // The same rules (the key says so) in a new object: the ignore decisions taken still hold.
+    this.#ignores.carryOver(this.#options.coverage);
+    this.#cache = this.cacheOf(kept.records, kept.ignoreEpoch);
+    this.#base = kept.base;
+    this.#savedRecords = kept.records;
+    this.#lastDelta = kept.lastDelta;
+    this.#scanIndexSaved = kept.scanIndexSaved;
+    this.#cacheIdentity = cacheIdentity;
+    return true;
   }
 
   /**
@@ -242,12 +314,16 @@ export class PictureKeeper {
     }
     const { store } = this.#options;
     const delta = this.deltaOf(picture.records);
+    // Unknown while the write is under way: a failed one leaves a document this keeper cannot vouch for.
+    this.#cacheIdentity = null;
     if (this.#baseRewriteDue(delta)) {
       this.#base = await writePictureBase(store, picture.records);
       await savePictureCache(store, STAT_CACHE, picture, this.#base, this.deltaOf(picture.records));
+      this.#cacheIdentity = await this.#identity(STAT_CACHE);
       await this.#pruneBases();
     } else {
       await savePictureCache(store, STAT_CACHE, picture, this.#base, delta);
+      this.#cacheIdentity = await this.#identity(STAT_CACHE);
     }
     this.#savedRecords = picture.records;
   }

@@ -14,7 +14,8 @@ export function gitObjectKey(id: string): string {
 
 /** The blob id inside a git object key, or `undefined` for any other key. */
 export function gitBlobIdOf(key: unknown): string | undefined {
-  if (typeof key !== 'string') return undefined;
+  // Asked of every record of every picture: most keys are the store's own, told apart by their first letters.
+  if (typeof key !== 'string' || !key.startsWith('git:')) return undefined;
   return GIT_KEY.exec(key)?.[1];
 }
 
