@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { GitRepo } from './git.js';
@@ -23,7 +24,22 @@ export interface GitStateReading {
   hashBytes: number;
 }
 
-async function readText(file: string): Promise<string | undefined> {
+/** The files a reading consulted, each with its identity just before it was read (`-` when absent). */
+type Sources = Map<string, string>;
+
+/** A file's identity: git replaces HEAD, refs and the index by rename, so a rewrite changes it. */
+function identityOf(file: string): string {
+  try {
+    const stats = statSync(file);
+    return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+  } catch {
+    return '-';
+  }
+}
+
+/** Reads `file`, noting its identity first: a file changed in between then reads as changed later. */
+async function readText(file: string, sources: Sources): Promise<string | undefined> {
+  sources.set(file, identityOf(file));
   try {
     return await readFile(file, 'utf8');
   } catch {
@@ -32,44 +48,59 @@ async function readText(file: string): Promise<string | undefined> {
 }
 
 /** The commit a ref names: its loose file, else its line in packed-refs (a worktree's refs live in the common folder). */
-async function resolveRef(gitDir: string, ref: string): Promise<string | undefined> {
-  const common = (await readText(path.join(gitDir, 'commondir')))?.trim();
+async function resolveRef(gitDir: string, ref: string, sources: Sources): Promise<string | undefined> {
+  const common = (await readText(path.join(gitDir, 'commondir'), sources))?.trim();
   const dirs = common === undefined || common.length === 0 ? [gitDir] : [gitDir, path.resolve(gitDir, common)];
   for (const dir of dirs) {
-    const loose = (await readText(path.join(dir, ...ref.split('/'))))?.trim();
+    const loose = (await readText(path.join(dir, ...ref.split('/')), sources))?.trim();
     if (loose !== undefined && /^[0-9a-f]{40,64}$/.test(loose)) return loose;
   }
   for (const dir of dirs) {
-    const packed = await readText(path.join(dir, 'packed-refs'));
+    const packed = await readText(path.join(dir, 'packed-refs'), sources);
     const line = packed?.split('\n').find((l) => l.endsWith(` ${ref}`));
     if (line !== undefined) return line.slice(0, line.indexOf(' '));
   }
   return undefined;
 }
 
-/** HEAD and the index of `repo`, or `undefined` without a repository (or an unreadable HEAD). */
-export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> | undefined): Promise<GitStateReading | undefined> {
+/**
+ * HEAD and the index of `repo`, or `undefined` without a repository (or an unreadable HEAD). Given
+ * the `previous` reading, answers with it when none of the files it consulted changed since (a
+ * `stat` each, instead of reading the index again: the common case after a command).
+ */
+export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> | undefined, previous?: GitStateReading): Promise<GitStateReading | undefined> {
   if (repo === undefined) return undefined;
-  const head = (await readText(path.join(repo.gitDir, 'HEAD')))?.trim();
+  const consulted = previous === undefined ? undefined : readingSources.get(previous);
+  if (consulted !== undefined && previous?.hashBytes === repo.hashBytes && [...consulted].every(([file, identity]) => identityOf(file) === identity)) return previous;
+  const sources: Sources = new Map();
+  const head = (await readText(path.join(repo.gitDir, 'HEAD'), sources))?.trim();
   if (head === undefined) return undefined;
   let branch: string | undefined;
   let commit: string | undefined;
   if (head.startsWith('ref: ')) {
     const ref = head.slice('ref: '.length);
     branch = ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : undefined;
-    commit = await resolveRef(repo.gitDir, ref);
+    commit = await resolveRef(repo.gitDir, ref, sources);
   } else if (/^[0-9a-f]{40,64}$/.test(head)) {
     commit = head;
   }
   let indexBytes: Buffer | undefined;
   const indexFile = path.join(repo.gitDir, 'index');
+  const indexIdentity = identityOf(indexFile);
   try {
     indexBytes = (await stat(indexFile)).size > INDEX_MAX_BYTES ? undefined : await readFile(indexFile);
   } catch (error) {
     indexBytes = (error as NodeJS.ErrnoException).code === 'ENOENT' ? Buffer.alloc(0) : undefined;
   }
-  return { branch, commit, indexBytes, hashBytes: repo.hashBytes };
+  // An index too big to compare is never taken as unchanged by identity either.
+  if (indexBytes !== undefined) sources.set(indexFile, indexIdentity);
+  const reading: GitStateReading = { branch, commit, indexBytes, hashBytes: repo.hashBytes };
+  if (indexBytes !== undefined) readingSources.set(reading, sources);
+  return reading;
 }
+
+/** What each reading consulted, for {@link readGitState}'s re-check. */
+const readingSources = new WeakMap<GitStateReading, Sources>();
 
 /** The index entries of a reading, or `undefined` when unreadable; an absent index is empty. */
 function entriesOf(reading: GitStateReading): Map<string, string> | undefined {

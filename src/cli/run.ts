@@ -128,7 +128,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     const progress = new Progress(invocation.stderr, `turnback: taking a picture after ${commandLine}…`);
     try {
       // What the command did to git's own state, which a file restore does not undo: said now, and kept with the call for undo's preview.
-      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(await gitRepoFor(context)));
+      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(await gitRepoFor(context), headBefore));
       notes.push(...gitNotes);
       const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code, ...(gitNotes.length > 0 ? { notes: gitNotes } : {}) });
       progress.done();

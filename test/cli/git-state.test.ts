@@ -73,6 +73,32 @@ describe('readGitState reads HEAD from the files git keeps', () => {
     execFileSync('git', ['init', '-q', '-b', 'trunk'], { cwd: empty });
     expect(await readGitState(await gitRepoOf(empty))).toMatchObject({ branch: 'trunk', commit: undefined, indexBytes: Buffer.alloc(0) });
   });
+
+  it('read again after a command: the same reading while git changed nothing, a new one after anything git does', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const gitRepo = await gitRepoOf(repo.proj);
+    const commit = (): void => void repo.git('-c', 'user.email=t@example.com', '-c', 'user.name=t', 'commit', '-qm', 'next');
+    let reading = await readGitState(gitRepo);
+    expect(await readGitState(gitRepo, reading)).toBe(reading);
+    // Each step changes one thing git keeps: the index, the loose ref, HEAD, the packed refs.
+    const steps: [string, () => void][] = [
+      ['stage a file', () => void (execFileSync('sh', ['-c', 'echo more >> a.txt'], { cwd: repo.proj }), repo.git('add', 'a.txt'))],
+      ['commit', commit],
+      ['switch branch', () => void repo.git('checkout', '-q', '-b', 'side')],
+      ['detach', () => void repo.git('checkout', '-q', '--detach')],
+      ['back on a branch', () => void repo.git('checkout', '-q', 'side')],
+      ['pack the refs, then move the packed one', () => void (repo.git('pack-refs', '--all'), repo.git('update-ref', `refs/heads/side`, repo.git('rev-parse', 'HEAD~1').trim()))],
+    ];
+    for (const [step, act] of steps) {
+      act();
+      const again = await readGitState(gitRepo, reading);
+      const fresh = await readGitState(gitRepo);
+      expect(again, step).not.toBe(reading);
+      expect({ branch: again?.branch, commit: again?.commit, index: again?.indexBytes?.toString('base64') }, step).toEqual({ branch: fresh?.branch, commit: fresh?.commit, index: fresh?.indexBytes?.toString('base64') });
+      expect(await readGitState(gitRepo, again), `${step}, then nothing`).toBe(again);
+      reading = again;
+    }
+  });
 });
 
 describe('parseIndex reads what git ls-files -s lists, in index versions 2, 3 and 4', () => {
