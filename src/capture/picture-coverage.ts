@@ -10,20 +10,36 @@ import { cleanTrackedBlob } from './tracked-files.js';
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
 
 /**
- * When the copy budget cannot take every file, the files git does not hold go first: they have
- * no other copy. A clean tracked file past the budget then rests on git's blob (see `reserve`)
- * until a later picture copies it in. Stable, and in place; nothing moves when all fit.
+ * When the copy budget cannot take every file: a clean tracked file the store has never pictured
+ * is taken out of `toCopy` and returned with its blob id — it rests on git's objects, and the
+ * picture costs a stat sweep and an index read, not a copy of the tree (later pictures copy such
+ * files in, within their budgets); and of the rest, the files git does not hold go first (they
+ * have no other copy), then the clean tracked files pictured before, resting on git until copied.
+ * Stable, in place; nothing moves and nothing is returned when every file fits.
  */
-export function untrackedFirst(toCopy: StatRecord[], root: string, coverage: ResolvedCoverage): void {
+export function orderForBudget(
+  toCopy: StatRecord[],
+  root: string,
+  coverage: ResolvedCoverage,
+  previous: ReadonlyMap<string, PictureRecord> | undefined,
+): { stat: StatRecord; blob: string }[] {
   let bytes = 0;
   for (const stat of toCopy) bytes += stat.size;
-  if (toCopy.length <= coverage.maxPictureFiles && bytes <= coverage.maxPictureBytes) return;
+  if (toCopy.length <= coverage.maxPictureFiles && bytes <= coverage.maxPictureBytes) return [];
   const others: StatRecord[] = [];
   const tracked: StatRecord[] = [];
-  for (const stat of toCopy) (cleanTrackedBlob(root, stat) !== undefined ? tracked : others).push(stat);
+  const restOnGit: { stat: StatRecord; blob: string }[] = [];
+  for (const stat of toCopy) {
+    const blob = cleanTrackedBlob(root, stat);
+    if (blob === undefined) others.push(stat);
+    else if (previous?.get(stat.path) === undefined) restOnGit.push({ stat, blob });
+    else tracked.push(stat);
+  }
   let at = 0;
   for (const stat of others) toCopy[at++] = stat;
   for (const stat of tracked) toCopy[at++] = stat;
+  toCopy.length = at;
+  return restOnGit;
 }
 
 /** The picture's coverage by kind: one pass over its records. */

@@ -9,7 +9,7 @@ import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type Unchec
 import { withThousands } from '../core/numbers.js';
 import { gitBlobIdOf, gitObjectKey } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
-import { stillTheSameBlob, untrackedFirst } from './picture-coverage.js';
+import { orderForBudget, stillTheSameBlob } from './picture-coverage.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -188,7 +188,12 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     }
     toCopy.push(stat);
   }
-  untrackedFirst(toCopy, root, coverage);
+  // Past the budget, clean tracked files seen for the first time rest on git at once.
+  const restOnGit = orderForBudget(toCopy, root, coverage, cached);
+  for (const { stat, blob } of restOnGit) {
+    const key = gitObjectKey(blob);
+    records.set(stat.path, withState(stat, { type: 'file', object: key, hash: key, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino }));
+  }
   const walked = scan.walked;
   // The scan's list is no longer needed; free it before the copies allocate.
   scan.list = [];
@@ -200,8 +205,8 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   let reservedBytes = 0;
   const budgetStops = new Set<BudgetStop>();
   const budgetSkipped: string[] = [];
-  /** Files past the budget recorded by their git blob id instead of a copy. */
-  let onGit = 0;
+  /** Files recorded by their git blob id instead of a copy. */
+  let onGit = restOnGit.length;
   const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
 
   type StoredRef = { object: string; hash: string; size: number; mode: number };
