@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { fmtMs, fmtRatio, median } from './lib.mjs';
+import { collect, fmtMs, fmtRatio, median } from './lib.mjs';
 import { mulberry32 } from './tree.mjs';
 
 const FILES = 400;
@@ -26,6 +26,7 @@ function writeFiles(root, seed) {
 
 function timedCp(from, to) {
   fs.rmSync(to, { recursive: true, force: true });
+  collect();
   const start = performance.now();
   const result = spawnSync('cp', ['-a', from, to]);
   const ms = performance.now() - start;
@@ -50,6 +51,8 @@ export async function benchSavepoint({ temp, row, notes, quick, dist, openObserv
     const tool = createSavepointTool({ observer, limits: { maxFiles: 2000, maxFileBytes: 2 * 1024 * 1024 } });
     const copy = temp.path(`savepoint-copy-${round}`);
     const save = async () => {
+      // The bench's own garbage (the files it just generated) is not the save's to collect.
+      collect();
       const start = performance.now();
       const report = await tool.execute({ action: 'save' });
       const ms = performance.now() - start;
@@ -68,6 +71,7 @@ export async function benchSavepoint({ temp, row, notes, quick, dist, openObserv
     // Every file changed, so a restore writes all 400 back.
     writeFiles(project, 900 + round);
     const restore = async () => {
+      collect();
       const start = performance.now();
       const report = await tool.execute({ action: 'restore', id: saved.id, confirm: true });
       const ms = performance.now() - start;
