@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts', admin: 'src/admin.ts', savepoint: 'src/savepoint.ts', 'ai-sdk': 'src/ai-sdk.ts', mcp: 'src/mcp.ts', 'openai-agents': 'src/openai-agents.ts', langchain: 'src/langchain.ts', acp: 'src/acp.ts', hooks: 'src/hooks.ts', 'claude-agent-sdk': 'src/claude-agent-sdk.ts' },
+    entry: { index: 'src/index.ts', admin: 'src/admin.ts', savepoint: 'src/savepoint.ts', 'ai-sdk': 'src/ai-sdk.ts', mcp: 'src/mcp.ts', 'openai-agents': 'src/openai-agents.ts', langchain: 'src/langchain.ts', acp: 'src/acp.ts', hooks: 'src/hooks.ts', 'claude-agent-sdk': 'src/claude-agent-sdk.ts', remote: 'src/remote.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     clean: true,

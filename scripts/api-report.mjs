@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const ENTRIES = { turnback: 'dist/index.d.ts', 'turnback/admin': 'dist/admin.d.ts', 'turnback/savepoint': 'dist/savepoint.d.ts', 'turnback/ai-sdk': 'dist/ai-sdk.d.ts', 'turnback/mcp': 'dist/mcp.d.ts', 'turnback/openai-agents': 'dist/openai-agents.d.ts', 'turnback/langchain': 'dist/langchain.d.ts', 'turnback/acp': 'dist/acp.d.ts', 'turnback/hooks': 'dist/hooks.d.ts', 'turnback/claude-agent-sdk': 'dist/claude-agent-sdk.d.ts' };
+const ENTRIES = { turnback: 'dist/index.d.ts', 'turnback/admin': 'dist/admin.d.ts', 'turnback/savepoint': 'dist/savepoint.d.ts', 'turnback/ai-sdk': 'dist/ai-sdk.d.ts', 'turnback/mcp': 'dist/mcp.d.ts', 'turnback/openai-agents': 'dist/openai-agents.d.ts', 'turnback/langchain': 'dist/langchain.d.ts', 'turnback/acp': 'dist/acp.d.ts', 'turnback/hooks': 'dist/hooks.d.ts', 'turnback/claude-agent-sdk': 'dist/claude-agent-sdk.d.ts', 'turnback/remote': 'dist/remote.d.ts' };
 
 function kindOf(symbol, checker) {
   const target = symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;

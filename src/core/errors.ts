@@ -18,6 +18,12 @@
  * - `CLOSED`: a method of an observer after its `close()`.
  * - `INTERNAL`: a state the code believed impossible (a bug in turnback, never the caller's input).
  * - `IO`: an unexpected operating-system failure; `cause` carries the original.
+ * - `REMOTE_UNAVAILABLE`: a remote store could not be reached or answered with a passing failure
+ *   (unreachable endpoint, lost network, throttled, a server error): try again later. `found`
+ *   says which: `unreachable`, `throttled`, `server-error`, `timeout`.
+ * - `REMOTE_REFUSED`: a remote store will not do this as configured, and trying again will not
+ *   help: `found` says why: `denied` (credentials), `no-bucket`, `no-conditional-writes`,
+ *   `bad-request`.
  */
 export type CheckpointErrorCode =
   | 'INVALID_PATH'
@@ -36,7 +42,9 @@ export type CheckpointErrorCode =
   | 'UNKNOWN_CALL'
   | 'CLOSED'
   | 'INTERNAL'
-  | 'IO';
+  | 'IO'
+  | 'REMOTE_UNAVAILABLE'
+  | 'REMOTE_REFUSED';
 
 /** Evidence attached to a {@link CheckpointError}. All fields are optional. */
 export interface CheckpointErrorDetails {

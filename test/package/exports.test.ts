@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 // The built package, loaded by its own name through the exports map, as a user's code would.
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const ENTRIES = ['turnback', 'turnback/admin', 'turnback/savepoint', 'turnback/ai-sdk', 'turnback/mcp', 'turnback/openai-agents', 'turnback/langchain', 'turnback/acp', 'turnback/hooks', 'turnback/claude-agent-sdk'] as const;
+const ENTRIES = ['turnback', 'turnback/admin', 'turnback/savepoint', 'turnback/ai-sdk', 'turnback/mcp', 'turnback/openai-agents', 'turnback/langchain', 'turnback/acp', 'turnback/hooks', 'turnback/claude-agent-sdk', 'turnback/remote'] as const;
 
 function run(args: string[]): string {
   return execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8' }).trim();
@@ -29,9 +29,9 @@ describe('the package', () => {
     // Nothing runs at install: no compiler needed, nothing for pnpm to skip.
     expect(Object.keys(pkg.scripts as Record<string, string>).filter((name) => /install/.test(name))).toEqual([]);
     const exports = pkg.exports as Record<string, { import: Record<string, string>; require: Record<string, string> } | string>;
-    expect(Object.keys(exports).sort()).toEqual(['.', './acp', './admin', './ai-sdk', './claude-agent-sdk', './hooks', './langchain', './mcp', './openai-agents', './package.json', './savepoint']);
+    expect(Object.keys(exports).sort()).toEqual(['.', './acp', './admin', './ai-sdk', './claude-agent-sdk', './hooks', './langchain', './mcp', './openai-agents', './package.json', './remote', './savepoint']);
     expect(exports['./package.json']).toBe('./package.json');
-    for (const key of ['.', './admin', './savepoint', './ai-sdk', './mcp', './openai-agents', './langchain', './acp', './hooks', './claude-agent-sdk']) {
+    for (const key of ['.', './admin', './savepoint', './ai-sdk', './mcp', './openai-agents', './langchain', './acp', './hooks', './claude-agent-sdk', './remote']) {
       const entry = exports[key] as { import: Record<string, string>; require: Record<string, string> };
       for (const file of [entry.import.types, entry.import.default, entry.require.types, entry.require.default]) expect(existsSync(path.join(root, file as string))).toBe(true);
     }

@@ -1,0 +1,11 @@
+/**
+ * turnback/remote — the store's backends (issue #16): the one narrow interface a backend
+ * implements ({@link StoreBackend}: bytes under keys, created once or replaced whole, listed by
+ * prefix, deleted), the local folder backend and the S3 backend (S3 and every server that speaks
+ * its API). The main `turnback` entry never imports this one, nor the AWS SDK it loads.
+ *
+ * @packageDocumentation
+ */
+export { checkKey, checkPrefix, MAX_KEY_LENGTH, type BackendCallOptions, type BackendCapabilities, type BackendEntry, type BackendKey, type StoreBackend } from './remote/backend.js';
+export { DirectoryBackend, type DirectoryBackendOptions } from './remote/directory-backend.js';
+export { MULTIPART_THRESHOLD, parseS3Location, remoteError, S3Backend, type S3BackendOptions, type S3Location } from './remote/s3-backend.js';

@@ -1,0 +1,136 @@
+import { randomBytes } from 'node:crypto';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isCheckpointError, type CheckpointError } from '../../src/core/errors.js';
+import { parseS3Location, S3Backend } from '../../src/remote/s3-backend.js';
+import { backendConformance } from './conformance.js';
+import { s3TestServer, type S3TestServer } from './s3-server.js';
+
+// The S3 backend against a real S3 API server (Ceph's RADOS Gateway, started by .ci/run or by
+// s3-server.ts), and its typed errors against servers that fail the ways real ones do.
+
+let server: S3TestServer;
+const BUCKET = 'turnback-test';
+const opened: S3Backend[] = [];
+
+beforeAll(async () => {
+  server = s3TestServer();
+  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  } catch (error) {
+    if ((error as { name?: string }).name !== 'BucketAlreadyOwnedByYou' && (error as { name?: string }).name !== 'BucketAlreadyExists') throw error;
+  } finally {
+    client.destroy();
+  }
+}, 180_000);
+afterAll(() => {
+  for (const backend of opened.splice(0)) backend.close();
+  server?.stop();
+});
+
+async function openOn(location: string, extra: Partial<Parameters<typeof S3Backend.open>[0]> = {}): Promise<S3Backend> {
+  const backend = await S3Backend.open({ location, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials, ...extra });
+  opened.push(backend);
+  return backend;
+}
+
+backendConformance('the S3 backend on RADOS Gateway', () => openOn(`s3://${BUCKET}/conformance-${randomBytes(6).toString('hex')}`), { slow: true });
+
+async function failure(promise: Promise<unknown>): Promise<CheckpointError> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  if (!isCheckpointError(error)) throw new Error(`expected a CheckpointError, got ${String(error)}`);
+  return error;
+}
+
+/** A server that answers like S3 but does what a broken or busy one does. */
+async function fakeServer(answer: (request: http.IncomingMessage, body: Buffer, response: http.ServerResponse) => void): Promise<{ endpoint: string; close(): Promise<void> }> {
+  const fake = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => answer(request, Buffer.concat(chunks), response));
+  });
+  await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
+  const { port } = fake.address() as AddressInfo;
+  return { endpoint: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => fake.close(() => resolve())) };
+}
+
+describe('the S3 backend', () => {
+  it('names the bucket and prefix it works in, and keeps apart what two prefixes hold', async () => {
+    const a = await openOn(`s3://${BUCKET}/apart-a-${randomBytes(4).toString('hex')}`);
+    const b = await openOn(`s3://${BUCKET}/apart-b-${randomBytes(4).toString('hex')}/`);
+    expect(a.location).toMatch(/^s3:\/\/turnback-test\/apart-a-[0-9a-f]+\/$/);
+    await a.create('objects/x', Buffer.from('in a'));
+    expect(await b.get('objects/x')).toBeUndefined();
+    expect(await b.create('objects/x', Buffer.from('in b'))).toBe('created');
+    expect((await a.get('objects/x'))?.toString()).toBe('in a');
+  });
+
+  it('bad locations are INVALID_CONFIG', () => {
+    for (const bad of ['', 'file:///tmp/x', 's3://', 's3://UPPER', 's3://ab', 's3://bucket..x', 's3://bucket/a//b', 's3://bucket/../x', 7]) {
+      let error: unknown;
+      try {
+        parseS3Location(bad);
+      } catch (e) {
+        error = e;
+      }
+      expect(isCheckpointError(error, 'INVALID_CONFIG'), String(bad)).toBe(true);
+    }
+    expect(parseS3Location('s3://my.bucket-1/deep/prefix')).toEqual({ bucket: 'my.bucket-1', prefix: 'deep/prefix/' });
+  });
+
+  it('an unreachable endpoint, wrong credentials and a bucket that does not exist are typed errors', async () => {
+    const unreachable = await failure(S3Backend.open({ location: `s3://${BUCKET}`, endpoint: 'http://127.0.0.1:1', forcePathStyle: true, credentials: server.credentials, connectTimeoutMs: 1000 }));
+    expect([unreachable.code, unreachable.found]).toEqual(['REMOTE_UNAVAILABLE', 'unreachable']);
+    const denied = await failure(openOn(`s3://${BUCKET}`, { credentials: { accessKeyId: 'nobody', secretAccessKey: 'wrong-secret' } }));
+    expect([denied.code, denied.found]).toEqual(['REMOTE_REFUSED', 'denied']);
+    const missing = await failure(openOn('s3://no-such-bucket-turnback'));
+    expect([missing.code, missing.found]).toEqual(['REMOTE_REFUSED', 'no-bucket']);
+  });
+
+  it('refuses a server that does not enforce conditional writes', async () => {
+    // Stores whatever it is sent, If-None-Match or not: two machines' creates would both land.
+    const objects = new Map<string, Buffer>();
+    const fake = await fakeServer((request, body, response) => {
+      const key = (request.url ?? '').split('?')[0] ?? '';
+      if (request.method === 'PUT') {
+        objects.set(key, body);
+        response.writeHead(200, { ETag: '"e"' }).end();
+      } else if (request.method === 'GET' && objects.has(key)) {
+        response.writeHead(200, { 'Content-Length': String(objects.get(key)?.length) }).end(objects.get(key));
+      } else if (request.method === 'DELETE') {
+        objects.delete(key);
+        response.writeHead(204).end();
+      } else if (request.method === 'HEAD') {
+        response.writeHead(200).end();
+      } else {
+        response.writeHead(404, { 'Content-Type': 'application/xml' }).end('<Error><Code>NoSuchKey</Code></Error>');
+      }
+    });
+    try {
+      const error = await failure(S3Backend.open({ location: 's3://lenient', endpoint: fake.endpoint, forcePathStyle: true, credentials: server.credentials }));
+      expect([error.code, error.found]).toEqual(['REMOTE_REFUSED', 'no-conditional-writes']);
+      // The probe cleans up after itself.
+      expect([...objects.keys()]).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a throttled request is REMOTE_UNAVAILABLE after the SDK retried it', async () => {
+    let requests = 0;
+    const fake = await fakeServer((_request, _body, response) => {
+      requests++;
+      response.writeHead(503, { 'Content-Type': 'application/xml' }).end('<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
+    });
+    try {
+      const error = await failure(S3Backend.open({ location: 's3://busy', endpoint: fake.endpoint, forcePathStyle: true, credentials: server.credentials }));
+      expect([error.code, error.found]).toEqual(['REMOTE_UNAVAILABLE', 'throttled']);
+      expect(requests).toBeGreaterThan(1);
+    } finally {
+      await fake.close();
+    }
+  });
+});
