@@ -9,7 +9,7 @@ import { JournalWriter, readJournal, type JournalContents, type JournalHeader, t
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
-import { isCheckpointKind, metaOf, readManifest } from './manifests.js';
+import { isCheckpointKind, manifestObjects, metaOf, parseManifest, readManifest, writeManifest } from './manifests.js';
 import { deepFreeze, manifestCache } from './manifest-cache.js';
 import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
@@ -139,6 +139,12 @@ export class CheckpointStore {
       }
     }
     return metas;
+  }
+
+  /** The ids of the sealed checkpoints (open ones, still a journal, are left out), oldest first. */
+  async sealedIds(): Promise<CheckpointId[]> {
+    const catalog = await scanCatalog(this.fs, this.layout);
+    return catalog.entries.filter((entry) => entry.sealed).map((entry) => entry.id as CheckpointId).sort();
   }
 
   /**
@@ -390,6 +396,34 @@ export class CheckpointStore {
       return total;
     };
     return walk(this.root);
+  }
+
+  /**
+   * Adds a sealed manifest brought from elsewhere (a remote store's copy of this project's
+   * checkpoint): it must name this project as its workspace and pass the manifest schema, and
+   * every object it names must be here already. An id this store holds (sealed or open) is left
+   * as it is. Written as a seal is (durable), under the lock.
+   * @returns `false` when the id was here already.
+   * @throws CheckpointError `FOREIGN_WORKSPACE`, `CORRUPT_MANIFEST`, `INTEGRITY` (an object missing), `STORE_BUSY`.
+   */
+  async importManifest(manifest: CheckpointManifest): Promise<boolean> {
+    // Through the very parser a read uses: what is imported is exactly what a later read accepts.
+    const checked = parseManifest(JSON.stringify(manifest), { workspace: this.projectRoot });
+    return this.lock.withLock(async () => {
+      for (const file of [this.layout.manifestPath(checked.id), this.layout.journalPath(checked.id)]) {
+        try {
+          await this.fs.stat(file);
+          return false;
+        } catch (error) {
+          if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot look for checkpoint', file);
+        }
+      }
+      for (const object of manifestObjects(checked)) {
+        if (!(await this.hasObject(object))) throw new CheckpointError('INTEGRITY', `checkpoint ${checked.id} names object ${object}, which is not in the store`, { expected: object });
+      }
+      await writeManifest(this.layout, checked);
+      return true;
+    });
   }
 
   /**

@@ -1,0 +1,253 @@
+import { CheckpointError, isCheckpointError } from '../core/errors.js';
+import { isCheckpointId, type CheckpointId } from '../core/id.js';
+import type { CheckpointManifest, PathState } from '../core/model.js';
+import { gitBlobIdOf, isGitBlob } from '../core/git-blob.js';
+import { manifestObjects } from '../store/manifests.js';
+import type { CheckpointStore } from '../store/store.js';
+import type { StoreBackend } from './backend.js';
+import { decodeBundle, encodeBundle, type BundledObject } from './bundle.js';
+import type { WorkspaceIdentity } from './workspace-identity.js';
+
+// Local first, remote behind (issue #16): checkpoints are taken in the local store as always, and
+// pushed to a remote backend after — sealed ones only, oldest first. What a push sends, in order:
+// the objects its manifests name that the remote lacks, in bundles (bundle.ts), each created
+// once under its SHA-256 name; then, only once every bundle has landed, each manifest, created
+// once under its id, with the map of which bundle holds each of its objects. As git pushes
+// objects before the refs that name them, a remote manifest is visible only when everything it
+// names is there: a push killed at any point, or cut off by the network, leaves bundles nothing
+// names yet (the next push names them or sends its own), never a manifest naming what is missing.
+//
+// A pull on another machine — a clone of the project at any path — finds the manifests of its
+// workspace (workspace-identity.ts), fetches the bundles they name, checks each bundle against
+// its name and each object against its key as the local store takes it, and only then adds the
+// manifest to the local store, for this project's root. From there `list`, `diff` and `undo` see
+// the checkpoint as any other, and restore it through the same guarded engine.
+//
+// Remote layout, under the backend's prefix: `v1/<workspace>/bundles/<sha256>.tbb` and
+// `v1/<workspace>/manifests/<checkpoint id>.json`.
+
+/** The most bytes one bundle holds before a push starts another. */
+const BUNDLE_BYTES = 32 * 1024 * 1024;
+/** Bundles (and manifests) sent at once. */
+const IN_FLIGHT = 4;
+const FORMAT = 'turnback-remote-manifest';
+
+/** A manifest as the remote keeps it. */
+interface RemoteManifest {
+  format: typeof FORMAT;
+  version: 1;
+  workspace: { firstCommit: string; relativeRoot: string };
+  manifest: CheckpointManifest;
+  /** For every object the manifest names: the bundle holding it. */
+  objects: Record<string, string>;
+}
+
+/** What a push did. */
+export interface PushReport {
+  /** Checkpoints now on the remote that were not before, oldest first. */
+  pushed: CheckpointId[];
+  /** Sealed checkpoints the remote had already. */
+  alreadyThere: number;
+  /** Objects and bytes sent (in bundles). */
+  objects: number;
+  bytes: number;
+  bundles: number;
+}
+
+/** What a pull did. */
+export interface PullReport {
+  /** Checkpoints added to the local store, oldest first. */
+  pulled: CheckpointId[];
+  /** Remote checkpoints this store had already. */
+  alreadyHere: number;
+  /** Objects taken into the local store. */
+  objects: number;
+}
+
+/** Options of a push or a pull. */
+export interface SyncOptions {
+  signal?: AbortSignal;
+  /** Pull only this agent session's checkpoints (the `sessionId` they were taken with). */
+  sessionId?: string;
+}
+
+function keysOf(workspace: WorkspaceIdentity): { manifests: string; bundle(name: string): string; manifest(id: string): string } {
+  const base = `v1/${workspace.id}`;
+  return {
+    manifests: `${base}/manifests/`,
+    bundle: (name) => `${base}/bundles/${name}.tbb`,
+    manifest: (id) => `${base}/manifests/${id}.json`,
+  };
+}
+
+/** The checkpoint ids the remote holds for `workspace`. */
+export async function remoteCheckpointIds(backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<CheckpointId[]> {
+  const keys = keysOf(workspace);
+  const ids: CheckpointId[] = [];
+  for await (const entry of backend.list(keys.manifests, options.signal !== undefined ? { signal: options.signal } : {})) {
+    const name = entry.key.slice(keys.manifests.length);
+    const id = name.endsWith('.json') ? name.slice(0, -'.json'.length) : '';
+    if (isCheckpointId(id)) ids.push(id);
+  }
+  return ids.sort();
+}
+
+async function readRemoteManifest(backend: StoreBackend, workspace: WorkspaceIdentity, id: CheckpointId, options: SyncOptions): Promise<RemoteManifest> {
+  const bytes = await backend.get(keysOf(workspace).manifest(id), options.signal !== undefined ? { signal: options.signal } : {});
+  if (bytes === undefined) throw new CheckpointError('UNKNOWN_CHECKPOINT', `the remote has no checkpoint ${id}`, { found: id });
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} does not parse`, { found: id, cause: error });
+  }
+  const remote = value as Partial<RemoteManifest> | null;
+  if (remote?.format !== FORMAT || remote.version !== 1 || typeof remote.manifest !== 'object' || remote.manifest === null || typeof remote.objects !== 'object' || remote.objects === null) {
+    throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} is not a turnback remote manifest`, { found: id });
+  }
+  if (remote.manifest.id !== id) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} names another id`, { found: String(remote.manifest.id) });
+  if (remote.workspace?.firstCommit !== workspace.firstCommit || remote.workspace.relativeRoot !== workspace.relativeRoot) {
+    throw new CheckpointError('FOREIGN_WORKSPACE', `the remote copy of checkpoint ${id} belongs to another workspace`, { found: id });
+  }
+  return remote as RemoteManifest;
+}
+
+/**
+ * Pushes every sealed checkpoint of `store` that the remote lacks (see the module comment for
+ * the order that keeps the remote whole). Reading the remote's own listing decides what it has,
+ * so a push after a crash, a lost network or another machine's push sends exactly the rest.
+ * @throws CheckpointError `REMOTE_UNAVAILABLE`, `REMOTE_REFUSED`; the local store is never changed.
+ */
+export async function pushCheckpoints(store: CheckpointStore, backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<PushReport> {
+  const call = options.signal !== undefined ? { signal: options.signal } : {};
+  const keys = keysOf(workspace);
+  const remoteIds = new Set(await remoteCheckpointIds(backend, workspace, options));
+  const local = await store.sealedIds();
+  const toPush = local.filter((id) => !remoteIds.has(id));
+  const report: PushReport = { pushed: [], alreadyThere: local.length - toPush.length, objects: 0, bytes: 0, bundles: 0 };
+  if (toPush.length === 0) return report;
+  const manifests = await Promise.all(toPush.map((id) => store.manifest(id)));
+
+  // Which bundle holds each object the remote has: read from the remote manifests that share
+  // objects with these (an object already there is named, not sent again).
+  const wanted = new Set(manifests.flatMap((m) => manifestObjects(m)));
+  const held = new Map<string, string>();
+  for (const id of [...remoteIds].sort().reverse()) {
+    if ([...wanted].every((key) => held.has(key))) break;
+    const remote = await readRemoteManifest(backend, workspace, id, options).catch(() => undefined);
+    for (const [key, bundle] of Object.entries(remote?.objects ?? {})) if (wanted.has(key) && !held.has(key)) held.set(key, bundle);
+  }
+  // A bundle named by a manifest the remote holds is there: manifests are written after their bundles.
+  const missing = [...wanted].filter((key) => !held.has(key)).sort();
+
+  // The bundles, each complete before any manifest naming it is written.
+  let batch: BundledObject[] = [];
+  let batchBytes = 0;
+  const sends: Promise<void>[] = [];
+  const send = async (objects: BundledObject[]): Promise<void> => {
+    const bundle = encodeBundle(objects);
+    await backend.create(keys.bundle(bundle.name), bundle.bytes, call);
+    for (const object of objects) held.set(object.key, bundle.name);
+    report.objects += objects.length;
+    report.bytes += bundle.bytes.length;
+    report.bundles += 1;
+  };
+  for (const key of missing) {
+    options.signal?.throwIfAborted();
+    // Bytes resting on git's objects are sent too: the remote must not depend on this clone's git.
+    const bytes = await store.readObject(key);
+    batch.push({ key, bytes });
+    batchBytes += bytes.length;
+    if (batchBytes >= BUNDLE_BYTES) {
+      sends.push(send(batch));
+      batch = [];
+      batchBytes = 0;
+      if (sends.length >= IN_FLIGHT) await Promise.all(sends.splice(0));
+    }
+  }
+  if (batch.length > 0) sends.push(send(batch));
+  await Promise.all(sends);
+
+  // Then the manifests, oldest first, in small waves.
+  for (let i = 0; i < manifests.length; i += IN_FLIGHT) {
+    await Promise.all(
+      manifests.slice(i, i + IN_FLIGHT).map(async (manifest) => {
+        const objects: Record<string, string> = {};
+        for (const key of manifestObjects(manifest)) objects[key] = held.get(key) as string;
+        const remote: RemoteManifest = { format: FORMAT, version: 1, workspace: { firstCommit: workspace.firstCommit, relativeRoot: workspace.relativeRoot }, manifest, objects };
+        await backend.create(keys.manifest(manifest.id), Buffer.from(JSON.stringify(remote)), call);
+      }),
+    );
+    report.pushed.push(...manifests.slice(i, i + IN_FLIGHT).map((m) => m.id));
+  }
+  return report;
+}
+
+/**
+ * Pulls the remote's checkpoints of `workspace` that `store` lacks (only `sessionId`'s, when
+ * given) into `store`, for its project root; objects are checked against their keys as they
+ * land, and a manifest is added only once all its objects are here.
+ * @throws CheckpointError `REMOTE_UNAVAILABLE`, `REMOTE_REFUSED`, `INTEGRITY` (a damaged bundle:
+ *   nothing of that checkpoint is added), `CORRUPT_MANIFEST`.
+ */
+export async function pullCheckpoints(store: CheckpointStore, backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<PullReport> {
+  const call = options.signal !== undefined ? { signal: options.signal } : {};
+  const keys = keysOf(workspace);
+  const report: PullReport = { pulled: [], alreadyHere: 0, objects: 0 };
+  const bundles = new Map<string, Map<string, Buffer>>();
+  for (const id of await remoteCheckpointIds(backend, workspace, options)) {
+    options.signal?.throwIfAborted();
+    if (await hasCheckpoint(store, id)) {
+      report.alreadyHere += 1;
+      continue;
+    }
+    const remote = await readRemoteManifest(backend, workspace, id, options);
+    if (options.sessionId !== undefined && remote.manifest.sessionId !== options.sessionId) continue;
+    // Objects resting on the pushing clone's git come back as this store's own objects.
+    const renamed = new Map<string, { object: string; hash: string }>();
+    for (const key of manifestObjects(remote.manifest)) {
+      const isGitKey = gitBlobIdOf(key) !== undefined;
+      if (!isGitKey && (await store.hasObject(key))) continue;
+      if (renamed.has(key)) continue;
+      const bundleName = remote.objects[key];
+      if (typeof bundleName !== 'string' || !/^[0-9a-f]{64}$/.test(bundleName)) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} does not say where object ${key} is`, { found: key });
+      let bundle = bundles.get(bundleName);
+      if (bundle === undefined) {
+        const bytes = await backend.get(keys.bundle(bundleName), call);
+        if (bytes === undefined) throw new CheckpointError('INTEGRITY', `the remote has lost bundle ${bundleName}, which checkpoint ${id} names`, { expected: bundleName });
+        bundle = decodeBundle(bundleName, bytes);
+        bundles.set(bundleName, bundle);
+      }
+      const bytes = bundle.get(key);
+      if (bytes === undefined) throw new CheckpointError('INTEGRITY', `bundle ${bundleName} does not hold object ${key} of checkpoint ${id}`, { expected: key });
+      const ref = await store.putBytes(bytes);
+      if (isGitKey) {
+        if (!isGitBlob(bytes, gitBlobIdOf(key) as string)) throw new CheckpointError('INTEGRITY', `object ${key} of checkpoint ${id} is not that git blob`, { expected: key });
+        renamed.set(key, { object: ref.object, hash: ref.hash });
+      } else if (ref.object !== key) {
+        throw new CheckpointError('INTEGRITY', `object ${key} of checkpoint ${id} came back as ${ref.object}`, { expected: key, found: ref.object });
+      }
+      report.objects += 1;
+    }
+    const manifest: CheckpointManifest = { ...remote.manifest, workspace: store.projectRoot, entries: remote.manifest.entries.map((entry) => ({ ...entry, before: renamedState(entry.before, renamed) })) };
+    if (await store.importManifest(manifest)) report.pulled.push(id);
+    else report.alreadyHere += 1;
+  }
+  return report;
+}
+
+function renamedState(state: PathState, renamed: ReadonlyMap<string, { object: string; hash: string }>): PathState {
+  if (state.type !== 'file') return state;
+  const to = renamed.get(state.object);
+  return to === undefined ? state : { ...state, object: to.object, hash: to.hash };
+}
+
+async function hasCheckpoint(store: CheckpointStore, id: CheckpointId): Promise<boolean> {
+  try {
+    await store.manifest(id);
+    return true;
+  } catch (error) {
+    if (isCheckpointError(error, 'UNKNOWN_CHECKPOINT')) return false;
+    throw error;
+  }
+}
