@@ -33,7 +33,10 @@ export default defineConfig([
     dts: false,
     sourcemap: true,
     target: 'node20',
-    noExternal: [/./],
+    noExternal: [/^(?!@aws-sdk\/)/],
+    // The AWS SDK stays a package of its own, required only when push or pull runs (it is
+    // larger than the whole command): every other command's start never loads it.
+    external: [/^@aws-sdk\//],
     // import.meta.url (where the stat helper thread's program is) in CommonJS.
     shims: true,
     banner: { js: '#!/usr/bin/env node' },

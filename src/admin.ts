@@ -17,6 +17,7 @@ export {
   projectKey,
   resolveCheckpointConfig,
   type CheckpointConfig,
+  type RemoteStoreConfig,
   type ResolvedCheckpointConfig,
 } from './session/config.js';
 export {
@@ -28,4 +29,5 @@ export {
 } from './session/interrupted.js';
 export { discardedCheckpoints, type DiscardedOptions } from './session/discards.js';
 export type { StoreView } from './store/view.js';
+export { unpushedCheckpoints, type UnpushedReport } from './remote/sync.js';
 export { goneMessage, type Removal, type RemovalReason } from './store/removals.js';

@@ -8,4 +8,7 @@
  */
 export { checkKey, checkPrefix, MAX_KEY_LENGTH, type BackendCallOptions, type BackendCapabilities, type BackendEntry, type BackendKey, type StoreBackend } from './remote/backend.js';
 export { DirectoryBackend, type DirectoryBackendOptions } from './remote/directory-backend.js';
-export { MULTIPART_THRESHOLD, parseS3Location, remoteError, S3Backend, type S3BackendOptions, type S3Location } from './remote/s3-backend.js';
+export { MULTIPART_THRESHOLD, remoteError, S3Backend, type S3BackendOptions } from './remote/s3-backend.js';
+export { parseS3Location, type S3Location } from './remote/s3-location.js';
+export { pullCheckpoints, pushCheckpoints, remoteCheckpointIds, type PullReport, type PushReport, type SyncOptions } from './remote/sync.js';
+export { workspaceIdentity, workspaceIdentityOf, type WorkspaceIdentity } from './remote/workspace-identity.js';

@@ -77,7 +77,8 @@ async function readSource(file: string): Promise<ConfigSource> {
     throw new CheckpointError('INVALID_CONFIG', `cannot read ${file}: ${(error as Error).message}`, { path: file, cause: error });
   }
   const table = checkpointsTable(text, file);
-  if (table.dir !== undefined) table.dir = expandDir(table.dir, path.dirname(file));
+  // An `s3://` location is no path: it stays as written.
+  if (table.dir !== undefined && !table.dir.startsWith('s3://')) table.dir = expandDir(table.dir, path.dirname(file));
   return { file, found: true, table, text };
 }
 

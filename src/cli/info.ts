@@ -14,6 +14,7 @@ import { agentTurns, turnChanged, turnTitle, type AgentTurn } from './agent-turn
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
+import { unpushedCheckpoints, type UnpushedReport } from '../admin.js';
 
 function refusalNotice(context: CliContext, io: Io): void {
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
@@ -157,6 +158,8 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     interrupted = await handleInterrupted(context, store, false);
   }
   const coverage = store === undefined ? undefined : await lastCoverage(store);
+  const remote = context.config.resolved.remote;
+  const unpushed: UnpushedReport | undefined = remote === undefined ? undefined : store === undefined ? { location: remote.location, unpushed: 0, lastPushAt: undefined } : await unpushedCheckpoints(store, remote.location);
   const cutShort = last === undefined || store === undefined ? [] : ((await store.manifest(last.id as CheckpointId).catch(() => undefined))?.gaps ?? []).filter((gap) => gap.reason === 'picture-budget').slice(0, 1);
   io.emit({
     enabled: on,
@@ -166,6 +169,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     config: { user: context.config.user.found ? context.config.user.file : null, project: context.config.project.found ? context.config.project.file : null },
     last: last !== undefined ? { ...metaJson(last), cutShort: cutShort.map((gap) => gap.detail) } : null,
     coverage: coverage ?? null,
+    remote: unpushed ?? null,
     interrupted,
   });
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
@@ -173,6 +177,10 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   io.out(`store: ${context.storeDir}${exists ? ` (${sizeText(size ?? 0)} on disk)` : ' (not created yet)'}${context.storeFrom !== 'default' ? io.style.dim(`   from ${context.storeFrom}`) : ''}`);
   io.out(`last picture: ${last !== undefined ? `${displayLabel(last)} · ${displayTime(last.shownAt)} (${last.entryCount} ${last.entryCount === 1 ? 'file' : 'files'} changed${last.state === 'complete' ? '' : `; ${stateText(last.state)}`})` : 'none'}`);
   if (coverage !== undefined) io.out(coverageLine(coverage, context.config.resolved.maxFileMib, context.config.resolved.copyCredentials));
+  if (unpushed !== undefined) {
+    const when = unpushed.lastPushAt === undefined ? 'never pushed from here' : `last push ${displayTime(unpushed.lastPushAt)}`;
+    io.out(`remote: ${shownText(unpushed.location)} · ${unpushed.unpushed === 0 ? 'every checkpoint pushed' : `${withThousands(unpushed.unpushed)} ${unpushed.unpushed === 1 ? 'checkpoint' : 'checkpoints'} not pushed yet (turnback push)`} · ${when}`);
+  }
   for (const gap of cutShort) io.out(`⚠ last picture cut short: ${shownText(gap.detail)} (max_picture_files and max_picture_mib in turnback.toml raise the budget)`);
   for (const report of interrupted) {
     if (report.running !== undefined) io.out(`${runningText(report)}; undo waits until it ends`);

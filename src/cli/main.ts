@@ -1,5 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { configCommand, dropCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
+import { pullCommand, pushCommand } from './remote.js';
 import { closeOpenedStores, type GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, type DiffOptions } from './diff.js';
@@ -150,6 +151,12 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
   );
   common(program.command('verify').description('check every stored object and manifest')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => verifyCommand(options, io)),
+  );
+  common(program.command('push').description('send the checkpoints the remote store (dir = "s3://…") lacks: copies first, then the pictures naming them')).action((options: GlobalOptions) =>
+    guarded(options.json, (io) => pushCommand(options, io)),
+  );
+  common(program.command('pull').description("bring this project's checkpoints from the remote store (dir = \"s3://…\"), all or one agent session's").argument('[session]', 'only this session (as turnback list shows it)')).action(
+    (session: string | undefined, options: GlobalOptions) => guarded(options.json, (io) => pullCommand(session, options, io)),
   );
   common(program.command('drop').description('remove one picture (its copies go at the next prune unless another picture uses them)').argument('<id>', 'full id or a prefix of 4+ characters')).action(
     (id: string, options: GlobalOptions) => guarded(options.json, (io) => dropCommand(id, options, io)),

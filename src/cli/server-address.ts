@@ -24,12 +24,13 @@ export const SERVER_SWITCH = 'TURNBACK_SERVER';
 
 /**
  * The environment a command's outcome can depend on: what turnback reads (its own variables, the
- * XDG folders, HOME, colour, the time zone) and what the git it asks reads (GIT_*, PATH, the
- * locale). A server serves only clients whose values of these are its own, so inside it
- * `process.env` answers every command as the person's own process would. TURNBACK_RUN is left
- * out: it marks the processes of a run, and a server must never carry one.
+ * XDG folders, HOME, colour, the time zone), what the git it asks reads (GIT_*, PATH, the
+ * locale) and what the AWS SDK reads for a store on S3 (AWS_*: its settings and credentials). A
+ * server serves only clients whose values of these are its own, so inside it `process.env`
+ * answers every command as the person's own process would. TURNBACK_RUN is left out: it marks
+ * the processes of a run, and a server must never carry one.
  */
-const RELEVANT = /^(HOME|USER|LOGNAME|PATH|TZ|TMPDIR|TERM|NO_COLOR|FORCE_COLOR|NODE_OPTIONS|LANG|LANGUAGE|LC_[A-Z]+|XDG_[A-Z_]+|GIT_[A-Z0-9_]+|TURNBACK_[A-Z0-9_]+)$/;
+const RELEVANT = /^(HOME|USER|LOGNAME|PATH|TZ|TMPDIR|TERM|NO_COLOR|FORCE_COLOR|NODE_OPTIONS|LANG|LANGUAGE|LC_[A-Z]+|XDG_[A-Z_]+|GIT_[A-Z0-9_]+|AWS_[A-Z0-9_]+|TURNBACK_[A-Z0-9_]+)$/;
 
 /** The environment a server is started with: the client's, without TURNBACK_RUN. */
 export function serverEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

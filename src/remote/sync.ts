@@ -4,6 +4,7 @@ import type { CheckpointManifest, PathState } from '../core/model.js';
 import { gitBlobIdOf, isGitBlob } from '../core/git-blob.js';
 import { manifestObjects } from '../store/manifests.js';
 import type { CheckpointStore } from '../store/store.js';
+import { storeBehind, type StoreView } from '../store/view.js';
 import type { StoreBackend } from './backend.js';
 import { decodeBundle, encodeBundle, type BundledObject } from './bundle.js';
 import type { WorkspaceIdentity } from './workspace-identity.js';
@@ -118,14 +119,18 @@ async function readRemoteManifest(backend: StoreBackend, workspace: WorkspaceIde
  * so a push after a crash, a lost network or another machine's push sends exactly the rest.
  * @throws CheckpointError `REMOTE_UNAVAILABLE`, `REMOTE_REFUSED`; the local store is never changed.
  */
-export async function pushCheckpoints(store: CheckpointStore, backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<PushReport> {
+export async function pushCheckpoints(view: StoreView | CheckpointStore, backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<PushReport> {
+  const store = storeBehind(view);
   const call = options.signal !== undefined ? { signal: options.signal } : {};
   const keys = keysOf(workspace);
   const remoteIds = new Set(await remoteCheckpointIds(backend, workspace, options));
   const local = await store.sealedIds();
   const toPush = local.filter((id) => !remoteIds.has(id));
   const report: PushReport = { pushed: [], alreadyThere: local.length - toPush.length, objects: 0, bytes: 0, bundles: 0 };
-  if (toPush.length === 0) return report;
+  if (toPush.length === 0) {
+    await recordPushed(store, backend.location, local);
+    return report;
+  }
   const manifests = await Promise.all(toPush.map((id) => store.manifest(id)));
 
   // Which bundle holds each object the remote has: read from the remote manifests that share
@@ -180,7 +185,35 @@ export async function pushCheckpoints(store: CheckpointStore, backend: StoreBack
     );
     report.pushed.push(...manifests.slice(i, i + IN_FLIGHT).map((m) => m.id));
   }
+  await recordPushed(store, backend.location, local);
   return report;
+}
+
+/** The state document that says what the last push to a remote left there. */
+const PUSHED_STATE = 'remote-pushed';
+
+/** Notes, for `status`, which sealed checkpoints the remote at `location` holds now. Never throws: a lost note costs a line of status. */
+async function recordPushed(store: CheckpointStore, location: string, ids: readonly CheckpointId[]): Promise<void> {
+  await store.writeState(PUSHED_STATE, { location, at: new Date().toISOString(), ids }, { durable: false }).catch(() => undefined);
+}
+
+/** What `status` says of a remote store: sealed checkpoints not pushed since the last push there, and when that was. */
+export interface UnpushedReport {
+  location: string;
+  /** Sealed checkpoints of this store the last push to `location` did not leave there. */
+  unpushed: number;
+  /** When the last push to `location` ended; `undefined`: never pushed from here. */
+  lastPushAt: string | undefined;
+}
+
+/** Sealed checkpoints of `view` not pushed to `location` yet, from what the last push noted (no network). */
+export async function unpushedCheckpoints(view: StoreView | CheckpointStore, location: string): Promise<UnpushedReport> {
+  const store = storeBehind(view);
+  const sealed = await store.sealedIds();
+  const note = (await store.readState(PUSHED_STATE).catch(() => undefined)) as { location?: unknown; at?: unknown; ids?: unknown } | undefined;
+  if (note?.location !== location || !Array.isArray(note.ids) || typeof note.at !== 'string') return { location, unpushed: sealed.length, lastPushAt: undefined };
+  const pushed = new Set(note.ids as unknown[]);
+  return { location, unpushed: sealed.filter((id) => !pushed.has(id)).length, lastPushAt: note.at };
 }
 
 /**
@@ -190,7 +223,8 @@ export async function pushCheckpoints(store: CheckpointStore, backend: StoreBack
  * @throws CheckpointError `REMOTE_UNAVAILABLE`, `REMOTE_REFUSED`, `INTEGRITY` (a damaged bundle:
  *   nothing of that checkpoint is added), `CORRUPT_MANIFEST`.
  */
-export async function pullCheckpoints(store: CheckpointStore, backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<PullReport> {
+export async function pullCheckpoints(view: StoreView | CheckpointStore, backend: StoreBackend, workspace: WorkspaceIdentity, options: SyncOptions = {}): Promise<PullReport> {
+  const store = storeBehind(view);
   const call = options.signal !== undefined ? { signal: options.signal } : {};
   const keys = keysOf(workspace);
   const report: PullReport = { pulled: [], alreadyHere: 0, objects: 0 };

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { CheckpointError } from '../core/errors.js';
 import { DEFAULTS, MAX_FILE_MIB_CEILING } from '../core/defaults.js';
+import { parseS3Location } from '../remote/s3-location.js';
 
 /**
  * The `[capabilities.checkpoint]` table (and the CLI's `[checkpoints]` table): keys as they are
@@ -12,8 +13,18 @@ import { DEFAULTS, MAX_FILE_MIB_CEILING } from '../core/defaults.js';
 export interface CheckpointConfig {
   /** The one gate. @default false */
   enabled?: boolean;
-  /** Store folder. @default `$XDG_DATA_HOME/turnback/<project key>` else `~/.local/share/turnback/<project key>` */
+  /**
+   * Store folder. `s3://bucket/prefix` keeps the store on S3 (or a server that speaks its API):
+   * checkpoints are still taken in the local store (the default folder), and pushed there.
+   * @default `$XDG_DATA_HOME/turnback/<project key>` else `~/.local/share/turnback/<project key>`
+   */
   dir?: string;
+  /** With an `s3://` dir: the S3 server's address (`https://…`). @default AWS's own for the region */
+  endpoint?: string;
+  /** With an `s3://` dir: the region. @default the SDK's (`AWS_REGION`), else `us-east-1` */
+  region?: string;
+  /** With an `s3://` dir: the bucket in the path (`endpoint/bucket/key`), as most S3-compatible servers want. @default false */
+  force_path_style?: boolean;
   /** Checkpoints kept per project by `prune`. @default DEFAULT_RETAIN (100) */
   retain?: number;
   /** Extra gitignore-style patterns that pictures never cover. @default [] */
@@ -40,10 +51,22 @@ export interface CheckpointConfig {
   copy_credentials?: boolean;
 }
 
+/** Where the remote store is, from an `s3://` dir (credentials come from the AWS SDK's own chain). */
+export interface RemoteStoreConfig {
+  /** `s3://bucket/` or `s3://bucket/prefix/`. */
+  location: string;
+  endpoint: string | undefined;
+  region: string | undefined;
+  forcePathStyle: boolean;
+}
+
 /** {@link CheckpointConfig} with every default applied. */
 export interface ResolvedCheckpointConfig {
   enabled: boolean;
+  /** The local store folder; `undefined`: the default one (also when the store is remote). */
   dir: string | undefined;
+  /** The remote store, when `dir` is an `s3://` location. */
+  remote: RemoteStoreConfig | undefined;
   retain: number;
   skip: string[];
   maxFileMib: number;
@@ -73,7 +96,7 @@ const NUMERIC_KEYS = {
 } as const;
 
 type NumericKey = keyof typeof NUMERIC_KEYS;
-const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'skip', 'protected', 'copy_credentials', ...Object.keys(NUMERIC_KEYS)]);
+const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'endpoint', 'region', 'force_path_style', 'skip', 'protected', 'copy_credentials', ...Object.keys(NUMERIC_KEYS)]);
 
 /**
  * Validates a checkpoint table and applies defaults. Unknown keys and wrong types are errors, so a
@@ -99,9 +122,11 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
   if (input.dir !== undefined && (typeof input.dir !== 'string' || input.dir.length === 0 || input.dir.includes('\0'))) {
     throw new CheckpointError('INVALID_CONFIG', 'dir must be a non-empty path');
   }
+  const remote = remoteOf(input);
   const resolved: ResolvedCheckpointConfig = {
     enabled: input.enabled === true,
-    dir: input.dir as string | undefined,
+    dir: remote === undefined ? (input.dir as string | undefined) : undefined,
+    remote,
     retain: DEFAULTS.retain,
     skip: stringList(input.skip, 'skip'),
     maxFileMib: DEFAULTS.maxFileMib,
@@ -128,6 +153,21 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
     throw new CheckpointError('INVALID_CONFIG', `max_file_mib is at most ${MAX_FILE_MIB_CEILING} (a copy is read into one buffer); larger files are recorded, never copied`);
   }
   return resolved;
+}
+
+/** The remote store of a table whose `dir` is `s3://…`; its three keys are refused without one. */
+function remoteOf(input: Record<string, unknown>): RemoteStoreConfig | undefined {
+  const { endpoint, region, force_path_style: forcePathStyle } = input;
+  if (endpoint !== undefined && (typeof endpoint !== 'string' || !/^https?:\/\/[^\s/]+/.test(endpoint))) throw new CheckpointError('INVALID_CONFIG', 'endpoint must be an http:// or https:// address');
+  if (region !== undefined && (typeof region !== 'string' || !/^[a-z0-9-]{1,64}$/.test(region))) throw new CheckpointError('INVALID_CONFIG', 'region must be a region name such as us-east-1');
+  if (forcePathStyle !== undefined && typeof forcePathStyle !== 'boolean') throw new CheckpointError('INVALID_CONFIG', 'force_path_style must be true or false');
+  if (typeof input.dir !== 'string' || !input.dir.startsWith('s3://')) {
+    const stray = ['endpoint', 'region', 'force_path_style'].find((key) => input[key] !== undefined);
+    if (stray !== undefined) throw new CheckpointError('INVALID_CONFIG', `${stray} applies only to a store on S3 (dir = "s3://bucket/prefix")`);
+    return undefined;
+  }
+  const where = parseS3Location(input.dir);
+  return { location: `s3://${where.bucket}/${where.prefix}`, endpoint: endpoint as string | undefined, region: region as string | undefined, forcePathStyle: forcePathStyle === true };
 }
 
 function stringList(value: unknown, key: string): string[] {

@@ -19,9 +19,19 @@ describe('turnback config', () => {
     expect(shown.config.keep_days).toEqual({ value: 2, from: userFile });
     expect(shown.config.max_file_mib).toEqual({ value: 100, from: 'default' });
     expect(shown.config.enabled).toEqual({ value: true, from: 'default (on)' });
-    expect(Object.keys(shown.config)).toHaveLength(14);
+    expect(Object.keys(shown.config)).toHaveLength(17);
+    expect(shown.config.endpoint).toEqual({ value: null, from: 'only with dir = "s3://…"' });
     const text = repo.tb(['config']).stdout;
     expect(text).toMatch(/^retain = 7 +\S*turnback\.toml$/m);
     expect(text).toMatch(/^keep_days = 2 +\S*config\.toml$/m);
+
+    // A store on S3: the location, its server keys, and the local store it is pushed from.
+    await writeFile(userFile, '[checkpoints]\ndir = "s3://bucket-one/team/x"\nendpoint = "https://s3.example.test"\nforce_path_style = true\n');
+    const remote = JSON.parse(repo.tb(['config', '--json']).stdout) as ConfigJson;
+    expect(remote.config.dir?.value).toBe('s3://bucket-one/team/x/');
+    expect(remote.config.dir?.from).toMatch(/config\.toml \(pushed from the local store \//);
+    expect(remote.config.endpoint).toEqual({ value: 'https://s3.example.test', from: userFile });
+    expect(remote.config.force_path_style).toEqual({ value: true, from: userFile });
+    expect(remote.config.region).toEqual({ value: null, from: "default (the AWS SDK's)" });
   });
 });

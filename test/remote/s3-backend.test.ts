@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCheckpointError, type CheckpointError } from '../../src/core/errors.js';
-import { parseS3Location, S3Backend } from '../../src/remote/s3-backend.js';
+import { S3Backend } from '../../src/remote/s3-backend.js';
+import { parseS3Location } from '../../src/remote/s3-location.js';
 import { backendConformance } from './conformance.js';
 import { s3TestServer, type S3TestServer } from './s3-server.js';
 

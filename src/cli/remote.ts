@@ -1,0 +1,68 @@
+import { loadContext, openStore, type CliContext, type GlobalOptions } from './context.js';
+import { EXIT } from './exit-codes.js';
+import { CliExit, type Io } from './io.js';
+import { shownText } from '../report/escape.js';
+import { sizeText } from '../report/size-text.js';
+import type { RemoteStoreConfig } from '../admin.js';
+
+// `turnback push` and `turnback pull [SESSION]`: the local store and its remote copy on S3
+// (`dir = "s3://bucket/prefix"`). The AWS SDK is loaded only here, when one of them runs: every
+// other command starts without it.
+
+type RemoteModule = typeof import('../remote.js');
+
+function remoteOf(context: CliContext): RemoteStoreConfig {
+  const remote = context.config.resolved.remote;
+  if (remote === undefined) {
+    throw new CliExit(EXIT.usage, 'USAGE', 'no remote store: set dir = "s3://bucket/prefix" in turnback.toml (with endpoint, region and force_path_style for a server other than AWS)');
+  }
+  return remote;
+}
+
+async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModule; backend: Awaited<ReturnType<RemoteModule['S3Backend']['open']>> }> {
+  const module = await import('../remote.js');
+  const backend = await module.S3Backend.open({
+    location: remote.location,
+    ...(remote.endpoint !== undefined ? { endpoint: remote.endpoint } : {}),
+    ...(remote.region !== undefined ? { region: remote.region } : {}),
+    forcePathStyle: remote.forcePathStyle,
+  });
+  return { module, backend };
+}
+
+/** `turnback push`: the sealed checkpoints the remote lacks, objects before the manifests naming them. */
+export async function pushCommand(options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options, io.invocation);
+  const remote = remoteOf(context);
+  const store = await openStore(context);
+  const { module, backend } = await connect(remote);
+  try {
+    const workspace = await module.workspaceIdentity(context.projectRoot);
+    const report = await module.pushCheckpoints(store, backend, workspace);
+    io.emit({ location: backend.location, workspace: workspace.id, ...report });
+    if (report.pushed.length === 0) io.out(`nothing to push: ${shownText(backend.location)} has every checkpoint of this project (${report.alreadyThere})`);
+    else io.out(`pushed ${report.pushed.length} checkpoint${report.pushed.length === 1 ? '' : 's'} to ${shownText(backend.location)}: ${report.objects} file copies, ${sizeText(report.bytes)} in ${report.bundles} bundle${report.bundles === 1 ? '' : 's'}`);
+    return EXIT.ok;
+  } finally {
+    backend.close();
+  }
+}
+
+/** `turnback pull [SESSION]`: the remote's checkpoints of this project (of one agent session) into the local store. */
+export async function pullCommand(session: string | undefined, options: GlobalOptions, io: Io): Promise<number> {
+  const context = await loadContext(options, io.invocation);
+  const remote = remoteOf(context);
+  if (session !== undefined && (session.length === 0 || session.length > 200 || /[\u0000-\u001f]/.test(session))) throw new CliExit(EXIT.usage, 'USAGE', 'a session is its id as `turnback list` shows it');
+  const store = await openStore(context);
+  const { module, backend } = await connect(remote);
+  try {
+    const workspace = await module.workspaceIdentity(context.projectRoot);
+    const report = await module.pullCheckpoints(store, backend, workspace, session !== undefined ? { sessionId: session } : {});
+    io.emit({ location: backend.location, workspace: workspace.id, ...report });
+    if (report.pulled.length === 0) io.out(`nothing to pull from ${shownText(backend.location)}${session !== undefined ? ` for session ${shownText(session)}` : ''} (${report.alreadyHere} already here)`);
+    else io.out(`pulled ${report.pulled.length} checkpoint${report.pulled.length === 1 ? '' : 's'} from ${shownText(backend.location)} (${report.objects} file copies); turnback list shows them, turnback undo takes them back`);
+    return EXIT.ok;
+  } finally {
+    backend.close();
+  }
+}

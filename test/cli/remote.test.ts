@@ -1,0 +1,125 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
+import { s3TestServer, type S3TestServer } from '../remote/s3-server.js';
+
+// Two copies of one project at different paths, two HOMEs (two machines), one bucket on a real S3
+// API server: one machine's turns, taken through `turnback run`, are pushed; the other pulls them,
+// lists them and undoes them (issue #16).
+
+let server: S3TestServer;
+const BUCKET = 'turnback-cli';
+
+beforeAll(async () => {
+  server = s3TestServer();
+  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  } catch (error) {
+    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((error as { name?: string }).name ?? '')) throw error;
+  } finally {
+    client.destroy();
+  }
+}, 180_000);
+afterAll(() => server?.stop());
+
+/** The user config of a machine whose store is on the test bucket under `prefix`. */
+async function useRemote(home: string, prefix: string, extra = ''): Promise<void> {
+  const dir = path.join(home, 'config', 'turnback');
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${server.endpoint}"\nregion = "${server.region}"\nforce_path_style = true\n${extra}`);
+}
+
+function awsEnv(): NodeJS.ProcessEnv {
+  return { AWS_ACCESS_KEY_ID: server.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: server.credentials.secretAccessKey, AWS_REGION: server.region };
+}
+
+/** A clone of `origin` at another path, as a second machine with its own HOME. */
+async function secondMachine(origin: CliRepo): Promise<CliRepo> {
+  const root = path.join(path.dirname(origin.proj), 'machine-b');
+  const home = path.join(root, 'home');
+  const proj = path.join(root, 'somewhere', 'else', 'checkout');
+  await mkdir(home, { recursive: true });
+  await mkdir(path.dirname(proj), { recursive: true });
+  execFileSync('git', ['clone', '-q', origin.proj, proj]);
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS, ...awsEnv() };
+  const tb = (args: string[], options: { input?: string; cwd?: string } = {}): CliResult => {
+    const result = spawnSync(process.execPath, ['--no-warnings', CLI, ...args], { cwd: options.cwd ?? proj, env, input: options.input ?? '', encoding: 'utf8' });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  };
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd: proj, env, encoding: 'utf8' });
+  const newestId = (): string => (JSON.parse(tb(['list', '--json']).stdout) as { checkpoints: { id: string }[] }).checkpoints[0]?.id ?? '';
+  return { proj, home, env, tb, git, newestId };
+}
+
+describe('turnback push and pull', () => {
+  it("one machine's runs are pushed; a clone elsewhere pulls, lists and undoes them byte for byte", async () => {
+    const files: Record<string, string> = { 'src/app.ts': 'export const app = 1;\n', 'src/util.ts': 'export const util = 2;\n', 'README.md': '# project\n' };
+    const a = await cliRepo(files);
+    Object.assign(a.env, awsEnv());
+    const prefix = `e2e-${randomBytes(4).toString('hex')}`;
+    await useRemote(a.home, prefix);
+    const b = await secondMachine(a);
+    await useRemote(b.home, prefix);
+
+    expect(a.tb(['run', '--', 'sh', '-c', 'echo "export const app = 10;" > src/app.ts; rm src/util.ts; echo notes > notes.md']).code).toBe(0);
+    expect(a.tb(['run', '--', 'sh', '-c', 'echo more >> notes.md; chmod +x README.md']).code).toBe(0);
+    const status = a.tb(['status']);
+    expect(status.stdout).toMatch(/remote: s3:\/\/turnback-cli\/e2e-[0-9a-f]+\/ · \d+ checkpoints? not pushed yet \(turnback push\) · never pushed from here/);
+    const push = a.tb(['push']);
+    expect(push.code, push.stderr).toBe(0);
+    expect(push.stdout).toMatch(/^pushed \d+ checkpoints? to s3:\/\/turnback-cli\/e2e-/);
+    expect(a.tb(['status']).stdout).toContain('every checkpoint pushed');
+    expect(a.tb(['push']).stdout).toMatch(/^nothing to push/);
+
+    const pull = b.tb(['pull']);
+    expect(pull.code, pull.stderr).toBe(0);
+    expect(pull.stdout).toMatch(/^pulled \d+ checkpoints? from s3:\/\/turnback-cli\/e2e-/);
+    const listedA = JSON.parse(a.tb(['list', '--json', '--all']).stdout) as { checkpoints: { id: string }[] };
+    const listedB = JSON.parse(b.tb(['list', '--json', '--all']).stdout) as { checkpoints: { id: string }[] };
+    expect(listedB.checkpoints.map((c) => c.id)).toEqual(listedA.checkpoints.map((c) => c.id));
+    expect(b.tb(['pull']).stdout).toMatch(/^nothing to pull/);
+
+    // Machine b gets to where machine a is (its own copy of the work), then undoes both runs.
+    const last = (name: string): Promise<string> => readFile(path.join(a.proj, name), 'utf8');
+    await writeFile(path.join(b.proj, 'src/app.ts'), await last('src/app.ts'));
+    execFileSync('rm', [path.join(b.proj, 'src/util.ts')]);
+    await writeFile(path.join(b.proj, 'notes.md'), await last('notes.md'));
+    execFileSync('chmod', ['+x', path.join(b.proj, 'README.md')]);
+    const undo = b.tb(['undo', '--yes', '--delete-created']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    const undoAgain = b.tb(['undo', '--yes', '--delete-created']);
+    expect(undoAgain.code, undoAgain.stdout + undoAgain.stderr).toBe(0);
+    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(b.proj, name), 'utf8')).toBe(text);
+    expect(b.git('status', '--porcelain')).toBe('');
+  });
+
+  it('without a remote, a bad location, an unreachable server or wrong credentials: a clear message and its exit code, and the local store untouched', async () => {
+    const a = await cliRepo({ 'a.txt': 'a\n' });
+    expect(a.tb(['run', '--', 'true']).code).toBe(0);
+    const none = a.tb(['push']);
+    expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('no remote store: set dir = "s3://bucket/prefix"')]);
+    const config = path.join(a.home, 'config', 'turnback', 'config.toml');
+    await mkdir(path.dirname(config), { recursive: true });
+    await writeFile(config, '[checkpoints]\ndir = "s3://Bad_Bucket"\n');
+    expect(a.tb(['push']).code).toBe(2);
+    await writeFile(config, '[checkpoints]\nendpoint = "http://127.0.0.1:1"\n');
+    expect(a.tb(['status']).stderr).toContain('endpoint applies only to a store on S3');
+    await writeFile(config, `[checkpoints]\ndir = "s3://${BUCKET}/x"\nendpoint = "http://127.0.0.1:1"\nforce_path_style = true\n`);
+    Object.assign(a.env, awsEnv());
+    const unreachable = a.tb(['push']);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(/unreachable; try again later/);
+    await useRemote(a.home, 'x');
+    Object.assign(a.env, { AWS_SECRET_ACCESS_KEY: 'wrong' });
+    const denied = a.tb(['pull']);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr).toContain('(denied)');
+    expect(a.tb(['verify']).code).toBe(0);
+    expect((JSON.parse(a.tb(['list', '--json', '--all']).stdout) as { checkpoints: unknown[] }).checkpoints.length).toBeGreaterThan(0);
+  });
+});
