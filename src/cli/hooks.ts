@@ -24,6 +24,7 @@ import { shellQuote } from '../report/turn-end-list.js';
 import { loadContext, observerFor, openStore, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, describeFailure, type Io } from './io.js';
+import { startBackgroundPush } from './background-push.js';
 import { displayTime } from './pictures.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
@@ -343,6 +344,8 @@ export async function hookCommand(name: string, eventName: string, options: Glob
       await observer.close().catch(() => undefined);
     }
     await appendLog(context, { at: new Date().toISOString(), agent: spec.name, event: eventName, session, ok: true, action: outcome.action, ms: Date.now() - started });
+    // A turn's end: on its way to the remote store, if there is one, without the agent waiting.
+    if (event.kind === 'stop' || event.kind === 'session-end') startBackgroundPush(context);
     if (outcome.message !== undefined && spec.feedback === 'system-message') io.invocation.stdout.write(`${JSON.stringify({ systemMessage: outcome.message })}\n`);
   } catch (error) {
     const failure = describeFailure(error).message;

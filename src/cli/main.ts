@@ -1,6 +1,6 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { configCommand, dropCommand, pruneCommand, switchCommand, verifyCommand } from './admin.js';
-import { pullCommand, pushCommand } from './remote.js';
+import { pullCommand, pushCommand, type PushOptions } from './remote.js';
 import { closeOpenedStores, type GlobalOptions } from './context.js';
 import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { diffCommand, type DiffOptions } from './diff.js';
@@ -152,7 +152,12 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
   common(program.command('verify').description('check every stored object and manifest')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => verifyCommand(options, io)),
   );
-  common(program.command('push').description('send the checkpoints the remote store (dir = "s3://…") lacks: copies first, then the pictures naming them')).action((options: GlobalOptions) =>
+  common(
+    program
+      .command('push')
+      .description('send the checkpoints the remote store (dir = "s3://…") lacks: copies first, then the pictures naming them')
+      .addOption(new Option('--background', 'as at the end of a turn: one at a time, failures to the remote log').hideHelp()),
+  ).action((options: PushOptions) =>
     guarded(options.json, (io) => pushCommand(options, io)),
   );
   common(program.command('pull').description("bring this project's checkpoints from the remote store (dir = \"s3://…\"), all or one agent session's").argument('[session]', 'only this session (as turnback list shows it)')).action(

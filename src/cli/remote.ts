@@ -4,6 +4,7 @@ import { CliExit, type Io } from './io.js';
 import { shownText } from '../report/escape.js';
 import { sizeText } from '../report/size-text.js';
 import type { RemoteStoreConfig } from '../admin.js';
+import { withPushSlot } from './background-push.js';
 
 // `turnback push` and `turnback pull [SESSION]`: the local store and its remote copy on S3
 // (`dir = "s3://bucket/prefix"`). The AWS SDK is loaded only here, when one of them runs: every
@@ -30,8 +31,15 @@ async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModul
   return { module, backend };
 }
 
+/** Options of `turnback push`. */
+export interface PushOptions extends GlobalOptions {
+  /** Started at a turn's end (background-push.ts): one at a time per store, again until nothing is new, failures to the remote log. */
+  background?: boolean;
+}
+
 /** `turnback push`: the sealed checkpoints the remote lacks, objects before the manifests naming them. */
-export async function pushCommand(options: GlobalOptions, io: Io): Promise<number> {
+export async function pushCommand(options: PushOptions, io: Io): Promise<number> {
+  if (options.background === true) return backgroundPush(options, io);
   const context = await loadContext(options, io.invocation);
   const remote = remoteOf(context);
   const store = await openStore(context);
@@ -46,6 +54,32 @@ export async function pushCommand(options: GlobalOptions, io: Io): Promise<numbe
   } finally {
     backend.close();
   }
+}
+
+async function backgroundPush(options: GlobalOptions, io: Io): Promise<number> {
+  try {
+    const context = await loadContext(options, io.invocation);
+    if (context.refusal !== undefined || !context.config.enabled) return EXIT.ok;
+    const remote = remoteOf(context);
+    await withPushSlot(context.storeDir, async () => {
+      const store = await openStore(context);
+      const { module, backend } = await connect(remote);
+      try {
+        const workspace = await module.workspaceIdentity(context.projectRoot);
+        // Again while a push sent something: a turn that ended during it is sent too.
+        for (let round = 0; round < 20; round++) {
+          const report = await module.pushCheckpoints(store, backend, workspace);
+          if (report.pushed.length === 0) break;
+        }
+      } finally {
+        backend.close();
+      }
+    });
+  } catch (error) {
+    io.err(`${new Date().toISOString()} turnback push after a turn: ${shownText(error instanceof Error ? error.message : String(error))}`);
+    return EXIT.error;
+  }
+  return EXIT.ok;
 }
 
 /** `turnback pull [SESSION]`: the remote's checkpoints of this project (of one agent session) into the local store. */

@@ -12,6 +12,7 @@ import { gitStateNotes, readGitState, type GitStateReading } from './git-state.j
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
+import { startBackgroundPush } from './background-push.js';
 
 /** Options of `turnback run`. */
 export interface RunOptions extends GlobalOptions {
@@ -154,6 +155,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
   } else {
     io.err(...notes.map((note) => io.errStyle.dim(`turnback: ${note}`)));
   }
+  // The turn is sealed: on its way to the remote store, if there is one, without waiting for it.
+  if (checkpoint !== undefined) startBackgroundPush(context);
   const report = {
     checkpoint: checkpoint ?? null,
     label,

@@ -6,6 +6,9 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
 import { s3TestServer, type S3TestServer } from '../remote/s3-server.js';
+import { S3Backend } from '../../src/remote/s3-backend.js';
+import { remoteCheckpointIds } from '../../src/remote/sync.js';
+import { workspaceIdentity } from '../../src/remote/workspace-identity.js';
 
 // Two copies of one project at different paths, two HOMEs (two machines), one bucket on a real S3
 // API server: one machine's turns, taken through `turnback run`, are pushed; the other pulls them,
@@ -68,11 +71,10 @@ describe('turnback push and pull', () => {
 
     expect(a.tb(['run', '--', 'sh', '-c', 'echo "export const app = 10;" > src/app.ts; rm src/util.ts; echo notes > notes.md']).code).toBe(0);
     expect(a.tb(['run', '--', 'sh', '-c', 'echo more >> notes.md; chmod +x README.md']).code).toBe(0);
-    const status = a.tb(['status']);
-    expect(status.stdout).toMatch(/remote: s3:\/\/turnback-cli\/e2e-[0-9a-f]+\/ · \d+ checkpoints? not pushed yet \(turnback push\) · never pushed from here/);
+    // Each run's end pushed in the background already, or this push sends what is left.
     const push = a.tb(['push']);
     expect(push.code, push.stderr).toBe(0);
-    expect(push.stdout).toMatch(/^pushed \d+ checkpoints? to s3:\/\/turnback-cli\/e2e-/);
+    expect(push.stdout).toMatch(/^(pushed \d+ checkpoints? to|nothing to push: s3:\/\/turnback-cli\/e2e-)/);
     expect(a.tb(['status']).stdout).toContain('every checkpoint pushed');
     expect(a.tb(['push']).stdout).toMatch(/^nothing to push/);
 
@@ -98,6 +100,43 @@ describe('turnback push and pull', () => {
     expect(b.git('status', '--porcelain')).toBe('');
   });
 
+  it("a run's end and an agent's turn end push in the background, one push at a time, without anyone running push", async () => {
+    const a = await cliRepo({ 'a.txt': 'a\n' });
+    Object.assign(a.env, awsEnv());
+    const prefix = `bg-${randomBytes(4).toString('hex')}`;
+    await useRemote(a.home, prefix);
+    const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+    const workspace = await workspaceIdentity(a.proj);
+    /** Waits (bounded) until the remote holds `count` checkpoints: the push runs in a process of its own. */
+    const remoteHolds = async (count: number): Promise<string[]> => {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const ids = await remoteCheckpointIds(backend, workspace);
+        if (ids.length >= count || Date.now() > deadline) return ids;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    try {
+      expect(a.tb(['run', '--', 'sh', '-c', 'echo b > b.txt']).code).toBe(0);
+      expect(await remoteHolds(1)).toEqual([a.newestId()]);
+      // Three runs back to back: pushes overlap, one holds the slot and pushes again until none is new.
+      for (const name of ['c', 'd', 'e']) expect(a.tb(['run', '--', 'sh', '-c', `echo ${name} > ${name}.txt`]).code).toBe(0);
+      const all = (JSON.parse(a.tb(['list', '--json', '--all']).stdout) as { checkpoints: { id: string }[] }).checkpoints.map((c) => c.id);
+      expect(await remoteHolds(all.length)).toEqual([...all].sort());
+      // An agent's turn end (Claude Code's Stop hook) pushes too.
+      const session = { session_id: 'sess-bg', cwd: a.proj, transcript_path: '/dev/null' };
+      a.tb(['hook', 'claude', 'UserPromptSubmit'], { input: JSON.stringify({ ...session, hook_event_name: 'UserPromptSubmit', prompt: 'write f' }) });
+      await writeFile(path.join(a.proj, 'f.txt'), 'f\n');
+      a.tb(['hook', 'claude', 'Stop'], { input: JSON.stringify({ ...session, hook_event_name: 'Stop', stop_hook_active: false }) });
+      const afterTurn = (JSON.parse(a.tb(['list', '--json', '--all']).stdout) as { checkpoints: { id: string }[] }).checkpoints.map((c) => c.id);
+      expect(afterTurn.length).toBeGreaterThan(all.length);
+      expect(await remoteHolds(afterTurn.length)).toEqual([...afterTurn].sort());
+      expect(a.tb(['status']).stdout).toContain('every checkpoint pushed');
+    } finally {
+      backend.close();
+    }
+  });
+
   it('without a remote, a bad location, an unreachable server or wrong credentials: a clear message and its exit code, and the local store untouched', async () => {
     const a = await cliRepo({ 'a.txt': 'a\n' });
     expect(a.tb(['run', '--', 'true']).code).toBe(0);
@@ -111,6 +150,15 @@ describe('turnback push and pull', () => {
     expect(a.tb(['status']).stderr).toContain('endpoint applies only to a store on S3');
     await writeFile(config, `[checkpoints]\ndir = "s3://${BUCKET}/x"\nendpoint = "http://127.0.0.1:1"\nforce_path_style = true\n`);
     Object.assign(a.env, awsEnv());
+    // A run's end tries in the background; it cannot, says why in the remote log, and the run
+    // itself never noticed. status counts what is not pushed.
+    expect(a.tb(['run', '--', 'sh', '-c', 'echo x > x.txt']).code).toBe(0);
+    const statusJson = JSON.parse(a.tb(['status', '--json']).stdout) as { store: { dir: string } };
+    const log = `${statusJson.store.dir}.remote.log`;
+    const deadline = Date.now() + 30_000;
+    while (!(await readFile(log, 'utf8').catch(() => '')).includes('unreachable') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await readFile(log, 'utf8')).toMatch(/turnback push after a turn: .*unreachable; try again later/);
+    expect(a.tb(['status']).stdout).toMatch(/remote: s3:\/\/turnback-cli\/x\/ · [2-9] checkpoints not pushed yet \(turnback push\) · never pushed from here/);
     const unreachable = a.tb(['push']);
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/unreachable; try again later/);
