@@ -12,3 +12,5 @@ export { MULTIPART_THRESHOLD, remoteError, S3Backend, type S3BackendOptions } fr
 export { parseS3Location, type S3Location } from './remote/s3-location.js';
 export { pullCheckpoints, pushCheckpoints, remoteCheckpointIds, type PullReport, type PushReport, type SyncOptions } from './remote/sync.js';
 export { workspaceIdentity, workspaceIdentityOf, type WorkspaceIdentity } from './remote/workspace-identity.js';
+export { pruneRemote, type RemotePruneOptions, type RemotePruneReport } from './remote/prune.js';
+export { REMOTE_GRACE_MS } from './remote/sync.js';

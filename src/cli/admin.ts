@@ -1,7 +1,8 @@
 import { loadContext, openStore, storeExists, type GlobalOptions } from './context.js';
 import { writeProjectEnabled, writeUserSwitch } from './config-file.js';
 import { EXIT } from './exit-codes.js';
-import { CliExit, type Io } from './io.js';
+import { CliExit, describeFailure, type Io } from './io.js';
+import { pruneRemoteStore } from './remote.js';
 import { displayLabel, resolveId, shortId } from './pictures.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { sizeText } from '../report/size-text.js';
@@ -42,7 +43,9 @@ export async function pruneCommand(options: GlobalOptions & { dryRun?: boolean }
   const store = await openStore(context);
   const dryRun = options.dryRun === true;
   const report = await store.prune({ retain: r.retain, keepDays: r.keepDays, maxStoreBytes: Math.floor(r.maxStoreGib * 1024 ** 3), dryRun });
-  io.emit(report);
+  // The store's copy on S3 too, by the same retain and keep_days; its failure leaves the local prune done.
+  const remote = r.remote === undefined ? undefined : await pruneRemoteStore(context, r.remote, dryRun).catch((error: unknown) => ({ error: describeFailure(error).message }));
+  io.emit({ ...report, ...(remote !== undefined ? { remote } : {}) });
   const byReason = new Map<string, number>();
   for (const c of report.cleared) byReason.set(c.reason, (byReason.get(c.reason) ?? 0) + 1);
   const why = [...byReason].map(([reason, n]) => `${n} ${reason === 'retain' ? `past retain = ${r.retain}` : reason === 'keep-days' ? `older than ${r.keepDays} days` : 'over the store cap'}`).join(', ');
@@ -52,6 +55,17 @@ export async function pruneCommand(options: GlobalOptions & { dryRun?: boolean }
   if (report.keptByGrace > 0) {
     const minutes = Math.round(report.graceMs / 60_000);
     io.out(`${dryRun ? 'would keep' : 'kept'} ${report.keptByGrace} unreferenced ${report.keptByGrace === 1 ? 'object' : 'objects'} younger than ${minutes} ${minutes === 1 ? 'minute' : 'minutes'} (a capture elsewhere may be about to use them); a later prune removes them`);
+  }
+  if (remote !== undefined && 'error' in remote) {
+    io.err(`turnback: the remote store was not pruned: ${shownText(remote.error)}`);
+    return EXIT.error;
+  }
+  if (remote !== undefined) {
+    const n = remote.report.removed.length;
+    io.out(
+      `remote ${shownText(remote.location)}: ${dryRun ? 'would clear' : 'cleared'} ${n} ${n === 1 ? 'checkpoint' : 'checkpoints'} and ${remote.report.bundlesRemoved} ${remote.report.bundlesRemoved === 1 ? 'bundle' : 'bundles'} (${sizeText(remote.report.bytesRemoved)}); ${remote.report.kept} kept` +
+        (remote.report.bundlesSpared > 0 ? `; ${remote.report.bundlesSpared} unnamed ${remote.report.bundlesSpared === 1 ? 'bundle' : 'bundles'} younger than an hour kept (a push elsewhere may be about to name them)` : ''),
+    );
   }
   return EXIT.ok;
 }

@@ -100,3 +100,15 @@ export async function pullCommand(session: string | undefined, options: GlobalOp
     backend.close();
   }
 }
+
+/** Prunes the store's copy on S3 by the config's retain and keep_days (`turnback prune`). */
+export async function pruneRemoteStore(context: CliContext, remote: RemoteStoreConfig, dryRun: boolean): Promise<{ location: string; report: Awaited<ReturnType<RemoteModule['pruneRemote']>> }> {
+  const { module, backend } = await connect(remote);
+  try {
+    const workspace = await module.workspaceIdentity(context.projectRoot);
+    const { retain, keepDays } = context.config.resolved;
+    return { location: backend.location, report: await module.pruneRemote(backend, workspace, { retain, keepDays, dryRun }) };
+  } finally {
+    backend.close();
+  }
+}

@@ -15,6 +15,8 @@ export interface BackendEntry {
   key: BackendKey;
   /** Bytes stored under it. */
   size: number;
+  /** When it was last written or touched, in epoch milliseconds (the backend's clock). */
+  modifiedAt: number;
 }
 
 /** What a backend can do beyond the methods every backend has. */
@@ -60,6 +62,11 @@ export interface StoreBackend {
    * many there are (a backend that pages follows every page).
    */
   list(prefix: string, options?: BackendCallOptions): AsyncIterable<BackendEntry>;
+  /**
+   * Marks `key` as just written, without changing its bytes, so a prune that spares young keys
+   * spares it (as git freshens an object it reuses); `false` when nothing is there.
+   */
+  touch(key: BackendKey, options?: BackendCallOptions): Promise<boolean>;
   /** Removes `key`; nothing there is fine. */
   delete(key: BackendKey, options?: BackendCallOptions): Promise<void>;
   /** Lets go of connections and handles; the backend is not used after. */

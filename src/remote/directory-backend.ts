@@ -116,6 +116,19 @@ export class DirectoryBackend implements StoreBackend {
     yield* entries;
   }
 
+  async touch(key: string, options: BackendCallOptions = {}): Promise<boolean> {
+    const file = this.#fileOf(key);
+    options.signal?.throwIfAborted();
+    const now = new Date();
+    try {
+      await fs.utimes(file, now, now);
+      return true;
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT' || errnoCode(error) === 'ENOTDIR') return false;
+      throw asCheckpointError(error, 'cannot touch in the backend folder', file);
+    }
+  }
+
   async delete(key: string, options: BackendCallOptions = {}): Promise<void> {
     const file = this.#fileOf(key);
     options.signal?.throwIfAborted();
@@ -150,7 +163,7 @@ export class DirectoryBackend implements StoreBackend {
         if (`${key}/`.startsWith(prefix) || prefix.startsWith(`${key}/`)) await this.#walk(key, prefix, out, signal);
       } else if (entry.isFile() && key.startsWith(prefix)) {
         const stats = await fs.lstat(path.join(folder, entry.name)).catch(() => undefined);
-        if (stats?.isFile() === true) out.push({ key, size: stats.size });
+        if (stats?.isFile() === true) out.push({ key, size: stats.size, modifiedAt: stats.mtimeMs });
       }
     }
   }

@@ -27,6 +27,14 @@ import type { WorkspaceIdentity } from './workspace-identity.js';
 // Remote layout, under the backend's prefix: `v1/<workspace>/bundles/<sha256>.tbb` and
 // `v1/<workspace>/manifests/<checkpoint id>.json`.
 
+/**
+ * How young a bundle nothing names is spared by a prune: a push touches every bundle it names
+ * (creates or reuses) before it writes the manifests that name them, and touches them again if it
+ * has taken half this long; a prune that lists and deletes within half of it never deletes a
+ * bundle a push is about to name.
+ */
+export const REMOTE_GRACE_MS: number = 60 * 60 * 1000;
+
 /** The most bytes one bundle holds before a push starts another. */
 const BUNDLE_BYTES = 32 * 1024 * 1024;
 /** Bundles (and manifests) sent at once. */
@@ -34,7 +42,7 @@ const IN_FLIGHT = 4;
 const FORMAT = 'turnback-remote-manifest';
 
 /** A manifest as the remote keeps it. */
-interface RemoteManifest {
+export interface RemoteManifest {
   format: typeof FORMAT;
   version: 1;
   workspace: { firstCommit: string; relativeRoot: string };
@@ -72,10 +80,14 @@ export interface SyncOptions {
   sessionId?: string;
 }
 
-function keysOf(workspace: WorkspaceIdentity): { manifests: string; bundle(name: string): string; manifest(id: string): string } {
+/** Where a workspace's bundles and manifests are on the remote. */
+export function keysOf(workspace: WorkspaceIdentity): { manifests: string; bundles: string; pruned: string; bundle(name: string): string; manifest(id: string): string } {
   const base = `v1/${workspace.id}`;
   return {
     manifests: `${base}/manifests/`,
+    bundles: `${base}/bundles/`,
+    // A checkpoint a remote prune removed: no machine pushes it back.
+    pruned: `${base}/pruned/`,
     bundle: (name) => `${base}/bundles/${name}.tbb`,
     manifest: (id) => `${base}/manifests/${id}.json`,
   };
@@ -93,7 +105,8 @@ export async function remoteCheckpointIds(backend: StoreBackend, workspace: Work
   return ids.sort();
 }
 
-async function readRemoteManifest(backend: StoreBackend, workspace: WorkspaceIdentity, id: CheckpointId, options: SyncOptions): Promise<RemoteManifest> {
+/** A remote manifest, checked to be this workspace's and this id's. */
+export async function readRemoteManifest(backend: StoreBackend, workspace: WorkspaceIdentity, id: CheckpointId, options: SyncOptions): Promise<RemoteManifest> {
   const bytes = await backend.get(keysOf(workspace).manifest(id), options.signal !== undefined ? { signal: options.signal } : {});
   if (bytes === undefined) throw new CheckpointError('UNKNOWN_CHECKPOINT', `the remote has no checkpoint ${id}`, { found: id });
   let value: unknown;
@@ -124,6 +137,7 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
   const call = options.signal !== undefined ? { signal: options.signal } : {};
   const keys = keysOf(workspace);
   const remoteIds = new Set(await remoteCheckpointIds(backend, workspace, options));
+  for await (const entry of backend.list(keys.pruned, call)) remoteIds.add(entry.key.slice(keys.pruned.length) as CheckpointId);
   const local = await store.sealedIds();
   const toPush = local.filter((id) => !remoteIds.has(id));
   const report: PushReport = { pushed: [], alreadyThere: local.length - toPush.length, objects: 0, bytes: 0, bundles: 0 };
@@ -142,7 +156,15 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
     const remote = await readRemoteManifest(backend, workspace, id, options).catch(() => undefined);
     for (const [key, bundle] of Object.entries(remote?.objects ?? {})) if (wanted.has(key) && !held.has(key)) held.set(key, bundle);
   }
-  // A bundle named by a manifest the remote holds is there: manifests are written after their bundles.
+  // A bundle named by a remote manifest was there when that manifest was written; a prune (on
+  // any machine) may remove it once nothing names it and it is older than the grace period. So
+  // each bundle reused is touched first — a young bundle is never pruned — and one that is gone
+  // already has its objects sent again.
+  const freshSince = Date.now();
+  for (const bundle of new Set(held.values())) {
+    if (await backend.touch(keys.bundle(bundle), call)) continue;
+    for (const [key, holder] of held) if (holder === bundle) held.delete(key);
+  }
   const missing = [...wanted].filter((key) => !held.has(key)).sort();
 
   // The bundles, each complete before any manifest naming it is written.
@@ -151,7 +173,11 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
   const sends: Promise<void>[] = [];
   const send = async (objects: BundledObject[]): Promise<void> => {
     const bundle = encodeBundle(objects);
-    await backend.create(keys.bundle(bundle.name), bundle.bytes, call);
+    // The same bytes sent before (by this machine or another): young again, or created again if a prune took it meanwhile.
+    for (;;) {
+      if ((await backend.create(keys.bundle(bundle.name), bundle.bytes, call)) === 'created') break;
+      if (await backend.touch(keys.bundle(bundle.name), call)) break;
+    }
     for (const object of objects) held.set(object.key, bundle.name);
     report.objects += objects.length;
     report.bytes += bundle.bytes.length;
@@ -172,6 +198,13 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
   }
   if (batch.length > 0) sends.push(send(batch));
   await Promise.all(sends);
+
+  // A push slower than half the grace period touches its bundles again before naming them.
+  if (Date.now() - freshSince > REMOTE_GRACE_MS / 2) {
+    for (const bundle of new Set(held.values())) {
+      if (!(await backend.touch(keys.bundle(bundle), call))) throw new CheckpointError('REMOTE_UNAVAILABLE', `bundle ${bundle} went from the remote during a long push; push again`, { found: 'server-error' });
+    }
+  }
 
   // Then the manifests, oldest first, in small waves.
   for (let i = 0; i < manifests.length; i += IN_FLIGHT) {

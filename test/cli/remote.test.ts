@@ -137,6 +137,27 @@ describe('turnback push and pull', () => {
     }
   });
 
+  it('prune clears the remote copy by the same retain, keeping young unnamed bundles, and nothing comes back on the next push', async () => {
+    const a = await cliRepo({ 'a.txt': 'a\n' });
+    Object.assign(a.env, awsEnv());
+    const prefix = `prune-${randomBytes(4).toString('hex')}`;
+    await useRemote(a.home, prefix);
+    for (const name of ['b', 'c', 'd']) expect(a.tb(['run', '--', 'sh', '-c', `echo ${name} > a.txt`]).code).toBe(0);
+    expect(a.tb(['push']).code).toBe(0);
+    await useRemote(a.home, prefix, 'retain = 1\n');
+    const dry = a.tb(['prune', '--dry-run']);
+    expect(dry.stdout).toMatch(new RegExp(`remote s3://${BUCKET}/${prefix}/: would clear 2 checkpoints`));
+    const prune = JSON.parse(a.tb(['prune', '--json']).stdout) as { remote: { report: { kept: number; removed: string[]; bundlesRemoved: number; bundlesSpared: number } } };
+    // The bundles only the cleared checkpoints named are minutes old, not an hour: kept for now.
+    expect(prune.remote.report).toMatchObject({ kept: 1, bundlesRemoved: 0 });
+    expect(prune.remote.report.removed).toHaveLength(2);
+    const again = a.tb(['prune']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(new RegExp(`remote s3://${BUCKET}/${prefix}/: cleared 0 checkpoints and 0 bundles \\(0 B\\); 1 kept`));
+    if (prune.remote.report.bundlesSpared > 0) expect(again.stdout).toContain('younger than an hour kept');
+    expect(a.tb(['push']).stdout).toMatch(/^nothing to push/);
+  });
+
   it('without a remote, a bad location, an unreachable server or wrong credentials: a clear message and its exit code, and the local store untouched', async () => {
     const a = await cliRepo({ 'a.txt': 'a\n' });
     expect(a.tb(['run', '--', 'true']).code).toBe(0);

@@ -114,6 +114,21 @@ export function backendConformance(name: string, fresh: () => Promise<StoreBacke
       expect(await listed(backend, '')).toEqual([]);
     });
 
+    it('touch keeps the bytes and reports what is missing; listings carry sizes and times', async () => {
+      const backend = await fresh();
+      const startedAt = Date.now();
+      expect(await backend.touch('objects/none')).toBe(false);
+      await backend.create('objects/t', Buffer.from('kept as it is'));
+      const [before] = await listed(backend, 'objects/t');
+      expect(await backend.touch('objects/t')).toBe(true);
+      const [after] = await listed(backend, 'objects/t');
+      expect((await backend.get('objects/t'))?.toString()).toBe('kept as it is');
+      expect(after?.size).toBe(13);
+      expect(after?.modifiedAt).toBeGreaterThanOrEqual(before?.modifiedAt ?? Number.POSITIVE_INFINITY);
+      // The backend's clock, within a minute of this one's (S3 keeps whole seconds).
+      expect(Math.abs((after?.modifiedAt ?? 0) - startedAt)).toBeLessThan(60_000);
+    });
+
     it('an aborted signal stops a call before it writes', async () => {
       const backend = await fresh();
       const controller = new AbortController();

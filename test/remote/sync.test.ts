@@ -83,6 +83,7 @@ function cutAfter(backend: StoreBackend, failAt: number): StoreBackend & { calls
     get: async (key: string) => (wrapped.tick(), backend.get(key)),
     head: async (key: string) => (wrapped.tick(), backend.head(key)),
     delete: async (key: string) => (wrapped.tick(), backend.delete(key)),
+    touch: async (key: string) => (wrapped.tick(), backend.touch(key)),
     list: (prefix: string) => {
       wrapped.tick();
       return backend.list(prefix);

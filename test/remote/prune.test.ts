@@ -1,0 +1,202 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isCheckpointError } from '../../src/core/errors.js';
+import type { CheckpointId } from '../../src/core/id.js';
+import type { StoreBackend } from '../../src/remote/backend.js';
+import { decodeBundle } from '../../src/remote/bundle.js';
+import { DirectoryBackend } from '../../src/remote/directory-backend.js';
+import { pruneRemote } from '../../src/remote/prune.js';
+import { pullCheckpoints, pushCheckpoints, remoteCheckpointIds } from '../../src/remote/sync.js';
+import { workspaceIdentity, type WorkspaceIdentity } from '../../src/remote/workspace-identity.js';
+import { CheckpointObserver } from '../../src/session/observer.js';
+import { CheckpointStore } from '../../src/store/store.js';
+import { withSeed } from '../helpers/seed.js';
+import { tempFolder, writeTree } from '../helpers/temp.js';
+
+// Retention on the remote, and its safety beside other machines' pushes (issue #16).
+
+const git = (cwd: string, ...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd, encoding: 'utf8' });
+
+async function project(base: string, name: string): Promise<{ project: string; store: CheckpointStore; workspace: WorkspaceIdentity }> {
+  const root = path.join(base, name);
+  await writeTree(root, { 'a.txt': 'a\n', 'b.txt': 'b\n' });
+  git(root, 'init', '-q');
+  git(root, 'add', '-A');
+  git(root, 'commit', '-qm', 'first');
+  return { project: root, store: await CheckpointStore.open(path.join(base, `${name}-store`), { projectRoot: root }), workspace: await workspaceIdentity(root) };
+}
+
+async function turn(store: CheckpointStore, change: () => Promise<void>): Promise<CheckpointId> {
+  const observer = new CheckpointObserver({ store, sessionId: 'agent' });
+  const begun = await observer.callBegin('call');
+  await change();
+  await observer.callEnd('call');
+  await observer.close();
+  return begun.checkpointId;
+}
+
+/** Every remote manifest names bundles that are there and hold its objects. */
+async function remoteIsWhole(backend: StoreBackend, workspace: WorkspaceIdentity): Promise<void> {
+  for (const id of await remoteCheckpointIds(backend, workspace)) {
+    const text = await backend.get(`v1/${workspace.id}/manifests/${id}.json`);
+    if (text === undefined) continue; // pruned between the listing and the read
+    const remote = JSON.parse(text.toString()) as { objects: Record<string, string> };
+    for (const [key, bundle] of Object.entries(remote.objects)) {
+      const bytes = await backend.get(`v1/${workspace.id}/bundles/${bundle}.tbb`);
+      expect(bytes, `bundle ${bundle} named by ${id}`).toBeDefined();
+      expect(decodeBundle(bundle, bytes as Buffer).has(key)).toBe(true);
+    }
+  }
+}
+
+async function bundleCount(backend: StoreBackend, workspace: WorkspaceIdentity): Promise<number> {
+  let count = 0;
+  for await (const _ of backend.list(`v1/${workspace.id}/bundles/`)) count++;
+  return count;
+}
+
+describe('prune on the remote store', () => {
+  it('keeps the newest checkpoints, removes the bundles only the others named (past the grace period), and no machine pushes them back', async () => {
+    const base = await tempFolder('turnback-rprune-');
+    const a = await project(base, 'a');
+    const backend = await DirectoryBackend.open(path.join(base, 'remote'));
+    const ids: CheckpointId[] = [];
+    for (let i = 0; i < 6; i++) {
+      ids.push(await turn(a.store, () => fs.writeFile(path.join(a.project, 'a.txt'), `version ${i}\n`.repeat(50))));
+      await pushCheckpoints(a.store, backend, a.workspace);
+    }
+    expect(await bundleCount(backend, a.workspace)).toBe(6);
+    // With the default grace, the bundles nothing names any more are young: spared.
+    const young = await pruneRemote(backend, a.workspace, { retain: 3, keepDays: 14 });
+    expect(young.removed).toEqual(ids.slice(0, 3));
+    expect([young.bundlesRemoved, young.bundlesSpared]).toEqual([0, 3]);
+    const dry = await pruneRemote(backend, a.workspace, { retain: 1, keepDays: 14, graceMs: 0, dryRun: true });
+    expect(dry.removed).toEqual(ids.slice(3, 5));
+    expect(await remoteCheckpointIds(backend, a.workspace)).toEqual(ids.slice(3));
+    const old = await pruneRemote(backend, a.workspace, { retain: 3, keepDays: 14, graceMs: 0 });
+    expect(old.removed).toEqual([]);
+    expect(old.bundlesRemoved).toBe(3);
+    expect(old.bytesRemoved).toBeGreaterThan(0);
+    await remoteIsWhole(backend, a.workspace);
+    // The pruned ones stay pruned: this machine still holds them and pushes nothing back.
+    const again = await pushCheckpoints(a.store, backend, a.workspace);
+    expect(again.pushed).toEqual([]);
+    expect(await remoteCheckpointIds(backend, a.workspace)).toEqual(ids.slice(3));
+    // And another clone pulls exactly what is left.
+    const clonePath = path.join(base, 'clone');
+    execFileSync('git', ['clone', '-q', a.project, clonePath]);
+    const clone = await CheckpointStore.open(path.join(base, 'clone-store'), { projectRoot: clonePath });
+    expect((await pullCheckpoints(clone, backend, await workspaceIdentity(clonePath))).pulled).toEqual(ids.slice(3));
+  });
+
+  it('two machines pushing and pruning one bucket at once: no manifest ever names a bundle that is gone', async () => {
+    await withSeed(1617, async (random) => {
+      const base = await tempFolder('turnback-rprune-');
+      const a = await project(base, 'a');
+      const clonePath = path.join(base, 'b');
+      execFileSync('git', ['clone', '-q', a.project, clonePath]);
+      const b = { project: clonePath, store: await CheckpointStore.open(path.join(base, 'b-store'), { projectRoot: clonePath }), workspace: await workspaceIdentity(clonePath) };
+      const backend = await DirectoryBackend.open(path.join(base, 'remote'));
+      // Content that comes back: later pushes reuse the bundles of earlier ones, which prunes
+      // keep removing the manifests of.
+      const versions = ['one\n', 'two\n', 'three\n'];
+      const machineA = (async () => {
+        for (let i = 0; i < 12; i++) {
+          await turn(a.store, () => fs.writeFile(path.join(a.project, 'a.txt'), (versions[random.int(0, 2)] as string).repeat(100)));
+          await pushCheckpoints(a.store, backend, a.workspace);
+        }
+      })();
+      let bundlesRemoved = 0;
+      const machineB = (async () => {
+        for (let i = 0; i < 12; i++) {
+          await turn(b.store, () => fs.writeFile(path.join(b.project, 'b.txt'), (versions[random.int(0, 2)] as string).repeat(100)));
+          await pushCheckpoints(b.store, backend, b.workspace);
+          // A grace period of 150 ms: far longer than a push here takes, short enough that the
+          // prunes really remove bundles while machine a pushes.
+          bundlesRemoved += (await pruneRemote(backend, b.workspace, { retain: random.int(1, 4), keepDays: 14, graceMs: 150 })).bundlesRemoved;
+          await remoteIsWhole(backend, b.workspace);
+        }
+      })();
+      await Promise.all([machineA, machineB]);
+      expect(bundlesRemoved).toBeGreaterThan(0);
+      await remoteIsWhole(backend, a.workspace);
+      // Whatever is left pulls whole into a third clone.
+      const third = path.join(base, 'c');
+      execFileSync('git', ['clone', '-q', a.project, third]);
+      const store = await CheckpointStore.open(path.join(base, 'c-store'), { projectRoot: third });
+      const pulled = await pullCheckpoints(store, backend, await workspaceIdentity(third));
+      expect(pulled.pulled.length).toBeGreaterThan(0);
+      expect((await store.verify()).problems).toEqual([]);
+    });
+  });
+
+  it('a prune in the middle of a push: the bundle the push reuses from a pruned checkpoint is young, so it stays', async () => {
+    const base = await tempFolder('turnback-rprune-');
+    const a = await project(base, 'a');
+    const remoteRoot = path.join(base, 'remote');
+    const backend = await DirectoryBackend.open(remoteRoot);
+    const first = await turn(a.store, () => fs.writeFile(path.join(a.project, 'a.txt'), 'second version\n'));
+    await pushCheckpoints(a.store, backend, a.workspace);
+    // Every bundle so far is old (an hour and a minute).
+    const old = new Date(Date.now() - 61 * 60 * 1000);
+    for await (const entry of backend.list(`v1/${a.workspace.id}/bundles/`)) await fs.utimes(path.join(remoteRoot, ...entry.key.split('/')), old, old);
+    // The first version comes back outside any turn; the next turn changes it again, so its
+    // pre-image is the very object the first push sent: reused, not sent again.
+    await fs.writeFile(path.join(a.project, 'a.txt'), 'a\n');
+    await turn(a.store, () => fs.writeFile(path.join(a.project, 'a.txt'), 'third version\n'));
+    const third = await turn(a.store, () => fs.writeFile(path.join(a.project, 'b.txt'), 'other\n'));
+    // The push stops just before writing its manifests; meanwhile another machine prunes down to
+    // one checkpoint, which removes the first push's manifest, the only one naming that bundle.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const atGate = new Promise<void>((resolve) => (reached = resolve));
+    const gated: StoreBackend = {
+      location: backend.location,
+      capabilities: backend.capabilities,
+      close: () => backend.close(),
+      create: async (key, bytes) => {
+        if (key.includes('/manifests/')) {
+          reached();
+          await gate;
+        }
+        return backend.create(key, bytes);
+      },
+      put: (key, bytes) => backend.put(key, bytes),
+      get: (key) => backend.get(key),
+      head: (key) => backend.head(key),
+      touch: (key) => backend.touch(key),
+      delete: (key) => backend.delete(key),
+      list: (prefix) => backend.list(prefix),
+    };
+    const pushing = pushCheckpoints(a.store, gated, a.workspace);
+    await atGate;
+    // A checkpoint newer than all of them, pushed by the other machine, so retain = 1 keeps only it.
+    const otherPath = path.join(base, 'b');
+    execFileSync('git', ['clone', '-q', a.project, otherPath]);
+    const other = await CheckpointStore.open(path.join(base, 'b-store'), { projectRoot: otherPath });
+    await turn(other, () => fs.writeFile(path.join(otherPath, 'c.txt'), 'c\n'));
+    await pushCheckpoints(other, backend, await workspaceIdentity(otherPath));
+    const pruned = await pruneRemote(backend, a.workspace, { retain: 1, keepDays: 14 });
+    expect(pruned.removed).toContain(first);
+    release();
+    const pushed = await pushing;
+    expect(pushed.pushed).toContain(third);
+    await remoteIsWhole(backend, a.workspace);
+  });
+
+  it('bad numbers are INVALID_ARGUMENT and remove nothing', async () => {
+    const base = await tempFolder('turnback-rprune-');
+    const a = await project(base, 'a');
+    const backend = await DirectoryBackend.open(path.join(base, 'remote'));
+    await turn(a.store, () => fs.writeFile(path.join(a.project, 'a.txt'), 'x\n'));
+    await pushCheckpoints(a.store, backend, a.workspace);
+    for (const bad of [{ retain: 0, keepDays: 1 }, { retain: 1.5, keepDays: 1 }, { retain: 1, keepDays: 0 }, { retain: 1, keepDays: 1, graceMs: -1 }]) {
+      const error = await pruneRemote(backend, a.workspace, bad).then(() => undefined, (e: unknown) => e);
+      expect(isCheckpointError(error, 'INVALID_ARGUMENT'), JSON.stringify(bad)).toBe(true);
+    }
+    expect(await remoteCheckpointIds(backend, a.workspace)).toHaveLength(1);
+  });
+});
