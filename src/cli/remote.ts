@@ -21,6 +21,9 @@ function remoteOf(context: CliContext): RemoteStoreConfig {
 }
 
 async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModule; backend: Awaited<ReturnType<RemoteModule['S3Backend']['open']>> }> {
+  // The SDK's notice that its future releases need Node 22 is about turnback's pinned dependency,
+  // not the person's code: it stays out of the command's output (an SDK setting for exactly this).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const module = await import('../remote.js');
   const backend = await module.S3Backend.open({
     location: remote.location,

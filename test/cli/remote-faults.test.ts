@@ -1,0 +1,163 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeBundle } from '../../src/remote/bundle.js';
+import { S3Backend } from '../../src/remote/s3-backend.js';
+import { remoteCheckpointIds } from '../../src/remote/sync.js';
+import { workspaceIdentity, type WorkspaceIdentity } from '../../src/remote/workspace-identity.js';
+import { withSeed } from '../helpers/seed.js';
+import { s3TestServer, type S3TestServer } from '../remote/s3-server.js';
+import { CLI, cliRepo, type CliRepo } from './harness.js';
+
+// A push that dies — SIGKILLed at seeded random points, or cut off from the server mid-transfer —
+// leaves the local store whole and the remote never showing a checkpoint whose copies are not
+// all there; the next push completes (issue #16).
+
+let server: S3TestServer;
+const BUCKET = 'turnback-faults';
+
+beforeAll(async () => {
+  server = s3TestServer();
+  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+  } catch (error) {
+    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((error as { name?: string }).name ?? '')) throw error;
+  } finally {
+    client.destroy();
+  }
+}, 180_000);
+afterAll(() => server?.stop());
+
+/** A repository with `turns` runs, each rewriting 40 files of 16 KiB; its remote set only afterwards (no background pushes). */
+async function repoWithTurns(turns: number, prefix: string, endpoint = server.endpoint): Promise<CliRepo> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 40; i++) files[`data/f${i}.txt`] = `original ${i}\n`;
+  const repo = await cliRepo(files);
+  for (let t = 0; t < turns; t++) {
+    const script = `for i in $(seq 0 39); do head -c 16384 /dev/urandom | base64 > data/f$i.txt; done`;
+    expect(repo.tb(['run', '--', 'sh', '-c', script]).code).toBe(0);
+  }
+  Object.assign(repo.env, { AWS_ACCESS_KEY_ID: server.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: server.credentials.secretAccessKey, AWS_REGION: server.region });
+  await configure(repo, prefix, endpoint);
+  return repo;
+}
+
+async function configure(repo: CliRepo, prefix: string, endpoint: string): Promise<void> {
+  const dir = path.join(repo.home, 'config', 'turnback');
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${endpoint}"\nforce_path_style = true\n`);
+}
+
+async function remoteIsWhole(backend: S3Backend, workspace: WorkspaceIdentity): Promise<number> {
+  const ids = await remoteCheckpointIds(backend, workspace);
+  for (const id of ids) {
+    const remote = JSON.parse(((await backend.get(`v1/${workspace.id}/manifests/${id}.json`)) as Buffer).toString()) as { objects: Record<string, string> };
+    const bundles = new Map<string, Map<string, Buffer>>();
+    for (const [key, bundle] of Object.entries(remote.objects)) {
+      if (!bundles.has(bundle)) {
+        const bytes = await backend.get(`v1/${workspace.id}/bundles/${bundle}.tbb`);
+        expect(bytes, `bundle ${bundle} named by ${id}`).toBeDefined();
+        bundles.set(bundle, decodeBundle(bundle, bytes as Buffer));
+      }
+      expect(bundles.get(bundle)?.has(key)).toBe(true);
+    }
+  }
+  return ids.length;
+}
+
+/** `turnback ARGS` without blocking this process (the relay below runs in it). */
+function tbAsync(repo: CliRepo, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--no-warnings', CLI, ...args], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr })));
+}
+
+function sealedCount(repo: CliRepo): number {
+  return (JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: unknown[] }).checkpoints.length;
+}
+
+describe('a push that dies', () => {
+  it('SIGKILLed at seeded random points: the remote never shows a checkpoint missing a copy, the local store verifies, the next push completes', async () => {
+    await withSeed(1618, async (random) => {
+      const prefix = `kill-${randomBytes(4).toString('hex')}`;
+      const repo = await repoWithTurns(6, prefix);
+      const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+      const workspace = await workspaceIdentity(repo.proj);
+      try {
+        const total = sealedCount(repo);
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const child = spawn(process.execPath, ['--no-warnings', CLI, 'push'], { cwd: repo.proj, env: repo.env, stdio: 'ignore' });
+          const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+          // Killed somewhere between its start and its end (a push of this size takes ~0.5–1 s here).
+          const killAfter = random.int(150, 900);
+          const timer = setTimeout(() => child.kill('SIGKILL'), killAfter);
+          await exited;
+          clearTimeout(timer);
+          expect(await remoteIsWhole(backend, workspace)).toBeLessThanOrEqual(total);
+          expect(repo.tb(['verify']).code).toBe(0);
+        }
+        const done = repo.tb(['push']);
+        expect(done.code, done.stderr).toBe(0);
+        expect(await remoteIsWhole(backend, workspace)).toBe(total);
+      } finally {
+        backend.close();
+      }
+    });
+  });
+
+  it('cut off from the server mid-transfer: a typed failure, nothing half-published, and the next push completes', async () => {
+    // A relay in front of the server that drops every connection once 200 KiB have gone through.
+    const [host, port] = new URL(server.endpoint).host.split(':') as [string, string];
+    let forwarded = 0;
+    let cut = false;
+    const sockets = new Set<net.Socket>();
+    const relay = net.createServer((inbound) => {
+      if (cut) {
+        inbound.destroy();
+        return;
+      }
+      const outbound = net.connect(Number(port), host);
+      sockets.add(inbound).add(outbound);
+      inbound.on('data', (chunk: Buffer) => {
+        forwarded += chunk.length;
+        if (forwarded > 200 * 1024 && !cut) {
+          cut = true;
+          for (const socket of sockets) socket.destroy();
+          return;
+        }
+        outbound.write(chunk);
+      });
+      outbound.on('data', (chunk: Buffer) => inbound.write(chunk));
+      for (const socket of [inbound, outbound]) socket.on('error', () => undefined).on('close', () => [inbound, outbound].forEach((s) => s.destroy()));
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayed = `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
+    const prefix = `cut-${randomBytes(4).toString('hex')}`;
+    const repo = await repoWithTurns(3, prefix, relayed);
+    const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+    const workspace = await workspaceIdentity(repo.proj);
+    try {
+      const failed = await tbAsync(repo, ['push']);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/try again later/);
+      expect(cut).toBe(true);
+      await remoteIsWhole(backend, workspace);
+      expect(repo.tb(['verify']).code).toBe(0);
+      expect(repo.tb(['status']).stdout).toMatch(/checkpoints? not pushed yet/);
+      // The network is back (the server directly): the push completes.
+      await configure(repo, prefix, server.endpoint);
+      const done = repo.tb(['push']);
+      expect(done.code, done.stderr).toBe(0);
+      expect(await remoteIsWhole(backend, workspace)).toBe(sealedCount(repo));
+    } finally {
+      backend.close();
+      relay.close();
+    }
+  });
+});
