@@ -71,6 +71,13 @@ describe('turnback push and pull', () => {
 
     expect(a.tb(['run', '--', 'sh', '-c', 'echo "export const app = 10;" > src/app.ts; rm src/util.ts; echo notes > notes.md']).code).toBe(0);
     expect(a.tb(['run', '--', 'sh', '-c', 'echo more >> notes.md; chmod +x README.md']).code).toBe(0);
+    // And an agent's turn through its hooks (Claude Code's payloads), the tool's effect in between.
+    const session = { session_id: 'sess-e2e', cwd: a.proj, transcript_path: '/dev/null' };
+    a.tb(['hook', 'claude', 'UserPromptSubmit'], { input: JSON.stringify({ ...session, hook_event_name: 'UserPromptSubmit', prompt: 'tidy the readme' }) });
+    a.tb(['hook', 'claude', 'PreToolUse'], { input: JSON.stringify({ ...session, hook_event_name: 'PreToolUse', tool_name: 'Write', tool_input: { file_path: path.join(a.proj, 'README.md'), content: '# tidied\n' }, tool_use_id: 'toolu_1' }) });
+    await writeFile(path.join(a.proj, 'README.md'), '# tidied\n');
+    a.tb(['hook', 'claude', 'PostToolUse'], { input: JSON.stringify({ ...session, hook_event_name: 'PostToolUse', tool_name: 'Write', tool_input: { file_path: path.join(a.proj, 'README.md'), content: '# tidied\n' }, tool_use_id: 'toolu_1', tool_response: { success: true } }) });
+    a.tb(['hook', 'claude', 'Stop'], { input: JSON.stringify({ ...session, hook_event_name: 'Stop', stop_hook_active: false }) });
     // Each run's end pushed in the background already, or this push sends what is left.
     const push = a.tb(['push']);
     expect(push.code, push.stderr).toBe(0);
@@ -86,16 +93,20 @@ describe('turnback push and pull', () => {
     expect(listedB.checkpoints.map((c) => c.id)).toEqual(listedA.checkpoints.map((c) => c.id));
     expect(b.tb(['pull']).stdout).toMatch(/^nothing to pull/);
 
-    // Machine b gets to where machine a is (its own copy of the work), then undoes both runs.
+    // The agent's session is pulled as a session of its own, listed by agent and turn.
+    expect(b.tb(['list']).stdout).toContain('tidy the readme');
+    // Machine b gets to where machine a is (its own copy of the work), then undoes the agent's
+    // turn and both runs, one step at a time.
     const last = (name: string): Promise<string> => readFile(path.join(a.proj, name), 'utf8');
     await writeFile(path.join(b.proj, 'src/app.ts'), await last('src/app.ts'));
     execFileSync('rm', [path.join(b.proj, 'src/util.ts')]);
     await writeFile(path.join(b.proj, 'notes.md'), await last('notes.md'));
+    await writeFile(path.join(b.proj, 'README.md'), await last('README.md'));
     execFileSync('chmod', ['+x', path.join(b.proj, 'README.md')]);
-    const undo = b.tb(['undo', '--yes', '--delete-created']);
-    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
-    const undoAgain = b.tb(['undo', '--yes', '--delete-created']);
-    expect(undoAgain.code, undoAgain.stdout + undoAgain.stderr).toBe(0);
+    for (let step = 0; step < 3; step++) {
+      const undo = b.tb(['undo', '--yes', '--delete-created']);
+      expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    }
     for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(b.proj, name), 'utf8')).toBe(text);
     expect(b.git('status', '--porcelain')).toBe('');
   });

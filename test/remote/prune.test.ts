@@ -5,51 +5,15 @@ import { describe, expect, it } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import type { CheckpointId } from '../../src/core/id.js';
 import type { StoreBackend } from '../../src/remote/backend.js';
-import { decodeBundle } from '../../src/remote/bundle.js';
 import { DirectoryBackend } from '../../src/remote/directory-backend.js';
 import { pruneRemote } from '../../src/remote/prune.js';
 import { pullCheckpoints, pushCheckpoints, remoteCheckpointIds } from '../../src/remote/sync.js';
 import { workspaceIdentity, type WorkspaceIdentity } from '../../src/remote/workspace-identity.js';
-import { CheckpointObserver } from '../../src/session/observer.js';
 import { CheckpointStore } from '../../src/store/store.js';
-import { withSeed } from '../helpers/seed.js';
-import { tempFolder, writeTree } from '../helpers/temp.js';
+import { tempFolder } from '../helpers/temp.js';
+import { project, remoteIsWhole, turn, twoMachinesPushingAndPruning } from './scenarios.js';
 
 // Retention on the remote, and its safety beside other machines' pushes (issue #16).
-
-const git = (cwd: string, ...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd, encoding: 'utf8' });
-
-async function project(base: string, name: string): Promise<{ project: string; store: CheckpointStore; workspace: WorkspaceIdentity }> {
-  const root = path.join(base, name);
-  await writeTree(root, { 'a.txt': 'a\n', 'b.txt': 'b\n' });
-  git(root, 'init', '-q');
-  git(root, 'add', '-A');
-  git(root, 'commit', '-qm', 'first');
-  return { project: root, store: await CheckpointStore.open(path.join(base, `${name}-store`), { projectRoot: root }), workspace: await workspaceIdentity(root) };
-}
-
-async function turn(store: CheckpointStore, change: () => Promise<void>): Promise<CheckpointId> {
-  const observer = new CheckpointObserver({ store, sessionId: 'agent' });
-  const begun = await observer.callBegin('call');
-  await change();
-  await observer.callEnd('call');
-  await observer.close();
-  return begun.checkpointId;
-}
-
-/** Every remote manifest names bundles that are there and hold its objects. */
-async function remoteIsWhole(backend: StoreBackend, workspace: WorkspaceIdentity): Promise<void> {
-  for (const id of await remoteCheckpointIds(backend, workspace)) {
-    const text = await backend.get(`v1/${workspace.id}/manifests/${id}.json`);
-    if (text === undefined) continue; // pruned between the listing and the read
-    const remote = JSON.parse(text.toString()) as { objects: Record<string, string> };
-    for (const [key, bundle] of Object.entries(remote.objects)) {
-      const bytes = await backend.get(`v1/${workspace.id}/bundles/${bundle}.tbb`);
-      expect(bytes, `bundle ${bundle} named by ${id}`).toBeDefined();
-      expect(decodeBundle(bundle, bytes as Buffer).has(key)).toBe(true);
-    }
-  }
-}
 
 async function bundleCount(backend: StoreBackend, workspace: WorkspaceIdentity): Promise<number> {
   let count = 0;
@@ -92,44 +56,8 @@ describe('prune on the remote store', () => {
   });
 
   it('two machines pushing and pruning one bucket at once: no manifest ever names a bundle that is gone', async () => {
-    await withSeed(1617, async (random) => {
-      const base = await tempFolder('turnback-rprune-');
-      const a = await project(base, 'a');
-      const clonePath = path.join(base, 'b');
-      execFileSync('git', ['clone', '-q', a.project, clonePath]);
-      const b = { project: clonePath, store: await CheckpointStore.open(path.join(base, 'b-store'), { projectRoot: clonePath }), workspace: await workspaceIdentity(clonePath) };
-      const backend = await DirectoryBackend.open(path.join(base, 'remote'));
-      // Content that comes back: later pushes reuse the bundles of earlier ones, which prunes
-      // keep removing the manifests of.
-      const versions = ['one\n', 'two\n', 'three\n'];
-      const machineA = (async () => {
-        for (let i = 0; i < 12; i++) {
-          await turn(a.store, () => fs.writeFile(path.join(a.project, 'a.txt'), (versions[random.int(0, 2)] as string).repeat(100)));
-          await pushCheckpoints(a.store, backend, a.workspace);
-        }
-      })();
-      let bundlesRemoved = 0;
-      const machineB = (async () => {
-        for (let i = 0; i < 12; i++) {
-          await turn(b.store, () => fs.writeFile(path.join(b.project, 'b.txt'), (versions[random.int(0, 2)] as string).repeat(100)));
-          await pushCheckpoints(b.store, backend, b.workspace);
-          // A grace period of 150 ms: far longer than a push here takes, short enough that the
-          // prunes really remove bundles while machine a pushes.
-          bundlesRemoved += (await pruneRemote(backend, b.workspace, { retain: random.int(1, 4), keepDays: 14, graceMs: 150 })).bundlesRemoved;
-          await remoteIsWhole(backend, b.workspace);
-        }
-      })();
-      await Promise.all([machineA, machineB]);
-      expect(bundlesRemoved).toBeGreaterThan(0);
-      await remoteIsWhole(backend, a.workspace);
-      // Whatever is left pulls whole into a third clone.
-      const third = path.join(base, 'c');
-      execFileSync('git', ['clone', '-q', a.project, third]);
-      const store = await CheckpointStore.open(path.join(base, 'c-store'), { projectRoot: third });
-      const pulled = await pullCheckpoints(store, backend, await workspaceIdentity(third));
-      expect(pulled.pulled.length).toBeGreaterThan(0);
-      expect((await store.verify()).problems).toEqual([]);
-    });
+    const base = await tempFolder('turnback-rprune-');
+    await twoMachinesPushingAndPruning(base, await DirectoryBackend.open(path.join(base, 'remote')), 150);
   });
 
   it('a prune in the middle of a push: the bundle the push reuses from a pruned checkpoint is young, so it stays', async () => {

@@ -7,6 +7,8 @@ import { isCheckpointError, type CheckpointError } from '../../src/core/errors.j
 import { S3Backend } from '../../src/remote/s3-backend.js';
 import { parseS3Location } from '../../src/remote/s3-location.js';
 import { backendConformance } from './conformance.js';
+import { twoMachinesPushingAndPruning } from './scenarios.js';
+import { tempFolder } from '../helpers/temp.js';
 import { s3TestServer, type S3TestServer } from './s3-server.js';
 
 // The S3 backend against a real S3 API server (Ceph's RADOS Gateway, started by .ci/run or by
@@ -67,6 +69,10 @@ describe('the S3 backend', () => {
     expect(await b.get('objects/x')).toBeUndefined();
     expect(await b.create('objects/x', Buffer.from('in b'))).toBe('created');
     expect((await a.get('objects/x'))?.toString()).toBe('in a');
+  });
+
+  it('two machines pushing and pruning one prefix of the bucket at once: no manifest ever names a bundle that is gone', async () => {
+    await twoMachinesPushingAndPruning(await tempFolder('turnback-s3-prune-'), await openOn(`s3://${BUCKET}/machines-${randomBytes(4).toString('hex')}`), 3000);
   });
 
   it('bad locations are INVALID_CONFIG', () => {
