@@ -5,10 +5,9 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeBundle } from '../../src/remote/bundle.js';
+import { remoteIsWhole } from '../remote/scenarios.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
-import { remoteCheckpointIds } from '../../src/remote/sync.js';
-import { workspaceIdentity, type WorkspaceIdentity } from '../../src/remote/workspace-identity.js';
+import { workspaceIdentity } from '../../src/remote/workspace-identity.js';
 import { withSeed } from '../helpers/seed.js';
 import { s3TestServer, type S3TestServer } from '../remote/s3-server.js';
 import { CLI, cliRepo, type CliRepo } from './harness.js';
@@ -53,22 +52,6 @@ async function configure(repo: CliRepo, prefix: string, endpoint: string): Promi
   await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${endpoint}"\nforce_path_style = true\n`);
 }
 
-async function remoteIsWhole(backend: S3Backend, workspace: WorkspaceIdentity): Promise<number> {
-  const ids = await remoteCheckpointIds(backend, workspace);
-  for (const id of ids) {
-    const remote = JSON.parse(((await backend.get(`v1/${workspace.id}/manifests/${id}.json`)) as Buffer).toString()) as { objects: Record<string, string> };
-    const bundles = new Map<string, Map<string, Buffer>>();
-    for (const [key, bundle] of Object.entries(remote.objects)) {
-      if (!bundles.has(bundle)) {
-        const bytes = await backend.get(`v1/${workspace.id}/bundles/${bundle}.tbb`);
-        expect(bytes, `bundle ${bundle} named by ${id}`).toBeDefined();
-        bundles.set(bundle, decodeBundle(bundle, bytes as Buffer));
-      }
-      expect(bundles.get(bundle)?.has(key)).toBe(true);
-    }
-  }
-  return ids.length;
-}
 
 /** `turnback ARGS` without blocking this process (the relay below runs in it). */
 function tbAsync(repo: CliRepo, args: string[]): Promise<{ code: number | null; stderr: string }> {

@@ -13,7 +13,7 @@ import { CheckpointStore } from '../../src/store/store.js';
 import { withSeed } from '../helpers/seed.js';
 import { tempFolder, writeTree } from '../helpers/temp.js';
 import { listing } from '../session/helpers.js';
-import { decodeBundle } from '../../src/remote/bundle.js';
+import { remoteIsWhole } from './scenarios.js';
 
 // Push from one clone, pull into another at a different path, undo there (issue #16). The
 // backend here is the directory backend; the conformance suite holds the S3 backend to the same
@@ -55,17 +55,6 @@ async function turn(machine: Machine, change: () => Promise<void>, coverage = {}
   return begun.checkpointId;
 }
 
-/** Every manifest the remote shows names bundles that are there and hold its objects. */
-async function remoteIsWhole(backend: StoreBackend, workspace: WorkspaceIdentity): Promise<void> {
-  for (const id of await remoteCheckpointIds(backend, workspace)) {
-    const remote = JSON.parse(((await backend.get(`v1/${workspace.id}/manifests/${id}.json`)) as Buffer).toString()) as { objects: Record<string, string> };
-    for (const [key, bundle] of Object.entries(remote.objects)) {
-      const bytes = await backend.get(`v1/${workspace.id}/bundles/${bundle}.tbb`);
-      expect(bytes, `bundle ${bundle} of ${id}`).toBeDefined();
-      expect(decodeBundle(bundle, bytes as Buffer).has(key)).toBe(true);
-    }
-  }
-}
 
 /** A backend whose calls fail from the `failAt`th on, as a cut network does. */
 function cutAfter(backend: StoreBackend, failAt: number): StoreBackend & { calls: number } {
