@@ -3,13 +3,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { remoteIsWhole } from '../remote/scenarios.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
 import { workspaceIdentity } from '../../src/remote/workspace-identity.js';
 import { withSeed } from '../helpers/seed.js';
-import { s3TestServer, type S3TestServer } from '../remote/s3-server.js';
+import { ensureBucket, s3TestServer, type S3TestServer } from '../remote/s3-server.js';
 import { CLI, cliRepo, type CliRepo } from './harness.js';
 
 // A push that dies — SIGKILLed at seeded random points, or cut off from the server mid-transfer —
@@ -21,14 +20,7 @@ const BUCKET = 'turnback-faults';
 
 beforeAll(async () => {
   server = s3TestServer();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
-  try {
-    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  } catch (error) {
-    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((error as { name?: string }).name ?? '')) throw error;
-  } finally {
-    client.destroy();
-  }
+  await ensureBucket(server, BUCKET);
 }, 180_000);
 afterAll(() => server?.stop());
 

@@ -2,10 +2,9 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
-import { s3TestServer, type S3TestServer } from '../remote/s3-server.js';
+import { ensureBucket, s3TestServer, type S3TestServer } from '../remote/s3-server.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
 import { remoteCheckpointIds } from '../../src/remote/sync.js';
 import { workspaceIdentity } from '../../src/remote/workspace-identity.js';
@@ -19,14 +18,7 @@ const BUCKET = 'turnback-cli';
 
 beforeAll(async () => {
   server = s3TestServer();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
-  try {
-    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  } catch (error) {
-    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((error as { name?: string }).name ?? '')) throw error;
-  } finally {
-    client.destroy();
-  }
+  await ensureBucket(server, BUCKET);
 }, 180_000);
 afterAll(() => server?.stop());
 

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCheckpointError, type CheckpointError } from '../../src/core/errors.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
@@ -9,7 +8,7 @@ import { parseS3Location } from '../../src/remote/s3-location.js';
 import { backendConformance } from './conformance.js';
 import { twoMachinesPushingAndPruning } from './scenarios.js';
 import { tempFolder } from '../helpers/temp.js';
-import { s3TestServer, type S3TestServer } from './s3-server.js';
+import { ensureBucket, s3TestServer, type S3TestServer } from './s3-server.js';
 
 // The S3 backend against a real S3 API server (Ceph's RADOS Gateway, started by .ci/run or by
 // s3-server.ts), and its typed errors against servers that fail the ways real ones do.
@@ -20,14 +19,7 @@ const opened: S3Backend[] = [];
 
 beforeAll(async () => {
   server = s3TestServer();
-  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
-  try {
-    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
-  } catch (error) {
-    if ((error as { name?: string }).name !== 'BucketAlreadyOwnedByYou' && (error as { name?: string }).name !== 'BucketAlreadyExists') throw error;
-  } finally {
-    client.destroy();
-  }
+  await ensureBucket(server, BUCKET);
 }, 180_000);
 afterAll(() => {
   for (const backend of opened.splice(0)) backend.close();

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 // The real S3 API server of the remote-store tests: Ceph's RADOS Gateway on a one-node in-memory
 // cluster. `.ci/run` starts one for the whole run and exports its address (TURNBACK_TEST_S3_*);
@@ -53,4 +54,16 @@ export function s3TestServer(): S3TestServer {
     if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
   }
   return fromEnv(env, stop) as S3TestServer;
+}
+
+/** Makes `bucket` on the server unless it is there already (the tests share one server). */
+export async function ensureBucket(server: S3TestServer, bucket: string): Promise<void> {
+  const client = new S3Client({ endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } catch (error) {
+    if (!['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes((error as { name?: string }).name ?? '')) throw error;
+  } finally {
+    client.destroy();
+  }
 }
