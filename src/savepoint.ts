@@ -18,5 +18,5 @@ export {
   type SavepointToolOptions,
 } from './tools/savepoint-tool.js';
 export { checkpointedCall, withCheckpoint, type ExecutableTool, type ToolCallCapture, type WithCheckpointOptions } from './tools/tool-call.js';
-export { SAVEPOINT_BOUNDS, SAVEPOINT_CEILINGS, SAVEPOINT_DEFAULTS, type SavepointLimits } from './capture/savepoint-walk.js';
+export { SAVEPOINT_BOUNDS, SAVEPOINT_CEILINGS, SAVEPOINT_DEFAULTS, type SavepointBounds, type SavepointLimits } from './capture/savepoint-walk.js';
 export type { SavepointDiff, SavepointInfo, SavepointSaveOptions } from './session/savepoints.js';

@@ -24,8 +24,11 @@ export const SAVEPOINT_DEFAULTS: Readonly<SavepointLimits> = Object.freeze({ max
 /** The highest values {@link SavepointLimits} may take. */
 export const SAVEPOINT_CEILINGS: Readonly<SavepointLimits> = Object.freeze({ maxFiles: 2000, maxFileBytes: 2 * MIB });
 
+/** The bounds of one savepoint (see {@link SAVEPOINT_BOUNDS}). */
+export type SavepointBounds = Readonly<{ contentBytes: number; entries: number; folders: number; depth: number; manifestBytes: number }>;
+
 /** Bounds every savepoint keeps whatever its limits. */
-export const SAVEPOINT_BOUNDS: Readonly<{ contentBytes: number; entries: number; folders: number; depth: number; manifestBytes: number }> = Object.freeze({
+export const SAVEPOINT_BOUNDS: SavepointBounds = Object.freeze({
   /** Bytes of file content in one savepoint. */
   contentBytes: 8 * MIB,
   /** Folder entries looked at (ignored entries and symlinks included). */
@@ -91,9 +94,13 @@ function entryCost(projectPath: string): number {
  * is the whole project), in name order, skipping symlinks, credential files, the skipped folders,
  * `exclude` (absolute paths: the store) and files holding a NUL byte. Never follows a link.
  *
+ * `bounds` are {@link SAVEPOINT_BOUNDS}; a test passes smaller ones to reach a bound the file
+ * ceilings keep out of reach (2,000 files of 4,096-character paths estimate under 9 MiB of the
+ * 16 MiB manifest bound).
+ *
  * @throws CheckpointError `INVALID_PATH` / `OUTSIDE_ROOT` for a tracked path that is not inside.
  */
-export function walkSavepoint(root: string, trackedPaths: readonly string[], limits: SavepointLimits, exclude: readonly string[] = []): SavepointWalk {
+export function walkSavepoint(root: string, trackedPaths: readonly string[], limits: SavepointLimits, exclude: readonly string[] = [], bounds: SavepointBounds = SAVEPOINT_BOUNDS): SavepointWalk {
   const files: SavepointFile[] = [];
   const shortfalls: SavepointShortfall[] = [];
   const excluded = new Set(exclude.map((p) => path.resolve(p)));
@@ -123,12 +130,12 @@ export function walkSavepoint(root: string, trackedPaths: readonly string[], lim
       return;
     }
     if (read.bytes.includes(0)) return;
-    if (contentBytes + read.bytes.length > SAVEPOINT_BOUNDS.contentBytes) {
-      stop('picture-budget', `the savepoint reached ${SAVEPOINT_BOUNDS.contentBytes} bytes of content`);
+    if (contentBytes + read.bytes.length > bounds.contentBytes) {
+      stop('picture-budget', `the savepoint reached ${bounds.contentBytes} bytes of content`);
       return;
     }
-    if (manifestBytes + entryCost(rel) > SAVEPOINT_BOUNDS.manifestBytes) {
-      stop('picture-budget', `the savepoint's manifest reached ${SAVEPOINT_BOUNDS.manifestBytes} bytes`);
+    if (manifestBytes + entryCost(rel) > bounds.manifestBytes) {
+      stop('picture-budget', `the savepoint's manifest reached ${bounds.manifestBytes} bytes`);
       return;
     }
     files.push({ path: rel, bytes: read.bytes, mode: read.mode });
@@ -136,17 +143,18 @@ export function walkSavepoint(root: string, trackedPaths: readonly string[], lim
     manifestBytes += entryCost(rel);
     // Reaching a bound exactly may have left something out: counted as cut short.
     if (files.length >= limits.maxFiles) stop('picture-budget', `the savepoint reached ${limits.maxFiles} files`);
-    else if (contentBytes === SAVEPOINT_BOUNDS.contentBytes) stop('picture-budget', `the savepoint reached ${SAVEPOINT_BOUNDS.contentBytes} bytes of content`);
+    else if (contentBytes === bounds.contentBytes) stop('picture-budget', `the savepoint reached ${bounds.contentBytes} bytes of content`);
+    else if (manifestBytes === bounds.manifestBytes) stop('picture-budget', `the savepoint's manifest reached ${bounds.manifestBytes} bytes`);
   };
 
   const walkFolder = (abs: string, rel: string, depth: number): void => {
     if (stopped) return;
-    if (depth > SAVEPOINT_BOUNDS.depth) {
-      shortfalls.push({ reason: 'too-deep', detail: `${rel}/ is deeper than ${SAVEPOINT_BOUNDS.depth} levels`, path: rel });
+    if (depth > bounds.depth) {
+      shortfalls.push({ reason: 'too-deep', detail: `${rel}/ is deeper than ${bounds.depth} levels`, path: rel });
       return;
     }
     folders += 1;
-    if (folders > SAVEPOINT_BOUNDS.folders) return stop('walk-entries', `the savepoint reached ${SAVEPOINT_BOUNDS.folders} folders`);
+    if (folders > bounds.folders) return stop('walk-entries', `the savepoint reached ${bounds.folders} folders`);
     let dirents: nodeFs.Dirent[];
     try {
       dirents = nodeFs.readdirSync(abs, { withFileTypes: true });
@@ -158,7 +166,7 @@ export function walkSavepoint(root: string, trackedPaths: readonly string[], lim
     for (const dirent of dirents) {
       if (stopped) return;
       entries += 1;
-      if (entries > SAVEPOINT_BOUNDS.entries) return stop('walk-entries', `the savepoint looked at ${SAVEPOINT_BOUNDS.entries} folder entries`);
+      if (entries > bounds.entries) return stop('walk-entries', `the savepoint looked at ${bounds.entries} folder entries`);
       const childAbs = path.join(abs, dirent.name);
       const childRel = rel === '' ? dirent.name : `${rel}/${dirent.name}`;
       if (excluded.has(childAbs) || dirent.name.startsWith('.turnback-')) continue;
@@ -168,7 +176,7 @@ export function walkSavepoint(root: string, trackedPaths: readonly string[], lim
         takeFile(childAbs, childRel);
       }
       // Symlinks, FIFOs, sockets and devices are never held.
-      if (!stopped && entries === SAVEPOINT_BOUNDS.entries) stop('walk-entries', `the savepoint looked at ${SAVEPOINT_BOUNDS.entries} folder entries`);
+      if (!stopped && entries === bounds.entries) stop('walk-entries', `the savepoint looked at ${bounds.entries} folder entries`);
     }
   };
 
