@@ -149,12 +149,23 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
 
   // Which bundle holds each object the remote has: read from the remote manifests that share
   // objects with these (an object already there is named, not sent again).
+  // A push after every turn must not read every remote manifest each time: this store keeps an
+  // index of what the remote manifests it has read name (`state/remote-index.json`), and reads
+  // only those it has not seen (another machine's). A hint, never trusted alone: every bundle it
+  // names is touched below, and one found gone has its objects sent again.
+  const index = await readRemoteIndex(store, backend.location, workspace);
+  for (const id of [...remoteIds].sort()) {
+    if (index.seen.has(id)) continue;
+    const remote = await readRemoteManifest(backend, workspace, id, options).catch(() => undefined);
+    if (remote === undefined) continue;
+    for (const [key, bundle] of Object.entries(remote.objects)) index.objects.set(key, bundle);
+    index.seen.add(id);
+  }
   const wanted = new Set(manifests.flatMap((m) => manifestObjects(m)));
   const held = new Map<string, string>();
-  for (const id of [...remoteIds].sort().reverse()) {
-    if ([...wanted].every((key) => held.has(key))) break;
-    const remote = await readRemoteManifest(backend, workspace, id, options).catch(() => undefined);
-    for (const [key, bundle] of Object.entries(remote?.objects ?? {})) if (wanted.has(key) && !held.has(key)) held.set(key, bundle);
+  for (const key of wanted) {
+    const bundle = index.objects.get(key);
+    if (bundle !== undefined) held.set(key, bundle);
   }
   // A bundle named by a remote manifest was there when that manifest was written; a prune (on
   // any machine) may remove it once nothing names it and it is older than the grace period. So
@@ -218,8 +229,46 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
     );
     report.pushed.push(...manifests.slice(i, i + IN_FLIGHT).map((m) => m.id));
   }
+  for (const manifest of manifests) {
+    index.seen.add(manifest.id);
+    remoteIds.add(manifest.id);
+  }
+  for (const [key, bundle] of held) index.objects.set(key, bundle);
+  await writeRemoteIndex(store, backend.location, workspace, index, remoteIds);
   await recordPushed(store, backend.location, local);
   return report;
+}
+
+/** The state document of {@link readRemoteIndex}. */
+const INDEX_STATE = 'remote-index';
+
+/** What this store knows of a remote's manifests: those it has read (or written), and the bundle of each object they name. */
+interface RemoteIndex {
+  seen: Set<string>;
+  objects: Map<string, string>;
+}
+
+async function readRemoteIndex(store: CheckpointStore, location: string, workspace: WorkspaceIdentity): Promise<RemoteIndex> {
+  const doc = (await store.readState(INDEX_STATE).catch(() => undefined)) as { location?: unknown; workspace?: unknown; seen?: unknown; objects?: unknown } | undefined;
+  const index: RemoteIndex = { seen: new Set(), objects: new Map() };
+  if (doc?.location !== location || doc.workspace !== workspace.id || !Array.isArray(doc.seen) || typeof doc.objects !== 'object' || doc.objects === null) return index;
+  for (const id of doc.seen as unknown[]) if (typeof id === 'string') index.seen.add(id);
+  for (const [key, bundle] of Object.entries(doc.objects as Record<string, unknown>)) if (typeof bundle === 'string') index.objects.set(key, bundle);
+  return index;
+}
+
+/** Most objects the index keeps; past it, it starts again (the next push reads the manifests). */
+const INDEX_MAX_OBJECTS = 200_000;
+
+/**
+ * Saves the index, keeping only the manifests the remote still lists. Objects of pruned
+ * manifests may stay: every use is checked by a touch. Never throws: a lost index costs reads.
+ */
+async function writeRemoteIndex(store: CheckpointStore, location: string, workspace: WorkspaceIdentity, index: RemoteIndex, listed: ReadonlySet<string>): Promise<void> {
+  const tooBig = index.objects.size > INDEX_MAX_OBJECTS;
+  const seen = tooBig ? [] : [...index.seen].filter((id) => listed.has(id)).sort();
+  const doc = { location, workspace: workspace.id, seen, objects: tooBig ? {} : Object.fromEntries(index.objects) };
+  await store.writeState(INDEX_STATE, doc, { durable: false }).catch(() => undefined);
 }
 
 /** The state document that says what the last push to a remote left there. */

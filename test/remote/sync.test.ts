@@ -167,6 +167,43 @@ describe('push and pull between two clones', () => {
     });
   });
 
+  it("a push after each turn reads only the remote manifests it has not seen (another machine's), not all of them", async () => {
+    const { base, a, b } = await twoClones();
+    const backend = await DirectoryBackend.open(path.join(base, 'remote'));
+    const manifestReads: string[] = [];
+    const counting: StoreBackend = {
+      location: backend.location,
+      capabilities: backend.capabilities,
+      close: () => backend.close(),
+      create: (key, bytes) => backend.create(key, bytes),
+      put: (key, bytes) => backend.put(key, bytes),
+      get: (key) => {
+        if (key.includes('/manifests/')) manifestReads.push(key);
+        return backend.get(key);
+      },
+      head: (key) => backend.head(key),
+      touch: (key) => backend.touch(key),
+      delete: (key) => backend.delete(key),
+      list: (prefix) => backend.list(prefix),
+    };
+    for (let i = 0; i < 5; i++) {
+      await turn(a, () => fs.writeFile(path.join(a.project, 'src/f0.txt'), `turn ${i}\n`));
+      await pushCheckpoints(a.store, counting, a.workspace);
+    }
+    // Its own manifests are known: five pushes read none.
+    expect(manifestReads).toEqual([]);
+    const fromB = await turn(b, () => fs.writeFile(path.join(b.project, 'src/f1.txt'), 'from b\n'));
+    await pushCheckpoints(b.store, backend, b.workspace);
+    await turn(a, () => fs.writeFile(path.join(a.project, 'src/f0.txt'), 'turn 5\n'));
+    await pushCheckpoints(a.store, counting, a.workspace);
+    // Machine b's one manifest, once.
+    expect(manifestReads).toEqual([`v1/${a.workspace.id}/manifests/${fromB}.json`]);
+    await turn(a, () => fs.writeFile(path.join(a.project, 'src/f0.txt'), 'turn 6\n'));
+    await pushCheckpoints(a.store, counting, a.workspace);
+    expect(manifestReads).toHaveLength(1);
+    await remoteIsWhole(backend, a.workspace);
+  });
+
   it('a damaged bundle is refused whole: nothing of its checkpoint is added', async () => {
     const { base, a, b } = await twoClones();
     const id = await turn(a, async () => fs.writeFile(path.join(a.project, 'src/f0.txt'), 'changed\n'));
