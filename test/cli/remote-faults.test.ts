@@ -19,7 +19,7 @@ let server: S3TestServer;
 const BUCKET = 'turnback-faults';
 
 beforeAll(async () => {
-  server = s3TestServer();
+  server = await s3TestServer();
   await ensureBucket(server, BUCKET);
 }, 180_000);
 afterAll(() => server?.stop());

@@ -18,7 +18,7 @@ const BUCKET = 'turnback-test';
 const opened: S3Backend[] = [];
 
 beforeAll(async () => {
-  server = s3TestServer();
+  server = await s3TestServer();
   await ensureBucket(server, BUCKET);
 }, 180_000);
 afterAll(() => {

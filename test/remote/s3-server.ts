@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +7,8 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 
 // The real S3 API server of the remote-store tests: Ceph's RADOS Gateway on a one-node in-memory
 // cluster. `.ci/run` starts one for the whole run and exports its address (TURNBACK_TEST_S3_*);
-// without it, a test file starts its own through the same script (.ci/s3-start), and stops it.
+// without it, the global setup (test/global-setup.ts) starts one in the background for the run,
+// through the same script (.ci/s3-start), and the files that need it wait for it here.
 
 /** Where a test reaches the server. */
 export interface S3TestServer {
@@ -28,13 +29,36 @@ function fromEnv(env: NodeJS.ProcessEnv, stop: () => void): S3TestServer | undef
   return { endpoint, region: env.TURNBACK_TEST_S3_REGION ?? 'us-east-1', credentials: { accessKeyId, secretAccessKey }, stop };
 }
 
+/** The server named by an `s3.env` that .ci/s3-start wrote in `dir`. */
+function fromStartDir(dir: string, stop: () => void): S3TestServer {
+  const env: NodeJS.ProcessEnv = {};
+  for (const line of readFileSync(path.join(dir, 's3.env'), 'utf8').split('\n')) {
+    const at = line.indexOf('=');
+    if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
+  }
+  return fromEnv(env, stop) as S3TestServer;
+}
+
 /**
- * The server of this run: the one `.ci/run` started, else a new one (about 11 s).
- * @throws Error naming what to install when Ceph's packages are missing.
+ * The server of this run: the one `.ci/run` named, else the one the global setup is starting
+ * (waited for, at most two minutes: it starts in the background while other files run), else a
+ * new one of this file's own (about 11 s).
+ * @throws Error naming what to install when Ceph's packages are missing, or why the start failed.
  */
-export function s3TestServer(): S3TestServer {
+export async function s3TestServer(): Promise<S3TestServer> {
   const running = fromEnv(process.env, () => undefined);
   if (running !== undefined) return running;
+  const shared = process.env.TURNBACK_TEST_S3_START_DIR;
+  if (shared !== undefined) {
+    const deadline = Date.now() + 120_000;
+    while (!existsSync(path.join(shared, 's3.env'))) {
+      if (existsSync(path.join(shared, 'start-failed'))) throw new Error(`the run's S3 server did not start: ${readFileSync(path.join(shared, 'start-failed'), 'utf8').trim()} (its logs: ${shared}/log)`);
+      if (Date.now() > deadline) throw new Error(`the run's S3 server did not start within two minutes (its logs: ${shared}/log)`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    // Stopped by the global setup's teardown, after every file.
+    return fromStartDir(shared, () => undefined);
+  }
   if (spawnSync('sh', ['-c', 'command -v radosgw && command -v ceph-mon && command -v ceph-osd'], { stdio: 'ignore' }).status !== 0) {
     throw new Error('the S3 tests need a real S3 API server: apt-get install --no-install-recommends radosgw ceph-mon ceph-osd (or set TURNBACK_TEST_S3_ENDPOINT, _ACCESS_KEY and _SECRET_KEY)');
   }
@@ -48,12 +72,7 @@ export function s3TestServer(): S3TestServer {
     stop();
     throw error;
   }
-  const env: NodeJS.ProcessEnv = {};
-  for (const line of readFileSync(path.join(dir, 's3.env'), 'utf8').split('\n')) {
-    const at = line.indexOf('=');
-    if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
-  }
-  return fromEnv(env, stop) as S3TestServer;
+  return fromStartDir(dir, stop);
 }
 
 /** Makes `bucket` on the server unless it is there already (the tests share one server). */
