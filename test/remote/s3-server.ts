@@ -52,7 +52,10 @@ export async function s3TestServer(): Promise<S3TestServer> {
   if (shared !== undefined) {
     const deadline = Date.now() + 120_000;
     while (!existsSync(path.join(shared, 's3.env'))) {
-      if (existsSync(path.join(shared, 'start-failed'))) throw new Error(`the run's S3 server did not start: ${readFileSync(path.join(shared, 'start-failed'), 'utf8').trim()} (its logs: ${shared}/log)`);
+      if (existsSync(path.join(shared, 'start-failed'))) {
+        const log = existsSync(path.join(shared, 'log', 'start.log')) ? readFileSync(path.join(shared, 'log', 'start.log'), 'utf8').trim().split('\n').slice(-8).join('\n') : '';
+        throw new Error(`the run's S3 server did not start: ${readFileSync(path.join(shared, 'start-failed'), 'utf8').trim()}\n${log}`);
+      }
       if (Date.now() > deadline) throw new Error(`the run's S3 server did not start within two minutes (its logs: ${shared}/log)`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
