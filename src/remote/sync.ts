@@ -147,9 +147,8 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
   }
   const manifests = await Promise.all(toPush.map((id) => store.manifest(id)));
 
-  // Which bundle holds each object the remote has: read from the remote manifests that share
-  // objects with these (an object already there is named, not sent again).
-  // A push after every turn must not read every remote manifest each time: this store keeps an
+  // Which bundle holds each object the remote has (an object already there is named, not sent
+  // again). A push after every turn must not read every remote manifest each time: this store keeps an
   // index of what the remote manifests it has read name (`state/remote-index.json`), and reads
   // only those it has not seen (another machine's). A hint, never trusted alone: every bundle it
   // names is touched below, and one found gone has its objects sent again.
@@ -158,7 +157,7 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
     if (index.seen.has(id)) continue;
     const remote = await readRemoteManifest(backend, workspace, id, options).catch(() => undefined);
     if (remote === undefined) continue;
-    for (const [key, bundle] of Object.entries(remote.objects)) index.objects.set(key, bundle);
+    for (const [key, bundle] of Object.entries(remote.objects)) if (isBundleName(bundle)) index.objects.set(key, bundle);
     index.seen.add(id);
   }
   const wanted = new Set(manifests.flatMap((m) => manifestObjects(m)));
@@ -185,9 +184,10 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
   const send = async (objects: BundledObject[]): Promise<void> => {
     const bundle = encodeBundle(objects);
     // The same bytes sent before (by this machine or another): young again, or created again if a prune took it meanwhile.
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       if ((await backend.create(keys.bundle(bundle.name), bundle.bytes, call)) === 'created') break;
       if (await backend.touch(keys.bundle(bundle.name), call)) break;
+      if (attempt === 5) throw new CheckpointError('REMOTE_UNAVAILABLE', `bundle ${bundle.name} is said to exist but cannot be touched; push again`, { found: 'server-error' });
     }
     for (const object of objects) held.set(object.key, bundle.name);
     report.objects += objects.length;
@@ -239,6 +239,11 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
   return report;
 }
 
+/** A bundle's name as a push makes it (a SHA-256 in hex): anything else read from a remote or the index is ignored. */
+function isBundleName(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9a-f]{64}$/.test(value);
+}
+
 /** The state document of {@link readRemoteIndex}. */
 const INDEX_STATE = 'remote-index';
 
@@ -253,7 +258,7 @@ async function readRemoteIndex(store: CheckpointStore, location: string, workspa
   const index: RemoteIndex = { seen: new Set(), objects: new Map() };
   if (doc?.location !== location || doc.workspace !== workspace.id || !Array.isArray(doc.seen) || typeof doc.objects !== 'object' || doc.objects === null) return index;
   for (const id of doc.seen as unknown[]) if (typeof id === 'string') index.seen.add(id);
-  for (const [key, bundle] of Object.entries(doc.objects as Record<string, unknown>)) if (typeof bundle === 'string') index.objects.set(key, bundle);
+  for (const [key, bundle] of Object.entries(doc.objects as Record<string, unknown>)) if (isBundleName(bundle)) index.objects.set(key, bundle);
   return index;
 }
 
@@ -326,7 +331,7 @@ export async function pullCheckpoints(view: StoreView | CheckpointStore, backend
       if (!isGitKey && (await store.hasObject(key))) continue;
       if (renamed.has(key)) continue;
       const bundleName = remote.objects[key];
-      if (typeof bundleName !== 'string' || !/^[0-9a-f]{64}$/.test(bundleName)) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} does not say where object ${key} is`, { found: key });
+      if (!isBundleName(bundleName)) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} does not say where object ${key} is`, { found: key });
       let bundle = bundles.get(bundleName);
       if (bundle === undefined) {
         const bytes = await backend.get(keys.bundle(bundleName), call);
