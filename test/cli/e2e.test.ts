@@ -41,6 +41,18 @@ function git(...args: string[]): void {
   execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: proj, env, stdio: 'ignore' });
 }
 
+/** Resolves once `text` has come on `stream` (a run's command says it has started). */
+function lineOn(stream: NodeJS.ReadableStream | null, text: string): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = '';
+    stream?.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes(text)) resolve();
+    });
+  });
+}
+
+/** Polls `check` every 50 ms: only for what has no event to wait on (a tmux pane's text). */
 async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
     if (await check()) return;
@@ -405,10 +417,10 @@ describe('config, prune, verify', () => {
 
 describe('signals, crashes and concurrency', () => {
   it('forwards SIGINT to the command and still prints the list', async () => {
-    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo s > started; exec sleep 30'], { cwd: proj, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo s > started; echo ready; exec sleep 30'], { cwd: proj, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    await until(() => existsSync(path.join(proj, 'started')), 'the command to start');
+    await lineOn(child.stdout, 'ready');
     child.kill('SIGINT');
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(130);
@@ -417,10 +429,10 @@ describe('signals, crashes and concurrency', () => {
   });
 
   it('forwards SIGTERM sent to turnback itself, prints the list, and exits 128 + 15', async () => {
-    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo s > started; exec sleep 30'], { cwd: proj, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo s > started; echo ready; exec sleep 30'], { cwd: proj, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    await until(() => existsSync(path.join(proj, 'started')), 'the command to start');
+    await lineOn(child.stdout, 'ready');
     process.kill(child.pid as number, 'SIGTERM');
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(143);
@@ -441,13 +453,13 @@ describe('signals, crashes and concurrency', () => {
   });
 
   it('status names a run whose turnback was killed, and the next run records it for undo', async () => {
-    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'printf x >> Cargo.toml && printf ok > started && sleep 30'], {
+    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'printf x >> Cargo.toml && printf ok > started && echo ready && sleep 30'], {
       cwd: proj,
       env,
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'ignore'],
       detached: true,
     });
-    await until(() => existsSync(path.join(proj, 'started')), 'the command to start');
+    await lineOn(child.stdout, 'ready');
     process.kill(child.pid as number, 'SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     try {
@@ -472,13 +484,13 @@ describe('signals, crashes and concurrency', () => {
 
   it('list shows a running run, then the killed run as one honest row, never an empty open turn', async () => {
     tb(['run', '--label', 'earlier', '--', 'sh', '-c', 'echo e > e.txt']);
-    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'printf x >> Cargo.toml && rm -rf docs && printf ok > started && sleep 30'], {
+    const child = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'printf x >> Cargo.toml && rm -rf docs && printf ok > started && echo ready && sleep 30'], {
       cwd: proj,
       env,
-      stdio: 'ignore',
+      stdio: ['ignore', 'pipe', 'ignore'],
       detached: true,
     });
-    await until(() => existsSync(path.join(proj, 'started')), 'the command to start');
+    await lineOn(child.stdout, 'ready');
     const during = tb(['list']);
     expect(during.stdout).toMatch(/ {2}before sh -c .* · \d\d:\d\d {3}0 files changed {3}\(running now\)\n/);
     process.kill(child.pid as number, 'SIGKILL');
