@@ -1,6 +1,6 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
-import { gitBlobIdOf, isGitBlob } from '../core/git-blob.js';
+import { gitBlobIdOf, gitObjectKey, isGitBlob } from '../core/git-blob.js';
 import type { CoverageCounts, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
@@ -40,6 +40,12 @@ export function orderForBudget(
   for (const stat of tracked) toCopy[at++] = stat;
   toCopy.length = at;
   return restOnGit;
+}
+
+/** The state of a file recorded by its git blob id instead of a copy: its bytes rest on git's objects. */
+export function blobState(stat: StatRecord, blob: string): PathState {
+  const key = gitObjectKey(blob);
+  return { type: 'file', object: key, hash: key, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino };
 }
 
 /** The picture's coverage by kind: one pass over its records. */

@@ -7,9 +7,9 @@ import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
 import { withThousands } from '../core/numbers.js';
-import { gitBlobIdOf, gitObjectKey } from '../core/git-blob.js';
+import { gitBlobIdOf } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
-import { orderForBudget, stillTheSameBlob } from './picture-coverage.js';
+import { blobState, orderForBudget, stillTheSameBlob } from './picture-coverage.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -190,10 +190,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   }
   // Past the budget, clean tracked files seen for the first time rest on git at once.
   const restOnGit = orderForBudget(toCopy, root, coverage, cached);
-  for (const { stat, blob } of restOnGit) {
-    const key = gitObjectKey(blob);
-    records.set(stat.path, withState(stat, { type: 'file', object: key, hash: key, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino }));
-  }
+  for (const { stat, blob } of restOnGit) records.set(stat.path, withState(stat, blobState(stat, blob)));
   const walked = scan.walked;
   // The scan's list is no longer needed; free it before the copies allocate.
   scan.list = [];
@@ -224,8 +221,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       // A clean tracked file needs no copy to come back: its bytes are git's blob, recorded by id.
       const blob = cleanTrackedBlob(root, stat);
       if (blob !== undefined) {
-        const key = gitObjectKey(blob);
-        results[index] = withState(stat, { type: 'file', object: key, hash: key, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino });
+        results[index] = withState(stat, blobState(stat, blob));
         onGit += 1;
         return false;
       }

@@ -11,7 +11,7 @@ import { pullCheckpoints, pushCheckpoints, remoteCheckpointIds } from '../../src
 import { workspaceIdentity, type WorkspaceIdentity } from '../../src/remote/workspace-identity.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { tempFolder } from '../helpers/temp.js';
-import { project, remoteIsWhole, turn, twoMachinesPushingAndPruning } from './scenarios.js';
+import { interceptBackend, project, remoteIsWhole, turn, twoMachinesPushingAndPruning } from './scenarios.js';
 
 // Retention on the remote, and its safety beside other machines' pushes (issue #16).
 
@@ -81,24 +81,11 @@ describe('prune on the remote store', () => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     let reached!: () => void;
     const atGate = new Promise<void>((resolve) => (reached = resolve));
-    const gated: StoreBackend = {
-      location: backend.location,
-      capabilities: backend.capabilities,
-      close: () => backend.close(),
-      create: async (key, bytes) => {
-        if (key.includes('/manifests/')) {
-          reached();
-          await gate;
-        }
-        return backend.create(key, bytes);
-      },
-      put: (key, bytes) => backend.put(key, bytes),
-      get: (key) => backend.get(key),
-      head: (key) => backend.head(key),
-      touch: (key) => backend.touch(key),
-      delete: (key) => backend.delete(key),
-      list: (prefix) => backend.list(prefix),
-    };
+    const gated = interceptBackend(backend, async (method, key) => {
+      if (method !== 'create' || !key.includes('/manifests/')) return;
+      reached();
+      await gate;
+    });
     const pushing = pushCheckpoints(a.store, gated, a.workspace);
     await atGate;
     // A checkpoint newer than all of them, pushed by the other machine, so retain = 1 keeps only it.

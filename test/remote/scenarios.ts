@@ -39,6 +39,28 @@ export async function turn(store: CheckpointStore, change: () => Promise<void>):
 }
 
 /**
+ * `backend` with `before(method, key)` awaited ahead of every call (`list` passes its prefix):
+ * what a test needs to count calls, cut the network after some, or hold a call at a gate.
+ */
+export function interceptBackend(backend: StoreBackend, before: (method: string, key: string) => void | Promise<void>): StoreBackend {
+  return {
+    location: backend.location,
+    capabilities: backend.capabilities,
+    close: () => backend.close(),
+    create: async (key, bytes) => (await before('create', key), backend.create(key, bytes)),
+    put: async (key, bytes) => (await before('put', key), backend.put(key, bytes)),
+    get: async (key) => (await before('get', key), backend.get(key)),
+    head: async (key) => (await before('head', key), backend.head(key)),
+    touch: async (key) => (await before('touch', key), backend.touch(key)),
+    delete: async (key) => (await before('delete', key), backend.delete(key)),
+    list: async function* (prefix) {
+      await before('list', prefix);
+      yield* backend.list(prefix);
+    },
+  };
+}
+
+/**
  * Every manifest the remote shows names bundles that are there and hold its objects (a manifest
  * pruned between the listing and its read is skipped); returns how many manifests it checked.
  */

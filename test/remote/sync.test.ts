@@ -13,7 +13,7 @@ import { CheckpointStore } from '../../src/store/store.js';
 import { withSeed } from '../helpers/seed.js';
 import { tempFolder, writeTree } from '../helpers/temp.js';
 import { listing } from '../session/helpers.js';
-import { remoteIsWhole } from './scenarios.js';
+import { interceptBackend, remoteIsWhole } from './scenarios.js';
 
 // Push from one clone, pull into another at a different path, undo there (issue #16). The
 // backend here is the directory backend; the conformance suite holds the S3 backend to the same
@@ -57,28 +57,12 @@ async function turn(machine: Machine, change: () => Promise<void>, coverage = {}
 
 
 /** A backend whose calls fail from the `failAt`th on, as a cut network does. */
-function cutAfter(backend: StoreBackend, failAt: number): StoreBackend & { calls: number } {
-  const wrapped = {
-    calls: 0,
-    location: backend.location,
-    capabilities: backend.capabilities,
-    close: () => backend.close(),
-    tick(): void {
-      wrapped.calls += 1;
-      if (wrapped.calls >= failAt) throw new CheckpointError('REMOTE_UNAVAILABLE', 'the network is gone', { found: 'unreachable' });
-    },
-    create: async (key: string, bytes: Uint8Array) => (wrapped.tick(), backend.create(key, bytes)),
-    put: async (key: string, bytes: Uint8Array) => (wrapped.tick(), backend.put(key, bytes)),
-    get: async (key: string) => (wrapped.tick(), backend.get(key)),
-    head: async (key: string) => (wrapped.tick(), backend.head(key)),
-    delete: async (key: string) => (wrapped.tick(), backend.delete(key)),
-    touch: async (key: string) => (wrapped.tick(), backend.touch(key)),
-    list: (prefix: string) => {
-      wrapped.tick();
-      return backend.list(prefix);
-    },
-  };
-  return wrapped;
+function cutAfter(backend: StoreBackend, failAt: number): StoreBackend {
+  let calls = 0;
+  return interceptBackend(backend, () => {
+    calls += 1;
+    if (calls >= failAt) throw new CheckpointError('REMOTE_UNAVAILABLE', 'the network is gone', { found: 'unreachable' });
+  });
 }
 
 describe('push and pull between two clones', () => {
@@ -171,21 +155,9 @@ describe('push and pull between two clones', () => {
     const { base, a, b } = await twoClones();
     const backend = await DirectoryBackend.open(path.join(base, 'remote'));
     const manifestReads: string[] = [];
-    const counting: StoreBackend = {
-      location: backend.location,
-      capabilities: backend.capabilities,
-      close: () => backend.close(),
-      create: (key, bytes) => backend.create(key, bytes),
-      put: (key, bytes) => backend.put(key, bytes),
-      get: (key) => {
-        if (key.includes('/manifests/')) manifestReads.push(key);
-        return backend.get(key);
-      },
-      head: (key) => backend.head(key),
-      touch: (key) => backend.touch(key),
-      delete: (key) => backend.delete(key),
-      list: (prefix) => backend.list(prefix),
-    };
+    const counting = interceptBackend(backend, (method, key) => {
+      if (method === 'get' && key.includes('/manifests/')) manifestReads.push(key);
+    });
     for (let i = 0; i < 5; i++) {
       await turn(a, () => fs.writeFile(path.join(a.project, 'src/f0.txt'), `turn ${i}\n`));
       await pushCheckpoints(a.store, counting, a.workspace);
