@@ -44,7 +44,6 @@ async function configure(repo: CliRepo, prefix: string, endpoint: string): Promi
   await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${endpoint}"\nforce_path_style = true\n`);
 }
 
-
 /** `turnback ARGS` without blocking this process (the relay below runs in it). */
 function tbAsync(repo: CliRepo, args: string[]): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, ['--no-warnings', CLI, ...args], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -57,64 +56,98 @@ function sealedCount(repo: CliRepo): number {
   return (JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: unknown[] }).checkpoints.length;
 }
 
+/**
+ * A relay in front of the S3 server, counting the bytes a client sends through it; `onBytes`
+ * hears the running total after each chunk is forwarded. `cut()` drops every connection and
+ * refuses new ones, as a network that goes away.
+ */
+async function relayToServer(onBytes: (total: number) => void = () => undefined): Promise<{ endpoint: string; total(): number; cut(): void; close(): void }> {
+  const [host, port] = new URL(server.endpoint).host.split(':') as [string, string];
+  let forwarded = 0;
+  let gone = false;
+  const sockets = new Set<net.Socket>();
+  const relay = net.createServer((inbound) => {
+    if (gone) {
+      inbound.destroy();
+      return;
+    }
+    const outbound = net.connect(Number(port), host);
+    sockets.add(inbound).add(outbound);
+    inbound.on('data', (chunk: Buffer) => {
+      if (gone) return;
+      outbound.write(chunk);
+      forwarded += chunk.length;
+      onBytes(forwarded);
+    });
+    outbound.on('data', (chunk: Buffer) => inbound.write(chunk));
+    for (const socket of [inbound, outbound]) socket.on('error', () => undefined).on('close', () => [inbound, outbound].forEach((s) => s.destroy()));
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`,
+    total: () => forwarded,
+    cut: () => {
+      gone = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      relay.close();
+    },
+  };
+}
+
 describe('a push that dies', () => {
   it('SIGKILLed at seeded random points: the remote never shows a checkpoint missing a copy, the local store verifies, the next push completes', async () => {
     await withSeed(1618, async (random) => {
       const prefix = `kill-${randomBytes(4).toString('hex')}`;
-      const repo = await repoWithTurns(6, prefix);
+      // The push goes through a relay that counts what it sends: the kill lands after a seeded
+      // number of bytes (somewhere in a push of ~6 MB), not after a guessed time.
+      let killAt = Number.POSITIVE_INFINITY;
+      let kill: () => void = () => undefined;
+      const relay = await relayToServer((total) => {
+        if (total >= killAt) kill();
+      });
+      const repo = await repoWithTurns(6, prefix, relay.endpoint);
       const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
       const workspace = await workspaceIdentity(repo.proj);
       try {
         const total = sealedCount(repo);
+        let killed = 0;
         for (let attempt = 0; attempt < 5; attempt++) {
           const child = spawn(process.execPath, ['--no-warnings', CLI, 'push'], { cwd: repo.proj, env: repo.env, stdio: 'ignore' });
-          const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-          // Killed somewhere between its start and its end (a push of this size takes ~0.5–1 s here).
-          const killAfter = random.int(150, 900);
-          const timer = setTimeout(() => child.kill('SIGKILL'), killAfter);
-          await exited;
-          clearTimeout(timer);
+          const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+          kill = () => {
+            if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+          };
+          // Counted from this push's start (the child sends nothing before its Node has started).
+          killAt = relay.total() + random.int(1_000, 3_000_000);
+          if ((await exited) === 'SIGKILL') killed += 1;
           expect(await remoteIsWhole(backend, workspace)).toBeLessThanOrEqual(total);
           expect(repo.tb(['verify']).code).toBe(0);
         }
+        expect(killed).toBeGreaterThan(0);
+        await configure(repo, prefix, server.endpoint);
         const done = repo.tb(['push']);
         expect(done.code, done.stderr).toBe(0);
         expect(await remoteIsWhole(backend, workspace)).toBe(total);
       } finally {
         backend.close();
+        relay.close();
       }
     });
   });
 
   it('cut off from the server mid-transfer: a typed failure, nothing half-published, and the next push completes', async () => {
-    // A relay in front of the server that drops every connection once 200 KiB have gone through.
-    const [host, port] = new URL(server.endpoint).host.split(':') as [string, string];
-    let forwarded = 0;
+    // The network goes away once 200 KiB have gone through.
     let cut = false;
-    const sockets = new Set<net.Socket>();
-    const relay = net.createServer((inbound) => {
-      if (cut) {
-        inbound.destroy();
-        return;
-      }
-      const outbound = net.connect(Number(port), host);
-      sockets.add(inbound).add(outbound);
-      inbound.on('data', (chunk: Buffer) => {
-        forwarded += chunk.length;
-        if (forwarded > 200 * 1024 && !cut) {
-          cut = true;
-          for (const socket of sockets) socket.destroy();
-          return;
-        }
-        outbound.write(chunk);
-      });
-      outbound.on('data', (chunk: Buffer) => inbound.write(chunk));
-      for (const socket of [inbound, outbound]) socket.on('error', () => undefined).on('close', () => [inbound, outbound].forEach((s) => s.destroy()));
+    const relay = await relayToServer((total) => {
+      if (total <= 200 * 1024 || cut) return;
+      cut = true;
+      relay.cut();
     });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayed = `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
     const prefix = `cut-${randomBytes(4).toString('hex')}`;
-    const repo = await repoWithTurns(3, prefix, relayed);
+    const repo = await repoWithTurns(3, prefix, relay.endpoint);
     const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
     const workspace = await workspaceIdentity(repo.proj);
     try {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
 import { ensureBucket, s3TestServer, type S3TestServer } from '../remote/s3-server.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
+import { whenFolderSays } from '../helpers/watch.js';
 import { remoteCheckpointIds } from '../../src/remote/sync.js';
 import { workspaceIdentity } from '../../src/remote/workspace-identity.js';
 
@@ -110,17 +111,18 @@ describe('turnback push and pull', () => {
     await useRemote(a.home, prefix);
     const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
     const workspace = await workspaceIdentity(a.proj);
-    /** Waits (bounded) until the remote holds `count` checkpoints: the push runs in a process of its own. */
+    let stateFolder = '';
+    /**
+     * The remote's checkpoints once it holds `count`: the push runs in a process of its own, which
+     * notes each push it ends in the store's state folder — asked again at every change there.
+     */
     const remoteHolds = async (count: number): Promise<string[]> => {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const ids = await remoteCheckpointIds(backend, workspace);
-        if (ids.length >= count || Date.now() > deadline) return ids;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await whenFolderSays(stateFolder, async () => (await remoteCheckpointIds(backend, workspace)).length >= count, `the remote to hold ${count} checkpoints`);
+      return remoteCheckpointIds(backend, workspace);
     };
     try {
       expect(a.tb(['run', '--', 'sh', '-c', 'echo b > b.txt']).code).toBe(0);
+      stateFolder = path.join((JSON.parse(a.tb(['status', '--json']).stdout) as { store: { dir: string } }).store.dir, 'state');
       expect(await remoteHolds(1)).toEqual([a.newestId()]);
       // Three runs back to back: pushes overlap, one holds the slot and pushes again until none is new.
       for (const name of ['c', 'd', 'e']) expect(a.tb(['run', '--', 'sh', '-c', `echo ${name} > ${name}.txt`]).code).toBe(0);
@@ -179,8 +181,7 @@ describe('turnback push and pull', () => {
     expect(a.tb(['run', '--', 'sh', '-c', 'echo x > x.txt']).code).toBe(0);
     const statusJson = JSON.parse(a.tb(['status', '--json']).stdout) as { store: { dir: string } };
     const log = `${statusJson.store.dir}.remote.log`;
-    const deadline = Date.now() + 30_000;
-    while (!(await readFile(log, 'utf8').catch(() => '')).includes('unreachable') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    await whenFolderSays(path.dirname(log), async () => (await readFile(log, 'utf8').catch(() => '')).includes('unreachable'), 'the background push to log why it failed');
     expect(await readFile(log, 'utf8')).toMatch(/turnback push after a turn: .*unreachable; try again later/);
     expect(a.tb(['status']).stdout).toMatch(/remote: s3:\/\/turnback-cli\/x\/ · [2-9] checkpoints not pushed yet \(turnback push\) · never pushed from here/);
     const unreachable = a.tb(['push']);

@@ -4,6 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { whenFolderSays } from '../helpers/watch.js';
 
 // The real S3 API server of the remote-store tests: Ceph's RADOS Gateway on a one-node in-memory
 // cluster. `.ci/run` starts one for the whole run and exports its address (TURNBACK_TEST_S3_*);
@@ -41,7 +42,7 @@ function fromStartDir(dir: string, stop: () => void): S3TestServer {
 
 /**
  * The server of this run: the one `.ci/run` named, else the one the global setup is starting
- * (waited for, at most two minutes: it starts in the background while other files run), else a
+ * (waited for: it starts in the background while other files run), else a
  * new one of this file's own (about 11 s).
  * @throws Error naming what to install when Ceph's packages are missing, or why the start failed.
  */
@@ -50,14 +51,10 @@ export async function s3TestServer(): Promise<S3TestServer> {
   if (running !== undefined) return running;
   const shared = process.env.TURNBACK_TEST_S3_START_DIR;
   if (shared !== undefined) {
-    const deadline = Date.now() + 120_000;
-    while (!existsSync(path.join(shared, 's3.env'))) {
-      if (existsSync(path.join(shared, 'start-failed'))) {
-        const log = existsSync(path.join(shared, 'log', 'start.log')) ? readFileSync(path.join(shared, 'log', 'start.log'), 'utf8').trim().split('\n').slice(-8).join('\n') : '';
-        throw new Error(`the run's S3 server did not start: ${readFileSync(path.join(shared, 'start-failed'), 'utf8').trim()}\n${log}`);
-      }
-      if (Date.now() > deadline) throw new Error(`the run's S3 server did not start within two minutes (its logs: ${shared}/log)`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+    await whenFolderSays(shared, () => existsSync(path.join(shared, 's3.env')) || existsSync(path.join(shared, 'start-failed')), "the run's S3 server to start");
+    if (existsSync(path.join(shared, 'start-failed'))) {
+      const log = existsSync(path.join(shared, 'log', 'start.log')) ? readFileSync(path.join(shared, 'log', 'start.log'), 'utf8').trim().split('\n').slice(-8).join('\n') : '';
+      throw new Error(`the run's S3 server did not start: ${readFileSync(path.join(shared, 'start-failed'), 'utf8').trim()}\n${log}`);
     }
     // Stopped by the global setup's teardown, after every file.
     return fromStartDir(shared, () => undefined);
