@@ -20,7 +20,19 @@ function remoteOf(context: CliContext): RemoteStoreConfig {
   return remote;
 }
 
-async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModule; backend: Awaited<ReturnType<RemoteModule['S3Backend']['open']>> }> {
+type S3Backend = Awaited<ReturnType<RemoteModule['S3Backend']['open']>>;
+
+/** Runs `fn` with the remote module, a connection to the project's remote store and its workspace there; closes the connection after. */
+async function withRemote<T>(context: CliContext, remote: RemoteStoreConfig, fn: (module: RemoteModule, backend: S3Backend, workspace: Awaited<ReturnType<RemoteModule['workspaceIdentity']>>) => Promise<T>): Promise<T> {
+  const { module, backend } = await connect(remote);
+  try {
+    return await fn(module, backend, await module.workspaceIdentity(context.projectRoot));
+  } finally {
+    backend.close();
+  }
+}
+
+async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModule; backend: S3Backend }> {
   // The SDK's notice that its future releases need Node 22 is about turnback's pinned dependency,
   // not the person's code: it stays out of the command's output (an SDK setting for exactly this).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -46,17 +58,13 @@ export async function pushCommand(options: PushOptions, io: Io): Promise<number>
   const context = await loadContext(options, io.invocation);
   const remote = remoteOf(context);
   const store = await openStore(context);
-  const { module, backend } = await connect(remote);
-  try {
-    const workspace = await module.workspaceIdentity(context.projectRoot);
+  return withRemote(context, remote, async (module, backend, workspace) => {
     const report = await module.pushCheckpoints(store, backend, workspace);
     io.emit({ location: backend.location, workspace: workspace.id, ...report });
     if (report.pushed.length === 0) io.out(`nothing to push: ${shownText(backend.location)} has every checkpoint of this project (${report.alreadyThere})`);
     else io.out(`pushed ${report.pushed.length} checkpoint${report.pushed.length === 1 ? '' : 's'} to ${shownText(backend.location)}: ${report.objects} file copies, ${sizeText(report.bytes)} in ${report.bundles} bundle${report.bundles === 1 ? '' : 's'}`);
     return EXIT.ok;
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 async function backgroundPush(options: GlobalOptions, io: Io): Promise<number> {
@@ -66,17 +74,13 @@ async function backgroundPush(options: GlobalOptions, io: Io): Promise<number> {
     const remote = remoteOf(context);
     await withPushSlot(context.storeDir, async () => {
       const store = await openStore(context);
-      const { module, backend } = await connect(remote);
-      try {
-        const workspace = await module.workspaceIdentity(context.projectRoot);
+      await withRemote(context, remote, async (module, backend, workspace) => {
         // Again while a push sent something: a turn that ended during it is sent too.
         for (let round = 0; round < 20; round++) {
           const report = await module.pushCheckpoints(store, backend, workspace);
           if (report.pushed.length === 0) break;
         }
-      } finally {
-        backend.close();
-      }
+      });
     });
   } catch (error) {
     io.err(`${new Date().toISOString()} turnback push after a turn: ${shownText(error instanceof Error ? error.message : String(error))}`);
@@ -91,27 +95,19 @@ export async function pullCommand(session: string | undefined, options: GlobalOp
   const remote = remoteOf(context);
   if (session !== undefined && (session.length === 0 || session.length > 200 || /[\u0000-\u001f]/.test(session))) throw new CliExit(EXIT.usage, 'USAGE', 'a session is its id as `turnback list` shows it');
   const store = await openStore(context);
-  const { module, backend } = await connect(remote);
-  try {
-    const workspace = await module.workspaceIdentity(context.projectRoot);
+  return withRemote(context, remote, async (module, backend, workspace) => {
     const report = await module.pullCheckpoints(store, backend, workspace, session !== undefined ? { sessionId: session } : {});
     io.emit({ location: backend.location, workspace: workspace.id, ...report });
     if (report.pulled.length === 0) io.out(`nothing to pull from ${shownText(backend.location)}${session !== undefined ? ` for session ${shownText(session)}` : ''} (${report.alreadyHere} already here)`);
     else io.out(`pulled ${report.pulled.length} checkpoint${report.pulled.length === 1 ? '' : 's'} from ${shownText(backend.location)} (${report.objects} file copies); turnback list shows them, turnback undo takes them back`);
     return EXIT.ok;
-  } finally {
-    backend.close();
-  }
+  });
 }
 
 /** Prunes the store's copy on S3 by the config's retain and keep_days (`turnback prune`). */
 export async function pruneRemoteStore(context: CliContext, remote: RemoteStoreConfig, dryRun: boolean): Promise<{ location: string; report: Awaited<ReturnType<RemoteModule['pruneRemote']>> }> {
-  const { module, backend } = await connect(remote);
-  try {
-    const workspace = await module.workspaceIdentity(context.projectRoot);
+  return withRemote(context, remote, async (module, backend, workspace) => {
     const { retain, keepDays } = context.config.resolved;
     return { location: backend.location, report: await module.pruneRemote(backend, workspace, { retain, keepDays, dryRun }) };
-  } finally {
-    backend.close();
-  }
+  });
 }
