@@ -221,6 +221,13 @@ export class FolderAnchors {
       const sync = this.fs.sync;
       const stats = sync !== undefined ? sync.lstatSync(dir) : await this.fs.lstat(dir);
       if (!stats.isDirectory() || stats.ino !== held.ino || stats.dev !== held.dev) return false;
+      if (held.fd >= 0) {
+        // The kernel's name for the held folder, one call: equal to `dir` only while every folder
+        // on the way is the real folder of that name (a link in the way, or a folder renamed
+        // anywhere above, gives another name). With the inode above, the path reaches it.
+        const through = `/proc/self/fd/${held.fd}`;
+        return (sync !== undefined ? sync.readlinkSync(through) : await this.fs.readlink(through)) === dir;
+      }
       const real = sync !== undefined ? sync.realpathSync(dir) : await this.fs.realpath(dir);
       return real === dir;
     } catch {

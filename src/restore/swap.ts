@@ -28,6 +28,8 @@ export interface Staged {
   bytes?: Buffer;
   /** No stage yet: the swap stages it in a recycled inode first (see `stageRecycled`). */
   deferred?: boolean;
+  /** The owner the stage is known to have: a recycled inode keeps the one its original had. */
+  stageOwner?: { uid: number; gid: number };
 }
 
 /**
@@ -40,7 +42,7 @@ export class RestoreTransaction extends Transaction {
   /** Bytes of originals held by `recycled` steps. */
   private heldOriginals = 0;
   /** The inode of the last recycled original, waiting to become the next stage. */
-  private spare: { step: Extract<Step, { kind: 'stage' }>; size: number; mode: number } | undefined;
+  private spare: { step: Extract<Step, { kind: 'stage' }>; size: number; mode: number; owner?: { uid: number; gid: number } } | undefined;
 
   /**
    * The folder phase of an entry, in plan order (each sees the folders earlier entries created),
@@ -183,7 +185,8 @@ export class RestoreTransaction extends Transaction {
       } else {
         // The stage is a new inode, or one another file left: it takes the replaced file's owner.
         const owner = now.type === 'file' && now.uid !== undefined && now.gid !== undefined ? { uid: now.uid, gid: now.gid } : undefined;
-        if (owner !== undefined && RUNNING_AS_ROOT) await io.ownAs(stage.abs, owner);
+        const owned = owner !== undefined && staged.stageOwner !== undefined && staged.stageOwner.uid === owner.uid && staged.stageOwner.gid === owner.gid;
+        if (owner !== undefined && RUNNING_AS_ROOT && !owned) await io.ownAs(stage.abs, owner);
         const recyclable = now.type === 'file' && now.nlink === 1 && sight.bytes !== undefined && this.heldOriginals + sight.bytes.length <= HELD_ORIGINALS_BUDGET;
         if (recyclable && (await this.replaceKeepingOriginal(io, stage, dest, dir, { original: sight.bytes as Buffer, mode: now.mode, ...(owner !== undefined ? { owner } : {}) }))) {
           this.touchedDirs.add(dir);
@@ -288,15 +291,15 @@ export class RestoreTransaction extends Transaction {
     // Reverse order on rollback: remove the placed file, recreate the original, drop the spare.
     this.forget(keptStep);
     this.heldOriginals += held.original.length;
-    this.steps.push(this.takeSpare(keptStep, held.original.length, held.mode));
+    this.steps.push(this.takeSpare(keptStep, held.original.length, held.mode, held.owner));
     this.steps.push({ kind: 'recycled', dest, original: held.original, mode: held.mode, ...(held.owner !== undefined ? { owner: held.owner } : {}) });
     this.steps.push({ kind: 'placed', dest });
     return true;
   }
 
   /** Keeps a spare inode (logged as a stage, so commit or rollback removes it if unused). */
-  private takeSpare(step: Extract<Step, { kind: 'stage' }>, size: number, mode: number): Step {
-    this.spare = { step, size, mode };
+  private takeSpare(step: Extract<Step, { kind: 'stage' }>, size: number, mode: number, owner: { uid: number; gid: number } | undefined): Step {
+    this.spare = { step, size, mode, ...(owner !== undefined ? { owner } : {}) };
     return step;
   }
 
@@ -327,6 +330,7 @@ export class RestoreTransaction extends Transaction {
     staged.own.push(step);
     staged.stage = step;
     await this.writeOver(this.fast, abs, bytes, item.mode, { size: spare.size, mode: spare.mode });
+    if (spare.owner !== undefined) staged.stageOwner = spare.owner;
     staged.bytes = bytes;
   }
 

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
-import { TEMP_PREFIX, type FileSystem } from '../fs/file-system.js';
+import { TEMP_PREFIX, type FileSystem, type SyncFileSystem } from '../fs/file-system.js';
 
 /** Format tag written into `STORE.json`. */
 export const STORE_FORMAT = 'turnback-store';
@@ -173,6 +174,10 @@ export async function ensureDir(fs: FileSystem, dir: string): Promise<void> {
  */
 export async function createExclusive(fs: FileSystem, layout: StoreLayout, target: string, data: Uint8Array | string): Promise<boolean> {
   const temp = layout.tempPath();
+  const sync = fs.sync;
+  // A lock or a journal header is a few hundred bytes: five synchronous calls cost less than one
+  // thread-pool round trip each (a restore takes the lock and opens a journal on its way).
+  if (sync !== undefined) return createExclusiveSync(sync, temp, target, typeof data === 'string' ? Buffer.from(data) : data);
   await fs.writeFile(temp, data, { flag: 'wx', mode: FILE_MODE });
   try {
     await fs.link(temp, target);
@@ -182,6 +187,30 @@ export async function createExclusive(fs: FileSystem, layout: StoreLayout, targe
     throw error;
   } finally {
     await fs.unlink(temp).catch(() => undefined);
+  }
+}
+
+function createExclusiveSync(sync: SyncFileSystem, temp: string, target: string, bytes: Uint8Array): boolean {
+  const fd = sync.openSync(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, FILE_MODE);
+  try {
+    try {
+      for (let offset = 0; offset < bytes.length; ) offset += sync.writeSync(fd, bytes, offset, bytes.length - offset, offset);
+    } finally {
+      sync.closeSync(fd);
+    }
+    try {
+      sync.linkSync(temp, target);
+      return true;
+    } catch (error) {
+      if (errnoCode(error) === 'EEXIST') return false;
+      throw error;
+    }
+  } finally {
+    try {
+      sync.unlinkSync(temp);
+    } catch {
+      // Already gone: nothing to remove.
+    }
   }
 }
 
