@@ -24,6 +24,21 @@ function writeFiles(root, seed) {
   }
 }
 
+/**
+ * The restore's promises kept with coreutils, as a second reference: every stored copy checked
+ * against its SHA-256 (`sha256sum`), the files about to be overwritten copied aside first (the
+ * pre-restore save), then the copy written back over the project. No guard, no transaction.
+ */
+function timedCoreutilsRestore(copy, project, aside) {
+  fs.rmSync(aside, { recursive: true, force: true });
+  collect();
+  const start = performance.now();
+  const result = spawnSync('sh', ['-c', 'cd "$1" && find . -type f -print0 | xargs -0 sha256sum > /dev/null && cp -a "$2" "$3" && cp -a "$1/." "$2/"', 'sh', copy, project, aside]);
+  const ms = performance.now() - start;
+  if (result.status !== 0) throw new Error(`the coreutils restore failed: ${result.stderr}`);
+  return ms;
+}
+
 function timedCp(from, to) {
   fs.rmSync(to, { recursive: true, force: true });
   collect();
@@ -44,6 +59,7 @@ export async function benchSavepoint({ temp, row, notes, quick, dist, openObserv
   const cpSaves = [];
   const restores = [];
   const cpRestores = [];
+  const coreutilsRestores = [];
   for (let round = 0; round < rounds; round++) {
     const project = temp.path(`savepoint-project-${round}`);
     writeFiles(project, 100 + round);
@@ -79,10 +95,15 @@ export async function benchSavepoint({ temp, row, notes, quick, dist, openObserv
       return ms;
     };
     const back = temp.path(`savepoint-back-${round}`);
+    const aside = temp.path(`savepoint-aside-${round}`);
     if (round % 2 === 0) {
       cpRestores.push(timedCp(copy, back));
       restores.push(await restore());
+      writeFiles(project, 900 + round);
+      coreutilsRestores.push(timedCoreutilsRestore(copy, project, aside));
     } else {
+      coreutilsRestores.push(timedCoreutilsRestore(copy, project, aside));
+      writeFiles(project, 900 + round);
       restores.push(await restore());
       cpRestores.push(timedCp(copy, back));
     }
@@ -94,5 +115,7 @@ export async function benchSavepoint({ temp, row, notes, quick, dist, openObserv
   const restoreRatio = median(restores) / median(cpRestores);
   row('savepoint save, 400 files / 8 MiB, vs `cp -a` of them', `${fmtMs(median(saves))} vs ${fmtMs(median(cpSaves))}: ${fmtRatio(saveRatio)}`, '≤ 1×', saveRatio <= 1 ? 'PASS' : 'MISS');
   row('savepoint restore of all 400 files vs `cp -a` back', `${fmtMs(median(restores))} vs ${fmtMs(median(cpRestores))}: ${fmtRatio(restoreRatio)}`, '≤ 1×', restoreRatio <= 1 ? 'PASS' : 'MISS');
+  const coreutilsRatio = median(restores) / median(coreutilsRestores);
+  row('savepoint restore vs the same promises in coreutils (sha256sum, cp -a aside, cp -a back)', `${fmtMs(median(restores))} vs ${fmtMs(median(coreutilsRestores))}: ${fmtRatio(coreutilsRatio)}`, '—', '');
   notes.push(`savepoint: ${rounds} rounds, each a fresh project of ${FILES} text files (${FILES * BYTES} bytes); save and cp -a alternate which runs first; the restore writes every file back (all changed) and is saved first (its undo), as the tool always does.`);
 }

@@ -5,7 +5,7 @@ import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js
 import { contentHash, createContentHash, loadHasher } from '../core/hash.js';
 import { fingerprintOf, type Fingerprint } from '../core/model.js';
 import type { FileSystem, SyncFileSystem } from './file-system.js';
-import { assertCanonicalProjectPath, resolveInsideRoot, resolveInsideRootSync } from './paths.js';
+import { assertCanonicalProjectPath, resolveInsideRoot, resolveInsideRootSync, type AncestorMemo } from './paths.js';
 
 /**
  * What a project path holds on disk right now, read without following links.
@@ -49,6 +49,8 @@ const RETRY: unique symbol = Symbol('retry');
  */
 export interface Reach {
   reachedAt?: string;
+  /** What earlier reads of the same read-only pass found per ancestor (a plan's): each folder is `lstat`ed once. */
+  seen?: AncestorMemo;
 }
 
 async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string, reach: Reach): Promise<DiskState | typeof RETRY> {
@@ -58,7 +60,7 @@ async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string
     if (!(state instanceof LargeFile)) return state;
     return hashRegularFile(fs, state.absolute, projectPath, state.stats);
   }
-  const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : await resolveInsideRoot(fs, projectRoot, projectPath);
+  const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : await resolveInsideRoot(fs, projectRoot, projectPath, reach.seen);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: BigIntStats;
   try {
@@ -116,7 +118,7 @@ export function readDiskStateSync(
 
 function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string, reach: Reach): DiskState | SmallFile | LargeFile | typeof RETRY {
   if (reach.reachedAt !== undefined) assertCanonicalProjectPath(projectPath);
-  const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : resolveInsideRootSync(fs, projectRoot, projectPath);
+  const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : resolveInsideRootSync(fs, projectRoot, projectPath, reach.seen);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
   let stats: BigIntStats;
   try {

@@ -7,7 +7,7 @@ import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { fingerprintOf, type CheckpointManifest, type Fingerprint, type PathState } from '../core/model.js';
 import type { Change } from '../capture/diff.js';
 import { readDiskState, type DiskState } from '../fs/disk-state.js';
-import { resolveInsideRoot, toProjectPath } from '../fs/paths.js';
+import { resolveInsideRoot, toProjectPath, type AncestorMemo } from '../fs/paths.js';
 import { isPidAlive } from '../core/pid.js';
 import { tempNameBase } from '../restore/transaction.js';
 import { removeEmptiedFolders } from '../restore/emptied-folders.js';
@@ -199,11 +199,13 @@ export class Restorer {
     const { paths, irreversible } = foldTimeline(manifests, anyKind);
     await loadHasher();
     const selected = only === undefined ? paths : paths.filter((p) => only.has(p.path));
+    // The plan writes nothing: each ancestor folder is inspected once (apply checks each again).
+    const ancestors: AncestorMemo = new Map();
     const inputs: PlanInput[] = await mapLimit(
       selected,
       PLAN_READS_IN_FLIGHT,
       async (p) => {
-        const read = await this.#diskStateOrWhyNot(p.path);
+        const read = await this.#diskStateOrWhyNot(p.path, ancestors);
         // Only a file target needs a stored copy; a missing one leaves that path, not the restore.
         const objectMissing = p.target.type === 'file' && !(await this.store.hasObject(p.target.object).catch(() => false));
         return {
@@ -233,10 +235,10 @@ export class Restorer {
     };
   }
 
-  async #diskStateOrWhyNot(projectPath: string): Promise<{ disk: DiskState; unreadable?: string }> {
+  async #diskStateOrWhyNot(projectPath: string, ancestors: AncestorMemo): Promise<{ disk: DiskState; unreadable?: string }> {
     try {
       // A file hashed moments ago (a turn's seal) and still the very same version costs one lstat.
-      return { disk: (await this.hasher.takeRecent(projectPath)) ?? (await readDiskState(this.capture.fs, this.projectRoot, projectPath)) };
+      return { disk: (await this.hasher.takeRecent(projectPath)) ?? (await readDiskState(this.capture.fs, this.projectRoot, projectPath, { seen: ancestors })) };
     } catch (error) {
       // A path whose folder became a symlink is planned as "in the way"; apply re-validates anyway.
       if (isCheckpointError(error, 'INVALID_PATH')) return { disk: { type: 'other', kind: 'unknown' } };
