@@ -55,7 +55,8 @@ export interface Reach {
 
 async function readOnce(fs: FileSystem, projectRoot: string, projectPath: string, reach: Reach): Promise<DiskState | typeof RETRY> {
   if (fs.sync !== undefined) {
-    const state = readOnceSync(fs.sync, projectRoot, projectPath, reach);
+    // Only the state leaves: the bytes are read into the shared scratch buffer, not a new one.
+    const state = readOnceSync(fs.sync, projectRoot, projectPath, reach, true);
     if (state instanceof SmallFile) return state.state;
     if (!(state instanceof LargeFile)) return state;
     return hashRegularFile(fs, state.absolute, projectPath, state.stats);
@@ -116,7 +117,14 @@ export function readDiskStateSync(
   return read instanceof SmallFile ? { state: read.state, bytes: read.bytes } : { state: read };
 }
 
-function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string, reach: Reach): DiskState | SmallFile | LargeFile | typeof RETRY {
+/**
+ * One buffer for the small files whose bytes only are hashed (a plan reads every path it restores):
+ * a fresh buffer per file was most of a plan's garbage. Used synchronously only, never returned.
+ */
+let scratch: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
+
+/** `toScratch`: the bytes are only hashed, never kept, so they are read into the shared buffer (the returned `SmallFile.bytes` must not be used). */
+function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: string, reach: Reach, toScratch = false): DiskState | SmallFile | LargeFile | typeof RETRY {
   if (reach.reachedAt !== undefined) assertCanonicalProjectPath(projectPath);
   const resolved = reach.reachedAt !== undefined ? { absolute: reach.reachedAt, missingDirs: [] } : resolveInsideRootSync(fs, projectRoot, projectPath, reach.seen);
   if (resolved.missingDirs.length > 0) return { type: 'absent' };
@@ -145,7 +153,9 @@ function readOnceSync(fs: SyncFileSystem, projectRoot: string, projectPath: stri
     const opened = fs.fstatSync(fd, { bigint: true });
     if (!opened.isFile() || opened.ino !== stats.ino || opened.dev !== stats.dev) return RETRY;
     // One byte of slack tells a file that grew since fstat from one that did not.
-    const buffer = Buffer.allocUnsafe(Number(opened.size) + 1);
+    const length = Number(opened.size) + 1;
+    if (toScratch && scratch.length < length) scratch = Buffer.allocUnsafeSlow(Math.max(length, scratch.length * 2));
+    const buffer = toScratch ? scratch.subarray(0, length) : Buffer.allocUnsafe(length);
     let size = 0;
     for (;;) {
       const wanted = buffer.length - size;
