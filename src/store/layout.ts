@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
-import { TEMP_PREFIX, type FileSystem, type SyncFileSystem } from '../fs/file-system.js';
+import { TEMP_PREFIX, writeAllSync, type FileSystem, type SyncFileSystem } from '../fs/file-system.js';
 
 /** Format tag written into `STORE.json`. */
 export const STORE_FORMAT = 'turnback-store';
@@ -177,7 +177,10 @@ export async function createExclusive(fs: FileSystem, layout: StoreLayout, targe
   const sync = fs.sync;
   // A lock or a journal header is a few hundred bytes: five synchronous calls cost less than one
   // thread-pool round trip each (a restore takes the lock and opens a journal on its way).
-  if (sync !== undefined) return createExclusiveSync(sync, temp, target, typeof data === 'string' ? Buffer.from(data) : data);
+  if (sync !== undefined) {
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    return createExclusiveSync(sync, temp, target, (fd) => writeAllSync(fd, bytes, sync.writeSync));
+  }
   await fs.writeFile(temp, data, { flag: 'wx', mode: FILE_MODE });
   try {
     await fs.link(temp, target);
@@ -190,11 +193,16 @@ export async function createExclusive(fs: FileSystem, layout: StoreLayout, targe
   }
 }
 
-function createExclusiveSync(sync: SyncFileSystem, temp: string, target: string, bytes: Uint8Array): boolean {
+/**
+ * Creates `target` whole and without overwriting, with synchronous calls: `temp` is created
+ * (exclusive) and filled by `write`, linked to `target`, then removed. Returns false when
+ * `target` already exists.
+ */
+export function createExclusiveSync(sync: Pick<SyncFileSystem, 'openSync' | 'closeSync' | 'linkSync' | 'unlinkSync'>, temp: string, target: string, write: (fd: number) => void): boolean {
   const fd = sync.openSync(temp, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, FILE_MODE);
   try {
     try {
-      for (let offset = 0; offset < bytes.length; ) offset += sync.writeSync(fd, bytes, offset, bytes.length - offset, offset);
+      write(fd);
     } finally {
       sync.closeSync(fd);
     }
@@ -209,7 +217,7 @@ function createExclusiveSync(sync: SyncFileSystem, temp: string, target: string,
     try {
       sync.unlinkSync(temp);
     } catch {
-      // Already gone: nothing to remove.
+      // Already gone: nothing to remove (a store's leftover sweep takes what a crash leaves).
     }
   }
 }

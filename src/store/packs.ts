@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import xxhash from 'xxhash-wasm';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { closeQuietly, descriptorsOfDropped, writeAllSync } from '../fs/file-system.js';
-import { FILE_MODE, GRACE_MS } from './layout.js';
+import { GRACE_MS, createExclusiveSync } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 
 /**
@@ -417,23 +417,7 @@ export function parseIndex(text: string, pack: PackFile): { end: number; entries
  * described the same records. Returns false when an index already existed.
  */
 export function writeIndex(pack: PackFile, tempPath: string): boolean {
-  const fd = openSync(tempPath, 'wx', FILE_MODE);
-  try {
+  return createExclusiveSync({ openSync, closeSync, linkSync, unlinkSync }, tempPath, pack.idxPath, (fd) => {
     for (const chunk of formatIndex(pack)) writeAllSync(fd, chunk);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    linkSync(tempPath, pack.idxPath);
-    return true;
-  } catch (error) {
-    if (errnoCode(error) === 'EEXIST') return false;
-    throw error;
-  } finally {
-    try {
-      unlinkSync(tempPath);
-    } catch {
-      // prune removes it
-    }
-  }
+  });
 }
