@@ -39,6 +39,22 @@ function timedCoreutilsRestore(copy, project, aside) {
   return ms;
 }
 
+/** Time of `n` awaits of settled promises: what every `await` of the agent's own code costs. */
+async function awaitsMs(n) {
+  const start = performance.now();
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += await Promise.resolve(i);
+  if (sum < 0) throw new Error('unreachable');
+  return performance.now() - start;
+}
+
+async function awaitCost() {
+  await awaitsMs(100_000);
+  const runs = [];
+  for (let i = 0; i < 5; i++) runs.push(await awaitsMs(500_000));
+  return median(runs);
+}
+
 function timedCp(from, to) {
   fs.rmSync(to, { recursive: true, force: true });
   collect();
@@ -55,6 +71,8 @@ function timedCp(from, to) {
 export async function benchSavepoint({ temp, row, notes, quick, dist, openObserver }) {
   const { createSavepointTool } = await import(pathToFileURL(path.join(dist, 'savepoint.js')).href);
   const rounds = quick ? 3 : 7;
+  // Measured before any store lock is taken in this process, and again after every restore.
+  const awaitsBefore = await awaitCost();
   const saves = [];
   const cpSaves = [];
   const restores = [];
@@ -111,11 +129,14 @@ export async function benchSavepoint({ temp, row, notes, quick, dist, openObserv
     await observer.close();
     await store.close();
   }
+  const awaitsAfter = await awaitCost();
   const saveRatio = median(saves) / median(cpSaves);
   const restoreRatio = median(restores) / median(cpRestores);
   row('savepoint save, 400 files / 8 MiB, vs `cp -a` of them', `${fmtMs(median(saves))} vs ${fmtMs(median(cpSaves))}: ${fmtRatio(saveRatio)}`, '≤ 1×', saveRatio <= 1 ? 'PASS' : 'MISS');
   row('savepoint restore of all 400 files vs `cp -a` back', `${fmtMs(median(restores))} vs ${fmtMs(median(cpRestores))}: ${fmtRatio(restoreRatio)}`, '≤ 1×', restoreRatio <= 1 ? 'PASS' : 'MISS');
   const coreutilsRatio = median(restores) / median(coreutilsRestores);
   row('savepoint restore vs the same promises in coreutils (sha256sum, cp -a aside, cp -a back)', `${fmtMs(median(restores))} vs ${fmtMs(median(coreutilsRestores))}: ${fmtRatio(coreutilsRatio)}`, '—', '');
+  const awaitRatio = awaitsAfter / awaitsBefore;
+  row('500,000 awaits in the same process after the restores vs before them', `${fmtMs(awaitsAfter)} vs ${fmtMs(awaitsBefore)}: ${fmtRatio(awaitRatio)}`, '≤ 1.1×', awaitRatio <= 1.1 ? 'PASS' : 'MISS');
   notes.push(`savepoint: ${rounds} rounds, each a fresh project of ${FILES} text files (${FILES * BYTES} bytes); save and cp -a alternate which runs first; the restore writes every file back (all changed) and is saved first (its undo), as the tool always does.`);
 }

@@ -53,7 +53,14 @@ export class StoreLock {
   private readonly fs: FileSystem;
   private readonly layout: StoreLayout;
   private readonly defaultTimeoutMs: number;
-  private readonly context = new AsyncLocalStorage<boolean>();
+  /**
+   * Marks the async context that holds the lock; made for each hold and disabled when it ends.
+   * Node 20 runs a hook on every promise of the process while any AsyncLocalStorage is enabled
+   * (an `await` costs about 5 times as much), so a lock held once must not tax the agent's own
+   * promises for the rest of the process; and a continuation that outlives the hold no longer
+   * reads as holding it.
+   */
+  private context: AsyncLocalStorage<boolean> | undefined;
   private queue: Promise<void> = Promise.resolve();
 
   constructor(fs: FileSystem, layout: StoreLayout, defaultTimeoutMs: number) {
@@ -64,7 +71,7 @@ export class StoreLock {
 
   /** True when the current async context holds this lock. */
   get held(): boolean {
-    return this.context.getStore() === true;
+    return this.context?.getStore() === true;
   }
 
   /**
@@ -84,9 +91,14 @@ export class StoreLock {
     try {
       await previous;
       const token = await this.acquire(timeoutMs);
+      // Holds are queued one after another, so one context at a time.
+      const context = new AsyncLocalStorage<boolean>();
+      this.context = context;
       try {
-        return await this.context.run(true, fn);
+        return await context.run(true, fn);
       } finally {
+        context.disable();
+        if (this.context === context) this.context = undefined;
         await this.releaseFile(token);
       }
     } finally {

@@ -99,4 +99,19 @@ describe('store lock', () => {
     // A nested prune/dropCheckpoint under an outer lock does not deadlock.
     await expect(store.withLock(() => store.prune())).resolves.toMatchObject({ removedCheckpoints: [] });
   });
+
+  test('a continuation that outlives a hold takes the lock again: the file exists while it runs', async () => {
+    const lockFile = path.join(store.root, 'store.lock');
+    let wake!: () => void;
+    const later = new Promise<void>((resolve) => (wake = resolve));
+    let late: Promise<boolean> | undefined;
+    await store.withLock(async () => {
+      // Started inside the hold, run after it ended: it must not read as holding the lock.
+      late = later.then(() => store.withLock(async () => (await readFile(lockFile, 'utf8')).includes(`"pid":${process.pid}`)));
+    });
+    await expect(readFile(lockFile, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+    wake();
+    await expect(late).resolves.toBe(true);
+    await expect(readFile(lockFile, 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
 });
