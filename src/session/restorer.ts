@@ -366,7 +366,8 @@ export class Restorer {
     } else if (seen.type === 'file' && sight.bytes !== undefined && sight.bytes.length <= this.capture.maxFileBytes) {
       try {
         // Raw: the save sits between a guard and its swap, where every microsecond widens the window.
-        const ref = await this.store.putBytes(sight.bytes, { compress: false });
+        // `seen.hash` is the guard's xxh64 of these very bytes: not computed a second time.
+        const ref = this.store.putHashedSync(sight.bytes, seen.hash, { compress: false }) ?? (await this.store.putHashed(sight.bytes, seen.hash, { compress: false }));
         state = { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: seen.mode, ...(seen.ino !== undefined ? { ino: seen.ino } : {}) };
       } catch (error) {
         const code = errnoCode(isCheckpointError(error) ? (error.cause ?? error) : error);
