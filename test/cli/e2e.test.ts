@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempFolder } from '../helpers/temp.js';
+import { whenFolderSays } from '../helpers/watch.js';
 import { CheckpointStore } from '../../src/store/store.js';
 
 // TURNBACK_CLI runs these tests against another bundle of src/cli/main.ts (a private build) without touching dist/.
@@ -50,15 +51,6 @@ function lineOn(stream: NodeJS.ReadableStream | null, text: string): Promise<voi
       if (seen.includes(text)) resolve();
     });
   });
-}
-
-/** Polls `check` every 50 ms: only for what has no event to wait on (a tmux pane's text). */
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
 }
 
 beforeEach(async () => {
@@ -566,6 +558,21 @@ const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
   const session = `turnback-e2e-${process.pid}`;
   const capture = (): string => spawnSync('tmux', ['capture-pane', '-p', '-t', session], { encoding: 'utf8' }).stdout;
+  /** Starts the session and copies everything its pane prints into a file of a folder of its own, so a wait has an event. */
+  const open = (width: number, command: string): void => {
+    spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', String(width), '-y', '30', '-c', proj, command]);
+    spawnSync('tmux', ['pipe-pane', '-t', session, '-o', `cat >> '${path.join(root, 'pane', 'output')}'`]);
+  };
+  /**
+   * Resolves once the screen shows what `check` looks for, asked at once and again after each
+   * thing the pane prints (tmux has drawn it by the time `cat` has written it): what came before
+   * the pipe is on the screen already.
+   */
+  const until = (check: () => boolean, what: string): Promise<void> => whenFolderSays(path.join(root, 'pane'), check, what);
+
+  beforeEach(async () => {
+    await mkdir(path.join(root, 'pane'));
+  });
   const keys = (...k: string[]): void => void spawnSync('tmux', ['send-keys', '-t', session, ...k]);
 
   afterEach(() => {
@@ -577,7 +584,7 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
       const vars = Object.entries({ ...env, ...extra }).filter(([k]) => !(omitNoColor && k === 'NO_COLOR'));
       const envArgs = vars.flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
       const command = `env ${omitNoColor ? '-u NO_COLOR ' : ''}${envArgs.map((a) => `'${a}'`).join(' ')} ${process.execPath} --no-warnings ${CLI} run -- sh -c 'rm -rf docs'; echo EXIT=$?; sleep 30`;
-      spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '150', '-y', '30', '-c', proj, command]);
+      open(150, command);
       await until(() => capture().includes('EXIT='), 'the run to finish');
       const screen = spawnSync('tmux', ['capture-pane', '-e', '-p', '-t', session], { encoding: 'utf8' }).stdout;
       spawnSync('tmux', ['kill-session', '-t', session]);
@@ -596,7 +603,7 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
   it('rewrites the progress line in place on a terminal', async () => {
     const envArgs = Object.entries({ ...env, TURNBACK_PROGRESS_AFTER_MS: '0' }).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
     const command = `env ${envArgs.map((a) => `'${a}'`).join(' ')} ${process.execPath} --no-warnings ${CLI} run -- sh -c 'echo hi > a.txt'; echo EXIT=$?; sleep 30`;
-    spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '150', '-y', '30', '-c', proj, command]);
+    open(150, command);
     await until(() => capture().includes('EXIT='), 'the run to finish');
     const screen = capture();
     expect(screen).toContain('EXIT=0');
@@ -612,7 +619,7 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
     tb(['run', '--label', 'third', '--', 'sh', '-c', 'echo three > a.txt']);
     const envArgs = Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`]));
     const command = `env ${envArgs.map((a) => `'${a}'`).join(' ')} ${process.execPath} --no-warnings ${CLI} undo; echo EXIT=$?; sleep 30`;
-    spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '120', '-y', '30', '-c', proj, command]);
+    open(120, command);
     await until(() => capture().includes('undo to which picture?'), 'the picker');
     // The picker shows each picture's short id before its label.
     expect(capture()).toMatch(/› [0-9a-f]{8} {2}third/);
@@ -626,7 +633,7 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
     expect(capture()).toContain('undo cancelled');
     spawnSync('tmux', ['kill-session', '-t', session]);
 
-    spawnSync('tmux', ['new-session', '-d', '-s', session, '-x', '120', '-y', '30', '-c', proj, command]);
+    open(120, command);
     await until(() => capture().includes('undo to which picture?'), 'the picker');
     keys('Enter');
     await until(() => capture().includes('Enter restores'), 'the preview');

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
 import { ensureBucket, s3TestServer, type S3TestServer } from '../remote/s3-server.js';
+import { S3_SKIPPED } from '../remote/s3-needs.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
 import { whenFolderSays } from '../helpers/watch.js';
 import { remoteCheckpointIds } from '../../src/remote/sync.js';
@@ -18,6 +19,7 @@ let server: S3TestServer;
 const BUCKET = 'turnback-cli';
 
 beforeAll(async () => {
+  if (S3_SKIPPED !== undefined) return;
   server = await s3TestServer();
   await ensureBucket(server, BUCKET);
 }, 180_000);
@@ -52,7 +54,7 @@ async function secondMachine(origin: CliRepo): Promise<CliRepo> {
   return { proj, home, env, tb, git, newestId };
 }
 
-describe('turnback push and pull', () => {
+describe.skipIf(S3_SKIPPED !== undefined)('turnback push and pull', () => {
   it("one machine's runs are pushed; a clone elsewhere pulls, lists and undoes them byte for byte", async () => {
     const files: Record<string, string> = { 'src/app.ts': 'export const app = 1;\n', 'src/util.ts': 'export const util = 2;\n', 'README.md': '# project\n' };
     const a = await cliRepo(files);

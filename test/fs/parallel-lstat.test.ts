@@ -2,7 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { PARALLEL_MIN_PATHS, ParallelLstat } from '../../src/fs/parallel-lstat.js';
 import { tempFolder } from '../helpers/temp.js';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatInto } from '../../src/fs/stat-batch.js';
@@ -164,10 +164,10 @@ describe('ParallelLstat', () => {
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    // A hang guard, not a timing: a helper that held the process would never let it exit.
-    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    // A helper that held the process would never let it exit: the test's time-out says so, and
+    // the child does not outlive the test.
+    onTestFinished(() => void child.kill('SIGKILL'));
     const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (c, s) => resolve([c, s])));
-    clearTimeout(guard);
     expect(err).toBe('');
     expect(signal).toBeNull();
     expect(code).toBe(0);

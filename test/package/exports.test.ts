@@ -25,7 +25,7 @@ function valueNames(surface: Surface, entry: (typeof ENTRIES)[number]): string[]
 describe('the package', () => {
   it('declares the module layout: ESM and CJS builds with types for every entry, nothing run at install', () => {
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<string, unknown>;
-    expect(pkg).toMatchObject({ name: 'turnback', type: 'module', sideEffects: false, files: ['dist'], engines: { node: '>=20.17' }, bin: { turnback: './dist/cli/turnback.cjs' } });
+    expect(pkg).toMatchObject({ name: 'turnback', type: 'module', sideEffects: false, files: ['dist'], engines: { node: '^20.17.0 || ^22.0.0 || ^24.0.0' }, bin: { turnback: './dist/cli/turnback.cjs' } });
     // Nothing runs at install: no compiler needed, nothing for pnpm to skip.
     expect(Object.keys(pkg.scripts as Record<string, string>).filter((name) => /install/.test(name))).toEqual([]);
     const exports = pkg.exports as Record<string, { import: Record<string, string>; require: Record<string, string> } | string>;

@@ -1,15 +1,16 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { whenFolderSays } from '../helpers/watch.js';
+import { cephMissing } from './s3-needs.js';
 
 // The real S3 API server of the remote-store tests: Ceph's RADOS Gateway on a one-node in-memory
 // cluster. `.ci/run` starts one for the whole run and exports its address (TURNBACK_TEST_S3_*);
-// without it, the global setup (test/global-setup.ts) starts one in the background for the run,
-// through the same script (.ci/s3-start), and the files that need it wait for it here.
+// without it, the first file of the run that needs one starts it through the same script
+// (.ci/s3-up), and the others wait for it here; the global setup stops it.
 
 /** Where a test reaches the server. */
 export interface S3TestServer {
@@ -41,38 +42,35 @@ function fromStartDir(dir: string, stop: () => void): S3TestServer {
 }
 
 /**
- * The server of this run: the one `.ci/run` named, else the one the global setup is starting
- * (waited for: it starts in the background while other files run), else a
- * new one of this file's own (about 11 s).
+ * The server of this run: the one `.ci/run` named, else the run's shared one in the folder the
+ * global setup chose — started by the first file that asks (`.ci/s3-up`, up to three fresh
+ * clusters, in the background so it outlives that file), waited for by every other — else, outside
+ * the global setup, a new one of this file's own.
  * @throws Error naming what to install when Ceph's packages are missing, or why the start failed.
  */
 export async function s3TestServer(): Promise<S3TestServer> {
   const running = fromEnv(process.env, () => undefined);
   if (running !== undefined) return running;
+  const missing = cephMissing();
+  if (missing !== undefined) throw new Error(`the S3 tests need a real S3 API server: ${missing} (or set TURNBACK_TEST_S3_ENDPOINT, _ACCESS_KEY and _SECRET_KEY)`);
   const shared = process.env.TURNBACK_TEST_S3_START_DIR;
-  if (shared !== undefined) {
-    await whenFolderSays(shared, () => existsSync(path.join(shared, 's3.env')) || existsSync(path.join(shared, 'start-failed')), "the run's S3 server to start");
-    if (existsSync(path.join(shared, 'start-failed'))) {
-      const log = existsSync(path.join(shared, 'log', 'start.log')) ? readFileSync(path.join(shared, 'log', 'start.log'), 'utf8').trim().split('\n').slice(-8).join('\n') : '';
-      throw new Error(`the run's S3 server did not start: ${readFileSync(path.join(shared, 'start-failed'), 'utf8').trim()}\n${log}`);
-    }
-    // Stopped by the global setup's teardown, after every file.
-    return fromStartDir(shared, () => undefined);
-  }
-  if (spawnSync('sh', ['-c', 'command -v radosgw && command -v ceph-mon && command -v ceph-osd'], { stdio: 'ignore' }).status !== 0) {
-    throw new Error('the S3 tests need a real S3 API server: apt-get install --no-install-recommends radosgw ceph-mon ceph-osd (or set TURNBACK_TEST_S3_ENDPOINT, _ACCESS_KEY and _SECRET_KEY)');
-  }
-  const dir = path.join(os.tmpdir(), `turnback-s3-${process.pid}-${Date.now()}`);
-  // A port of this process's own, so two test processes never meet.
-  const port = 20_000 + ((process.pid * 7) % 20_000);
-  const stop = (): void => void spawnSync(path.join(ROOT, '.ci', 's3-stop'), [dir], { stdio: 'ignore' });
-  try {
-    execFileSync(path.join(ROOT, '.ci', 's3-start'), [dir, String(port)], { stdio: 'ignore', timeout: 120_000 });
-  } catch (error) {
-    stop();
-    throw error;
-  }
+  const dir = shared ?? mkdtempSync(path.join(os.tmpdir(), 'turnback-s3-'));
+  if (claim(dir)) spawn(path.join(ROOT, '.ci', 's3-up'), [dir], { stdio: 'ignore', detached: true }).unref();
+  await whenFolderSays(dir, () => existsSync(path.join(dir, 's3.env')) || existsSync(path.join(dir, 'start-failed')), 'the S3 test server to start');
+  if (existsSync(path.join(dir, 'start-failed'))) throw new Error(`the S3 test server did not start: ${readFileSync(path.join(dir, 'start-failed'), 'utf8').trim()} (logs: ${dir}/failed-logs)`);
+  // The shared one is stopped by the global setup's teardown, after every file.
+  const stop = shared !== undefined ? () => undefined : () => void spawnSync(path.join(ROOT, '.ci', 's3-stop'), [dir], { stdio: 'ignore' });
   return fromStartDir(dir, stop);
+}
+
+/** True for the one caller that gets to start the server in `dir` (an exclusive create). */
+function claim(dir: string): boolean {
+  try {
+    mkdirSync(path.join(dir, 'claimed'));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Makes `bucket` on the server unless it is there already (the tests share one server). */
