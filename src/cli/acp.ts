@@ -24,7 +24,7 @@ export async function acpCommand(argv: string[], options: GlobalOptions, io: Io)
     entry = (await import(pathToFileURL(path.join(__dirname, '..', 'acp.js')).href)) as AcpEntry;
   } catch (error) {
     const missing = /agentclientprotocol/.test(String((error as Error).message));
-    throw new CliExit(EXIT.error, 'ACP_UNAVAILABLE', missing ? 'turnback acp needs the ACP SDK: npm install @agentclientprotocol/sdk' : `turnback acp cannot load its proxy: ${(error as Error).message}`);
+    throw new CliExit(EXIT.error, 'ACP_UNAVAILABLE', missing ? 'turnback acp cannot find the ACP SDK, one of its own dependencies (@agentclientprotocol/sdk): the install is damaged; install turnback again' : `turnback acp cannot load its proxy: ${(error as Error).message}`);
   }
   if (context.refusal !== undefined || !context.config.enabled) io.err(`turnback acp: checkpoints are off here (${context.refusal ?? 'enabled = false'}); forwarding only`);
   // The [checkpoints] keys in effect here (the user's, then the project's), with the store the command uses.

@@ -10,14 +10,14 @@ interface McpEntry {
 
 /**
  * Loads the built `turnback/mcp` entry beside the command (`dist/mcp.cjs`): the command stays one
- * small file, and the MCP SDK (an optional peer dependency) is loaded only by `turnback mcp`.
+ * small file, and the MCP SDK (a dependency of the command) is loaded only by `turnback mcp`.
  */
 function loadMcpEntry(): McpEntry {
   try {
     return require(path.join(__dirname, '..', 'mcp.cjs')) as McpEntry;
   } catch (error) {
     const missing = (error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && /modelcontextprotocol/.test(String((error as Error).message));
-    throw new CliExit(EXIT.error, 'MCP_UNAVAILABLE', missing ? 'turnback mcp needs the MCP SDK: npm install @modelcontextprotocol/sdk' : `turnback mcp cannot load its server: ${(error as Error).message}`);
+    throw new CliExit(EXIT.error, 'MCP_UNAVAILABLE', missing ? 'turnback mcp cannot find the MCP SDK, one of its own dependencies (@modelcontextprotocol/sdk): the install is damaged; install turnback again' : `turnback mcp cannot load its server: ${(error as Error).message}`);
   }
 }
 

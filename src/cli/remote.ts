@@ -7,8 +7,8 @@ import type { RemoteStoreConfig } from '../admin.js';
 import { withPushSlot } from './background-push.js';
 
 // `turnback push` and `turnback pull [SESSION]`: the local store and its remote copy on S3
-// (`dir = "s3://bucket/prefix"`). The AWS SDK is loaded only here, when one of them runs: every
-// other command starts without it.
+// (`dir = "s3://bucket/prefix"`). The AWS SDK (an optional peer dependency) is loaded only here,
+// when one of them runs: every other command starts without it, and an install without it works.
 
 type RemoteModule = typeof import('../remote.js');
 
@@ -32,11 +32,31 @@ async function withRemote<T>(context: CliContext, remote: RemoteStoreConfig, fn:
   }
 }
 
+/** The version the remote store is tested with (its package file's devDependencies pin it). */
+const TESTED_AWS_SDK = '3.1175.0';
+
+/**
+ * The remote store's code with the AWS SDK. The SDK is an optional peer dependency, left out of
+ * turnback's own install (it is larger than the rest of it together): whoever configures an S3
+ * remote installs it, and a missing SDK is said so, with the command that brings it.
+ */
+async function loadRemoteModule(): Promise<RemoteModule> {
+  try {
+    return await import('../remote.js');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if ((code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && /@aws-sdk\/client-s3/.test(String((error as Error).message))) {
+      throw new CliExit(EXIT.error, 'REMOTE_UNAVAILABLE', `a remote store on S3 needs the AWS SDK, which turnback does not install itself: npm install @aws-sdk/client-s3@${TESTED_AWS_SDK} (beside turnback, or globally with -g where turnback is global)`);
+    }
+    throw error;
+  }
+}
+
 async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModule; backend: S3Backend }> {
   // The SDK's notice that its future releases need Node 22 is about turnback's pinned dependency,
   // not the person's code: it stays out of the command's output (an SDK setting for exactly this).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const module = await import('../remote.js');
+  const module = await loadRemoteModule();
   const backend = await module.S3Backend.open({
     location: remote.location,
     ...(remote.endpoint !== undefined ? { endpoint: remote.endpoint } : {}),
