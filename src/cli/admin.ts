@@ -92,7 +92,7 @@ export async function verifyCommand(options: GlobalOptions, io: Io): Promise<num
 }
 
 /** The keys of `[checkpoints]`, in the order `turnback config` prints them. */
-const CONFIG_KEYS = ['enabled', 'dir', 'endpoint', 'region', 'force_path_style', 'retain', 'keep_days', 'max_store_gib', 'max_file_mib', 'max_picture_files', 'max_picture_mib', 'max_picture_seconds', 'max_walk_entries', 'snapshot_cap_mib', 'skip', 'protected', 'copy_credentials'] as const;
+const CONFIG_KEYS = ['enabled', 'dir', 'endpoint', 'region', 'force_path_style', 'request_timeout_seconds', 'retain', 'keep_days', 'max_store_gib', 'max_file_mib', 'max_picture_files', 'max_picture_mib', 'max_picture_seconds', 'max_walk_entries', 'snapshot_cap_mib', 'skip', 'protected', 'copy_credentials'] as const;
 
 /** `turnback config`: the configuration in effect, each value with where it came from. */
 export async function configCommand(options: GlobalOptions, io: Io): Promise<number> {
@@ -105,9 +105,10 @@ export async function configCommand(options: GlobalOptions, io: Io): Promise<num
       if (remote !== undefined) return { key, value: remote.location, from: `${project.table.dir !== undefined ? project.file : user.file} (pushed from the local store ${context.storeDir})` };
       return { key, value: context.storeDir, from: context.storeFrom === 'default' ? 'default (the per-project data folder)' : context.storeFrom === 'config' ? (project.table.dir !== undefined ? project.file : user.file) : context.storeFrom };
     }
-    if (key === 'endpoint' || key === 'region' || key === 'force_path_style') {
-      const value = resolved.remote === undefined ? null : key === 'force_path_style' ? resolved.remote.forcePathStyle : (resolved.remote[key] ?? null);
-      const from = (project.table as Record<string, unknown>)[key] !== undefined ? project.file : (user.table as Record<string, unknown>)[key] !== undefined ? user.file : resolved.remote === undefined ? 'only with dir = "s3://…"' : "default (the AWS SDK's)";
+    if (key === 'endpoint' || key === 'region' || key === 'force_path_style' || key === 'request_timeout_seconds') {
+      const remote = resolved.remote;
+      const value = remote === undefined ? null : key === 'force_path_style' ? remote.forcePathStyle : key === 'request_timeout_seconds' ? remote.requestTimeoutMs / 1000 : (remote[key] ?? null);
+      const from = (project.table as Record<string, unknown>)[key] !== undefined ? project.file : (user.table as Record<string, unknown>)[key] !== undefined ? user.file : resolved.remote === undefined ? 'only with dir = "s3://…"' : key === 'request_timeout_seconds' ? 'default' : "default (the AWS SDK's)";
       return { key, value, from };
     }
     const camel = key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()) as keyof typeof resolved;

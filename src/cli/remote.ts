@@ -62,6 +62,7 @@ async function connect(remote: RemoteStoreConfig): Promise<{ module: RemoteModul
     ...(remote.endpoint !== undefined ? { endpoint: remote.endpoint } : {}),
     ...(remote.region !== undefined ? { region: remote.region } : {}),
     forcePathStyle: remote.forcePathStyle,
+    requestTimeoutMs: remote.requestTimeoutMs,
   });
   return { module, backend };
 }

@@ -50,8 +50,9 @@ export interface S3BackendOptions {
   forcePathStyle?: boolean;
   /** For tests and tools only: credentials given directly instead of the SDK's chain. */
   credentials?: { accessKeyId: string; secretAccessKey: string };
-  /** How long a connection may take to open, and a request to answer. @default 5 s and 60 s */
+  /** How long a connection may take to open. @default 5 s */
   connectTimeoutMs?: number;
+  /** How long a request may go unanswered, or its socket quiet, before it fails (each request is tried three times). @default 30 s */
   requestTimeoutMs?: number;
 }
 
@@ -113,6 +114,7 @@ export class S3Backend implements StoreBackend {
    */
   static async open(options: S3BackendOptions): Promise<S3Backend> {
     const where = parseS3Location(options.location);
+    const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     const client = new S3Client({
       ...(options.endpoint !== undefined ? { endpoint: options.endpoint } : {}),
       region: options.region ?? process.env.AWS_REGION ?? 'us-east-1',
@@ -121,7 +123,10 @@ export class S3Backend implements StoreBackend {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,
-      requestHandler: { connectionTimeout: options.connectTimeoutMs ?? 5000, requestTimeout: options.requestTimeoutMs ?? 60_000 },
+      // A deadline on every request, and on a socket gone quiet mid-body, that fails the request
+      // (the SDK's default only logs a warning and waits on): three tries at most, then a typed
+      // REMOTE_UNAVAILABLE (`timeout`) naming the request.
+      requestHandler: { connectionTimeout: options.connectTimeoutMs ?? 5000, requestTimeout: requestTimeoutMs, throwOnRequestTimeout: true, socketTimeout: requestTimeoutMs },
     });
     const backend = new S3Backend(client, where);
     try {

@@ -25,6 +25,11 @@ export interface CheckpointConfig {
   region?: string;
   /** With an `s3://` dir: the bucket in the path (`endpoint/bucket/key`), as most S3-compatible servers want. @default false */
   force_path_style?: boolean;
+  /**
+   * With an `s3://` dir: how long one request to the server may go unanswered, seconds; each is
+   * tried three times, so a push or pull stops after about three times this. @default 30
+   */
+  request_timeout_seconds?: number;
   /** Checkpoints kept per project by `prune`. @default DEFAULT_RETAIN (100) */
   retain?: number;
   /** Extra gitignore-style patterns that pictures never cover. @default [] */
@@ -58,6 +63,8 @@ export interface RemoteStoreConfig {
   endpoint: string | undefined;
   region: string | undefined;
   forcePathStyle: boolean;
+  /** One request's deadline, ms (`request_timeout_seconds`). */
+  requestTimeoutMs: number;
 }
 
 /** {@link CheckpointConfig} with every default applied. */
@@ -96,7 +103,7 @@ const NUMERIC_KEYS = {
 } as const;
 
 type NumericKey = keyof typeof NUMERIC_KEYS;
-const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'endpoint', 'region', 'force_path_style', 'skip', 'protected', 'copy_credentials', ...Object.keys(NUMERIC_KEYS)]);
+const KNOWN_KEYS = new Set<string>(['enabled', 'dir', 'endpoint', 'region', 'force_path_style', 'request_timeout_seconds', 'skip', 'protected', 'copy_credentials', ...Object.keys(NUMERIC_KEYS)]);
 
 /**
  * Validates a checkpoint table and applies defaults. Unknown keys and wrong types are errors, so a
@@ -155,19 +162,23 @@ export function resolveCheckpointConfig(raw: unknown): ResolvedCheckpointConfig 
   return resolved;
 }
 
+/** A remote request's deadline when the config names none: long enough for a 5 MiB part on a slow link. */
+const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
+
 /** The remote store of a table whose `dir` is `s3://…`; its three keys are refused without one. */
 function remoteOf(input: Record<string, unknown>): RemoteStoreConfig | undefined {
-  const { endpoint, region, force_path_style: forcePathStyle } = input;
+  const { endpoint, region, force_path_style: forcePathStyle, request_timeout_seconds: timeout } = input;
   if (endpoint !== undefined && (typeof endpoint !== 'string' || !/^https?:\/\/[^\s/]+/.test(endpoint))) throw new CheckpointError('INVALID_CONFIG', 'endpoint must be an http:// or https:// address');
   if (region !== undefined && (typeof region !== 'string' || !/^[a-z0-9-]{1,64}$/.test(region))) throw new CheckpointError('INVALID_CONFIG', 'region must be a region name such as us-east-1');
   if (forcePathStyle !== undefined && typeof forcePathStyle !== 'boolean') throw new CheckpointError('INVALID_CONFIG', 'force_path_style must be true or false');
+  if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0 || timeout > 3600)) throw new CheckpointError('INVALID_CONFIG', 'request_timeout_seconds must be a number of seconds above 0, at most 3600');
   if (typeof input.dir !== 'string' || !input.dir.startsWith('s3://')) {
-    const stray = ['endpoint', 'region', 'force_path_style'].find((key) => input[key] !== undefined);
+    const stray = ['endpoint', 'region', 'force_path_style', 'request_timeout_seconds'].find((key) => input[key] !== undefined);
     if (stray !== undefined) throw new CheckpointError('INVALID_CONFIG', `${stray} applies only to a store on S3 (dir = "s3://bucket/prefix")`);
     return undefined;
   }
   const where = parseS3Location(input.dir);
-  return { location: `s3://${where.bucket}/${where.prefix}`, endpoint: endpoint as string | undefined, region: region as string | undefined, forcePathStyle: forcePathStyle === true };
+  return { location: `s3://${where.bucket}/${where.prefix}`, endpoint: endpoint as string | undefined, region: region as string | undefined, forcePathStyle: forcePathStyle === true, requestTimeoutMs: Math.round(((timeout as number | undefined) ?? DEFAULT_REQUEST_TIMEOUT_SECONDS) * 1000) };
 }
 
 function stringList(value: unknown, key: string): string[] {

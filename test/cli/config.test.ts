@@ -19,7 +19,7 @@ describe('turnback config', () => {
     expect(shown.config.keep_days).toEqual({ value: 2, from: userFile });
     expect(shown.config.max_file_mib).toEqual({ value: 100, from: 'default' });
     expect(shown.config.enabled).toEqual({ value: true, from: 'default (on)' });
-    expect(Object.keys(shown.config)).toHaveLength(17);
+    expect(Object.keys(shown.config)).toHaveLength(18);
     expect(shown.config.endpoint).toEqual({ value: null, from: 'only with dir = "s3://…"' });
     const text = repo.tb(['config']).stdout;
     expect(text).toMatch(/^retain = 7 +\S*turnback\.toml$/m);
@@ -33,5 +33,18 @@ describe('turnback config', () => {
     expect(remote.config.endpoint).toEqual({ value: 'https://s3.example.test', from: userFile });
     expect(remote.config.force_path_style).toEqual({ value: true, from: userFile });
     expect(remote.config.region).toEqual({ value: null, from: "default (the AWS SDK's)" });
+    expect(remote.config.request_timeout_seconds).toEqual({ value: 30, from: 'default' });
+
+    // A request's deadline: a number of seconds, and only with a store on S3.
+    await writeFile(userFile, '[checkpoints]\ndir = "s3://bucket-one/team/x"\nrequest_timeout_seconds = 2.5\n');
+    expect((JSON.parse(repo.tb(['config', '--json']).stdout) as ConfigJson).config.request_timeout_seconds).toEqual({ value: 2.5, from: userFile });
+    for (const bad of ['request_timeout_seconds = 0', 'request_timeout_seconds = "30"', 'request_timeout_seconds = -1']) {
+      await writeFile(userFile, `[checkpoints]\ndir = "s3://bucket-one/team/x"\n${bad}\n`);
+      const refused = repo.tb(['config']);
+      expect(refused.code, bad).not.toBe(0);
+      expect(refused.stderr, bad).toContain('request_timeout_seconds must be a number of seconds');
+    }
+    await writeFile(userFile, '[checkpoints]\nrequest_timeout_seconds = 5\n');
+    expect(repo.tb(['config']).stderr).toContain('request_timeout_seconds applies only to a store on S3');
   });
 });

@@ -40,10 +40,10 @@ async function repoWithTurns(turns: number, prefix: string, endpoint = server.en
   return repo;
 }
 
-async function configure(repo: CliRepo, prefix: string, endpoint: string): Promise<void> {
+async function configure(repo: CliRepo, prefix: string, endpoint: string, extra = ''): Promise<void> {
   const dir = path.join(repo.home, 'config', 'turnback');
   await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${endpoint}"\nforce_path_style = true\n`);
+  await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${endpoint}"\nforce_path_style = true\n${extra}`);
 }
 
 /** `turnback ARGS` without blocking this process (the relay below runs in it). */
@@ -61,12 +61,14 @@ function sealedCount(repo: CliRepo): number {
 /**
  * A relay in front of the S3 server, counting the bytes a client sends through it; `onBytes`
  * hears the running total after each chunk is forwarded. `cut()` drops every connection and
- * refuses new ones, as a network that goes away.
+ * refuses new ones, as a network that goes away; `freeze()` keeps every connection open and takes
+ * new ones, but forwards nothing more either way, as a server that hangs.
  */
-async function relayToServer(onBytes: (total: number) => void = () => undefined): Promise<{ endpoint: string; total(): number; cut(): void; close(): void }> {
+async function relayToServer(onBytes: (total: number) => void = () => undefined): Promise<{ endpoint: string; total(): number; cut(): void; freeze(): void; close(): void }> {
   const [host, port] = new URL(server.endpoint).host.split(':') as [string, string];
   let forwarded = 0;
   let gone = false;
+  let frozen = false;
   const sockets = new Set<net.Socket>();
   const relay = net.createServer((inbound) => {
     if (gone) {
@@ -76,12 +78,14 @@ async function relayToServer(onBytes: (total: number) => void = () => undefined)
     const outbound = net.connect(Number(port), host);
     sockets.add(inbound).add(outbound);
     inbound.on('data', (chunk: Buffer) => {
-      if (gone) return;
+      if (gone || frozen) return;
       outbound.write(chunk);
       forwarded += chunk.length;
       onBytes(forwarded);
     });
-    outbound.on('data', (chunk: Buffer) => inbound.write(chunk));
+    outbound.on('data', (chunk: Buffer) => {
+      if (!frozen) inbound.write(chunk);
+    });
     for (const socket of [inbound, outbound]) socket.on('error', () => undefined).on('close', () => [inbound, outbound].forEach((s) => s.destroy()));
   });
   await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
@@ -91,6 +95,9 @@ async function relayToServer(onBytes: (total: number) => void = () => undefined)
     cut: () => {
       gone = true;
       for (const socket of sockets) socket.destroy();
+    },
+    freeze: () => {
+      frozen = true;
     },
     close: () => {
       for (const socket of sockets) socket.destroy();
@@ -138,6 +145,36 @@ describe.skipIf(S3_SKIPPED !== undefined)('a push that dies', () => {
         relay.close();
       }
     });
+  });
+
+  it('a server that stops answering mid-transfer, connections left open: the push fails at its deadline naming the request, nothing half-published, and the next push completes', async () => {
+    let frozen = false;
+    const relay = await relayToServer((total) => {
+      if (total <= 200 * 1024 || frozen) return;
+      frozen = true;
+      relay.freeze();
+    });
+    const prefix = `frozen-${randomBytes(4).toString('hex')}`;
+    const repo = await repoWithTurns(3, prefix, relay.endpoint);
+    await configure(repo, prefix, relay.endpoint, 'request_timeout_seconds = 1\n');
+    const backend = await S3Backend.open({ location: `s3://${BUCKET}/${prefix}`, endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials });
+    const workspace = await workspaceIdentity(repo.proj);
+    try {
+      const failed = await tbAsync(repo, ['push']);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/cannot (create|write|read|look at|list) s3:\/\/turnback-faults\/frozen-/);
+      expect(failed.stderr).toMatch(/timeout|timed out/);
+      expect(frozen).toBe(true);
+      await remoteIsWhole(backend, workspace);
+      expect(repo.tb(['verify']).code).toBe(0);
+      await configure(repo, prefix, server.endpoint);
+      const done = repo.tb(['push']);
+      expect(done.code, done.stderr).toBe(0);
+      expect(await remoteIsWhole(backend, workspace)).toBe(sealedCount(repo));
+    } finally {
+      backend.close();
+      relay.close();
+    }
   });
 
   it('cut off from the server mid-transfer: a typed failure, nothing half-published, and the next push completes', async () => {

@@ -55,7 +55,14 @@ async function fakeServer(answer: (request: http.IncomingMessage, body: Buffer, 
   });
   await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
   const { port } = fake.address() as AddressInfo;
-  return { endpoint: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => fake.close(() => resolve())) };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    // Requests left unanswered on purpose are cut, or close would wait for them.
+    close: () => new Promise((resolve) => {
+      fake.close(() => resolve());
+      fake.closeAllConnections();
+    }),
+  };
 }
 
 describe('the S3 backend', () => {
@@ -119,6 +126,53 @@ describe('the S3 backend', () => {
       expect([error.code, error.found]).toEqual(['REMOTE_REFUSED', 'no-conditional-writes']);
       // The probe cleans up after itself.
       expect([...objects.keys()]).toEqual([]);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a server that takes connections and never answers: the request fails at its deadline, three tries, then REMOTE_UNAVAILABLE naming it', async () => {
+    let requests = 0;
+    const fake = await fakeServer(() => {
+      requests++;
+    });
+    try {
+      const error = await failure(S3Backend.open({ location: 's3://silent', endpoint: fake.endpoint, forcePathStyle: true, credentials: FAKE_CREDENTIALS, requestTimeoutMs: 300 }));
+      expect([error.code, error.found]).toEqual(['REMOTE_UNAVAILABLE', 'timeout']);
+      expect(error.message).toContain('s3://silent');
+      expect(requests).toBe(3);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it('a server that goes quiet in the middle of a body: the read fails at the deadline instead of waiting on', async () => {
+    // Enough of S3 for the backend to open (the bucket answers, conditional creates are enforced),
+    // then a GET of anything it was not sent sends its headers and 10 of its 1,000 bytes, and nothing more.
+    const objects = new Map<string, Buffer>();
+    const fake = await fakeServer((request, body, response) => {
+      const key = (request.url ?? '').split('?')[0] ?? '';
+      if (request.method === 'HEAD') response.writeHead(200).end();
+      else if (request.method === 'PUT' && request.headers['if-none-match'] === '*' && objects.has(key)) response.writeHead(412, { 'Content-Type': 'application/xml' }).end('<Error><Code>PreconditionFailed</Code></Error>');
+      else if (request.method === 'PUT') {
+        objects.set(key, body);
+        response.writeHead(200, { ETag: '"e"' }).end();
+      } else if (request.method === 'DELETE') {
+        objects.delete(key);
+        response.writeHead(204).end();
+      } else if (request.method === 'GET' && objects.has(key)) {
+        response.writeHead(200, { 'Content-Length': String(objects.get(key)?.length) }).end(objects.get(key));
+      } else if (request.method === 'GET') {
+        response.writeHead(200, { 'Content-Length': '1000' });
+        response.write(Buffer.alloc(10, 1));
+      } else response.writeHead(404).end();
+    });
+    try {
+      const backend = await S3Backend.open({ location: 's3://quiet/p', endpoint: fake.endpoint, forcePathStyle: true, credentials: FAKE_CREDENTIALS, requestTimeoutMs: 300 });
+      opened.push(backend);
+      const error = await failure(backend.get('objects/aa'));
+      expect(error.code).toBe('REMOTE_UNAVAILABLE');
+      expect(error.message).toContain('objects/aa');
     } finally {
       await fake.close();
     }
