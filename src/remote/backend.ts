@@ -55,6 +55,12 @@ export interface StoreBackend {
   put(key: BackendKey, bytes: Uint8Array, options?: BackendCallOptions): Promise<void>;
   /** The bytes under `key`, or `undefined` when there is nothing. */
   get(key: BackendKey, options?: BackendCallOptions): Promise<Buffer | undefined>;
+  /**
+   * The bytes under `key` as they arrive, for an object too large to hold whole (a bundle), or
+   * `undefined` when there is nothing. A failure part way through is thrown by the iteration, typed
+   * as `get`'s are.
+   */
+  getStream(key: BackendKey, options?: BackendCallOptions): Promise<AsyncIterable<Uint8Array> | undefined>;
   /** The size of what is under `key`, or `undefined` when there is nothing (no bytes read). */
   head(key: BackendKey, options?: BackendCallOptions): Promise<{ size: number } | undefined>;
   /**

@@ -91,6 +91,27 @@ export class DirectoryBackend implements StoreBackend {
     }
   }
 
+  async getStream(key: string, options: BackendCallOptions = {}): Promise<AsyncIterable<Uint8Array> | undefined> {
+    const file = this.#fileOf(key);
+    options.signal?.throwIfAborted();
+    let handle: fs.FileHandle;
+    try {
+      handle = await fs.open(file, 'r');
+    } catch (error) {
+      if (errnoCode(error) === 'ENOENT' || errnoCode(error) === 'ENOTDIR') return undefined;
+      throw asCheckpointError(error, 'cannot read from the backend folder', file);
+    }
+    return (async function* chunks() {
+      try {
+        for await (const chunk of handle.createReadStream({ highWaterMark: 1 << 20 })) yield chunk as Buffer;
+      } catch (error) {
+        throw asCheckpointError(error, 'cannot read from the backend folder', file);
+      } finally {
+        await handle.close().catch(() => undefined);
+      }
+    })();
+  }
+
   async head(key: string, options: BackendCallOptions = {}): Promise<{ size: number } | undefined> {
     const file = this.#fileOf(key);
     options.signal?.throwIfAborted();

@@ -198,6 +198,26 @@ export class S3Backend implements StoreBackend {
     }
   }
 
+  async getStream(key: string, options: BackendCallOptions = {}): Promise<AsyncIterable<Uint8Array> | undefined> {
+    const objectKey = this.#objectKey(key);
+    const where = `${this.location}${key}`;
+    let body: AsyncIterable<Uint8Array> | undefined;
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.where.bucket, Key: objectKey }), abortOf(options));
+      body = answer.Body as AsyncIterable<Uint8Array> | undefined;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw remoteError(error, 'cannot read', where);
+    }
+    return (async function* typed() {
+      try {
+        if (body !== undefined) yield* body;
+      } catch (error) {
+        throw remoteError(error, 'cannot read', where);
+      }
+    })();
+  }
+
   async head(key: string, options: BackendCallOptions = {}): Promise<{ size: number } | undefined> {
     const objectKey = this.#objectKey(key);
     try {

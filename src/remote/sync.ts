@@ -6,7 +6,8 @@ import { manifestObjects } from '../store/manifests.js';
 import type { CheckpointStore } from '../store/store.js';
 import { storeBehind, type StoreView } from '../store/view.js';
 import type { StoreBackend } from './backend.js';
-import { decodeBundle, encodeBundle, type BundledObject } from './bundle.js';
+import { encodeBundle, type BundledObject } from './bundle.js';
+import { downloadBundle, type BundleOnDisk } from './bundle-file.js';
 import type { WorkspaceIdentity } from './workspace-identity.js';
 
 // Local first, remote behind (issue #16): checkpoints are taken in the local store as always, and
@@ -315,44 +316,48 @@ export async function pullCheckpoints(view: StoreView | CheckpointStore, backend
   const call = options.signal !== undefined ? { signal: options.signal } : {};
   const keys = keysOf(workspace);
   const report: PullReport = { pulled: [], alreadyHere: 0, objects: 0 };
-  const bundles = new Map<string, Map<string, Buffer>>();
-  for (const id of await remoteCheckpointIds(backend, workspace, options)) {
-    options.signal?.throwIfAborted();
-    if (await hasCheckpoint(store, id)) {
-      report.alreadyHere += 1;
-      continue;
-    }
-    const remote = await readRemoteManifest(backend, workspace, id, options);
-    if (options.sessionId !== undefined && remote.manifest.sessionId !== options.sessionId) continue;
-    // Objects resting on the pushing clone's git come back as this store's own objects.
-    const renamed = new Map<string, { object: string; hash: string }>();
-    for (const key of manifestObjects(remote.manifest)) {
-      const isGitKey = gitBlobIdOf(key) !== undefined;
-      if (!isGitKey && (await store.hasObject(key))) continue;
-      if (renamed.has(key)) continue;
-      const bundleName = remote.objects[key];
-      if (!isBundleName(bundleName)) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} does not say where object ${key} is`, { found: key });
-      let bundle = bundles.get(bundleName);
-      if (bundle === undefined) {
-        const bytes = await backend.get(keys.bundle(bundleName), call);
-        if (bytes === undefined) throw new CheckpointError('INTEGRITY', `the remote has lost bundle ${bundleName}, which checkpoint ${id} names`, { expected: bundleName });
-        bundle = decodeBundle(bundleName, bytes);
-        bundles.set(bundleName, bundle);
+  // Each bundle downloaded once into the store's scratch space, checked, read back object by object.
+  const bundles = new Map<string, BundleOnDisk>();
+  try {
+    for (const id of await remoteCheckpointIds(backend, workspace, options)) {
+      options.signal?.throwIfAborted();
+      if (await hasCheckpoint(store, id)) {
+        report.alreadyHere += 1;
+        continue;
       }
-      const bytes = bundle.get(key);
-      if (bytes === undefined) throw new CheckpointError('INTEGRITY', `bundle ${bundleName} does not hold object ${key} of checkpoint ${id}`, { expected: key });
-      const ref = await store.putBytes(bytes);
-      if (isGitKey) {
-        if (!isGitBlob(bytes, gitBlobIdOf(key) as string)) throw new CheckpointError('INTEGRITY', `object ${key} of checkpoint ${id} is not that git blob`, { expected: key });
-        renamed.set(key, { object: ref.object, hash: ref.hash });
-      } else if (ref.object !== key) {
-        throw new CheckpointError('INTEGRITY', `object ${key} of checkpoint ${id} came back as ${ref.object}`, { expected: key, found: ref.object });
+      const remote = await readRemoteManifest(backend, workspace, id, options);
+      if (options.sessionId !== undefined && remote.manifest.sessionId !== options.sessionId) continue;
+      // Objects resting on the pushing clone's git come back as this store's own objects.
+      const renamed = new Map<string, { object: string; hash: string }>();
+      for (const key of manifestObjects(remote.manifest)) {
+        const isGitKey = gitBlobIdOf(key) !== undefined;
+        if (!isGitKey && (await store.hasObject(key))) continue;
+        if (renamed.has(key)) continue;
+        const bundleName = remote.objects[key];
+        if (!isBundleName(bundleName)) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} does not say where object ${key} is`, { found: key });
+        let bundle = bundles.get(bundleName);
+        if (bundle === undefined) {
+          bundle = await downloadBundle(backend, keys.bundle(bundleName), bundleName, store.scratchPath(), call);
+          if (bundle === undefined) throw new CheckpointError('INTEGRITY', `the remote has lost bundle ${bundleName}, which checkpoint ${id} names`, { expected: bundleName });
+          bundles.set(bundleName, bundle);
+        }
+        const bytes = await bundle.read(key);
+        if (bytes === undefined) throw new CheckpointError('INTEGRITY', `bundle ${bundleName} does not hold object ${key} of checkpoint ${id}`, { expected: key });
+        const ref = await store.putBytes(bytes);
+        if (isGitKey) {
+          if (!isGitBlob(bytes, gitBlobIdOf(key) as string)) throw new CheckpointError('INTEGRITY', `object ${key} of checkpoint ${id} is not that git blob`, { expected: key });
+          renamed.set(key, { object: ref.object, hash: ref.hash });
+        } else if (ref.object !== key) {
+          throw new CheckpointError('INTEGRITY', `object ${key} of checkpoint ${id} came back as ${ref.object}`, { expected: key, found: ref.object });
+        }
+        report.objects += 1;
       }
-      report.objects += 1;
+      const manifest: CheckpointManifest = { ...remote.manifest, workspace: store.projectRoot, entries: remote.manifest.entries.map((entry) => ({ ...entry, before: renamedState(entry.before, renamed) })) };
+      if (await store.importManifest(manifest)) report.pulled.push(id);
+      else report.alreadyHere += 1;
     }
-    const manifest: CheckpointManifest = { ...remote.manifest, workspace: store.projectRoot, entries: remote.manifest.entries.map((entry) => ({ ...entry, before: renamedState(entry.before, renamed) })) };
-    if (await store.importManifest(manifest)) report.pulled.push(id);
-    else report.alreadyHere += 1;
+  } finally {
+    for (const bundle of bundles.values()) await bundle.close();
   }
   return report;
 }

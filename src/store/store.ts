@@ -112,6 +112,11 @@ export class CheckpointStore {
     return store;
   }
 
+  /** A fresh path in the store's own `tmp/` (a leftover of a dead process is cleared by prune), for a caller's scratch file. */
+  scratchPath(): string {
+    return this.layout.tempPath();
+  }
+
   /**
    * Checks that the store can be written now (a temp file created, written and removed): a
    * read-only mount or a folder turned unwritable is found before an agent relies on it.

@@ -96,6 +96,12 @@ export function backendConformance(name: string, fresh: () => Promise<StoreBacke
       expect(await backend.head('objects/big')).toEqual({ size: big.length });
       expect(await backend.create('objects/big', Buffer.from('small'))).toBe('exists');
       expect(((await backend.get('objects/big')) as Buffer).equals(big)).toBe(true);
+      // Streamed, the same bytes, in more than one piece; nothing there streams as nothing.
+      const pieces: Buffer[] = [];
+      for await (const piece of (await backend.getStream('objects/big')) ?? []) pieces.push(Buffer.from(piece));
+      expect(pieces.length).toBeGreaterThan(1);
+      expect(Buffer.concat(pieces).equals(big)).toBe(true);
+      expect(await backend.getStream('objects/not-there')).toBeUndefined();
     });
 
     it('bad keys and prefixes are typed errors that write nothing', async () => {
