@@ -11,6 +11,7 @@ const claude: AgentDriver = {
   format: 'anthropic',
   fixture: 'claude.json',
   settingsFolder: '.claude',
+  callIds: 'model',
   command: (_project, server, prompt, turn) => ({
     args: ['-p', prompt, ...(turn > 1 ? ['--continue'] : []), '--dangerously-skip-permissions', '--model', 'claude-sonnet-4-5'],
     env: {

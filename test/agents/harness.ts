@@ -206,6 +206,12 @@ export interface AgentDriver {
   fixture: string;
   /** The project folder install writes into (kept out of the tree pictures; compared on its own for uninstall). */
   settingsFolder: string;
+  /**
+   * Whose tool-call ids the hooks carry: the model's (the id in the model's answer), or the
+   * agent's own (Qwen Code makes one per call, `toolu_<ms>_<random>`, that neither the model nor
+   * the person sees: generateToolUseId, packages/core/src/core/toolHookTriggers.ts).
+   */
+  callIds: 'model' | 'agent';
   /** Set-up before the first run (a config file in the temporary HOME, say). */
   prepare?(project: AgentProject, server: ModelServer): Promise<void>;
   /** The command line and environment of prompt `prompt`, the `turn`-th of the session. */
