@@ -221,7 +221,7 @@ export interface AgentDriver {
 /** The tool call ids the server gave out, in order, and the shell step's. */
 export function shellStepOf(script: Script): { turn: number; index: number } {
   for (const [t, steps] of script.turns.entries()) {
-    const index = steps.findIndex((s: Step) => 'tool' in s && JSON.stringify(s.input).includes('rm -rf docs'));
+    const index = steps.findIndex((s: Step) => 'tool' in s && /rm -rf? docs/.test(JSON.stringify(s.input)));
     if (index >= 0) return { turn: t + 1, index };
   }
   throw new Error('the script has no shell step');

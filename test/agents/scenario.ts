@@ -5,7 +5,8 @@ import { hookLogLines, listed, shellStepOf, startSession, treePicture, type Agen
 
 // The session every agent plays, and what must hold after it (one test per agent, so each agent
 // runs twice in all: the machine is small and shared). Turn 1: a write of a new file, an edit of
-// an existing one, a shell call `rm -rf docs && sed -i … other.txt`; turn 2: one more write.
+// an existing one, a shell call `rm -rf docs && sed -i … other.txt` (Codex refuses `rm -f`:
+// `rm -r` there); turn 2: one more write.
 
 /** What the first turn must have done to the project, by the agent's own tools. */
 function expectFirstTurnDone(start: Record<string, string>, after: Record<string, string>, said: string): void {
@@ -70,7 +71,7 @@ export async function provesTheSession(driver: AgentDriver): Promise<void> {
     expect(boundaries.map((b) => b.agent?.turn).sort(), JSON.stringify(log, null, 1)).toEqual([1, 2]);
 
     // The shell call's changes are that call's: the deleted folder's files and the sed's file.
-    const shell = calls.find((c) => c.label?.includes('rm -rf docs'));
+    const shell = calls.find((c) => / rm -rf? docs/.test(c.label ?? ''));
     expect(shell, JSON.stringify(calls, null, 1)).toBeDefined();
     expect(changesOf(session, (shell as Listed).id)).toEqual(['changed other.txt', 'deleted docs/a.md', 'deleted docs/sub/b.md']);
 
