@@ -42,8 +42,10 @@ export interface AgentSpec {
   events: Readonly<Record<string, HookKind>>;
   /** For `matcher-groups`: the tool-name pattern of the tool events (the tools whose calls are bracketed). */
   toolMatcher?: string;
-  /** The hook's time limit as the agent's file writes it. */
+  /** The hook's time limit as the agent's file writes it (in the agent's unit: seconds or milliseconds). */
   timeout: { field: 'timeout' | 'timeoutSec'; value: number };
+  /** The format version a file install creates carries, when the agent would otherwise rewrite the file to add it. */
+  settingsVersion?: { key: string; value: number };
   fields: PayloadFields;
   /** Tools that run commands: a whole-tree picture around each call, side effect `filesystem`. */
   shellTools: RegExp;
@@ -129,7 +131,13 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     format: 'matcher-groups',
     events: { UserPromptSubmit: 'prompt', PreToolUse: 'before-tool', PostToolUse: 'after-tool', Stop: 'stop', SessionEnd: 'session-end' },
     toolMatcher: '.*',
-    timeout: { field: 'timeout', value: 30 },
+    // Milliseconds: Qwen Code's HookRunner.executeCommandHook kills a hook after `timeout` ms
+    // (default 60 000; packages/core/src/hooks/hookRunner.ts). Claude Code's 30 (seconds) was 30 ms.
+    timeout: { field: 'timeout', value: 30_000 },
+    // Qwen Code stamps a settings file without `$version` as version 4 on its first run, keeping
+    // a `.orig` copy (packages/cli/src/config/settings.ts, loadAndMigrate): a file install makes
+    // carries it, so Qwen leaves it alone and uninstall can take it away whole.
+    settingsVersion: { key: '$version', value: 4 },
     fields: CLAUDE_FIELDS,
     shellTools: /^(run_shell_command|Bash|Shell)$/,
     networkTools: /^(mcp__.*|web_fetch|web_search)$/,

@@ -11,7 +11,8 @@ import { pairingKey, promptLabel, type HookEvent } from './events.js';
 // call is a detached call named by the agent's tool-call id, and the store is what links them.
 //
 //   prompt       end what the last turn left open; a boundary (labelled with the prompt's first
-//                line) and a whole-tree picture for the turn (call `turn:<boundary id>`)
+//                line) and a whole-tree picture for the turn (call `turn:<boundary id>`); an
+//                empty prompt while a turn is open changes nothing (the agent going on)
 //   before-tool  read-only tools: nothing; a write tool naming its files: a picture of those
 //                files alone; anything else (a shell, an MCP tool, a tool turnback does not
 //                know): a whole-tree picture
@@ -118,6 +119,16 @@ async function callIdFor(observer: CheckpointObserver, event: HookEvent, opening
 export async function applyHookEvent(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
   switch (event.kind) {
     case 'prompt': {
+      // A person's prompt is never empty: an empty one inside an open turn is the agent going
+      // on. Qwen Code fires UserPromptSubmit before every model request of a turn, the ones that
+      // carry tool results too, with those requests' text as the prompt: none
+      // (GeminiClient.sendMessageStream, packages/core/src/core/client.ts).
+      if ((event.prompt ?? '').trim().length === 0) {
+        const turns = await boundaries(observer);
+        const last = turns.at(-1);
+        const open = last !== undefined && (await observer.openCalls()).some((c) => c.callId === turnCallId(last.id));
+        if (open) return { action: `an empty prompt inside turn ${turns.length}: the turn goes on` };
+      }
       const ended = await endOpenCalls(observer);
       const label = promptLabel(event.prompt);
       const boundary = await observer.beginTurn({ label });

@@ -35,13 +35,15 @@ function entryFor(spec: AgentSpec, command: string): JsonObject {
   }
 }
 
-/** Does `list` (the event's array) hold our hook for this command already? */
+/**
+ * Does `list` (the event's array) hold our hook for this command already, with the time limit
+ * install writes? An earlier install's entry of another limit (Qwen Code's 30, read as 30 ms) is
+ * not ours as it should be: it is replaced.
+ */
 function holdsOurs(spec: AgentSpec, list: unknown[], command: string): boolean {
-  return list.some((item) =>
-    spec.format === 'matcher-groups'
-      ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some((h) => commandOf(h) === command)
-      : commandOf(item) === command,
-  );
+  const expected = entryFor(spec, command);
+  const same = (entry: unknown): boolean => commandOf(entry) === command && isObject(entry) && Object.entries(expected).every(([key, value]) => entry[key] === value);
+  return list.some((item) => (spec.format === 'matcher-groups' ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some(same) : same(item)));
 }
 
 /** `list` without turnback's own hooks (and without a matcher group that held only them). */
@@ -95,7 +97,10 @@ export function installHooks(spec: AgentSpec, settings: JsonObject, commandFor: 
     added.push(event);
   }
   const versioned = spec.format === 'matcher-groups' || settings.version !== undefined ? {} : { version: 1 };
-  return { settings: { ...versioned, ...settings, hooks: next }, added };
+  // Only a file install makes gets the agent's format version: an existing file without one may
+  // be of an older format the agent still has to migrate.
+  const stamped = spec.settingsVersion !== undefined && Object.keys(settings).length === 0 ? { [spec.settingsVersion.key]: spec.settingsVersion.value } : {};
+  return { settings: { ...versioned, ...settings, hooks: next, ...stamped }, added };
 }
 
 /** What {@link uninstallHooks} did. */
@@ -127,7 +132,9 @@ export function uninstallHooks(spec: AgentSpec, settings: JsonObject): Uninstall
   if (Object.keys(next).length > 0) rest.hooks = next;
   else delete rest.hooks;
   const keys = Object.keys(rest);
-  if (keys.length === 0 || (spec.format !== 'matcher-groups' && keys.length === 1 && rest.version === 1)) return { settings: undefined, removed };
+  const onlyVersion =
+    keys.length === 1 && ((spec.format !== 'matcher-groups' && rest.version === 1) || (spec.settingsVersion !== undefined && removed.length > 0 && rest[spec.settingsVersion.key] === spec.settingsVersion.value));
+  if (keys.length === 0 || onlyVersion) return { settings: undefined, removed };
   return { settings: rest, removed };
 }
 

@@ -183,3 +183,30 @@ describe("Codex's hooks feature", () => {
     expect(repo.tb(['hooks', 'install', 'codex', '--codex-feature']).stdout).toContain('is on already');
   });
 });
+
+describe('Qwen Code: UserPromptSubmit before every model request of a turn', () => {
+  // Qwen Code 0.15.10 fires UserPromptSubmit for each request of a turn, the ones carrying tool
+  // results too, with the request's text as the prompt: empty (GeminiClient.sendMessageStream).
+  it('an empty prompt inside an open turn does not start a turn; one after the turn ended does', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['hooks', 'install', 'qwen']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.qwen', 'settings.json'));
+    const base = { session_id: 'qwen-1', cwd: repo.proj, transcript_path: '', timestamp: '2026-12-03T10:00:00Z' };
+    const ok = (event: string, payload: Json): void => expect(fire(repo, commands[event], { ...base, hook_event_name: event, ...payload }).code).toBe(0);
+    ok('UserPromptSubmit', { prompt: 'shout a' });
+    const shell = { tool_name: 'run_shell_command', tool_input: { command: "sed -i 's/a/A/' a.txt" }, tool_use_id: 'toolu_1_x' };
+    ok('PreToolUse', shell);
+    sh(repo, "sed -i 's/a/A/' a.txt");
+    ok('PostToolUse', shell);
+    ok('UserPromptSubmit', { prompt: '' });
+    ok('Stop', { stop_hook_active: false, last_assistant_message: 'done' });
+    const turns = (JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { agent?: { role: string; turn: number } }[] }).checkpoints.filter((c) => c.agent?.role === 'boundary');
+    expect(turns.map((c) => c.agent?.turn)).toEqual([1]);
+    expect(repo.tb(['undo', '--yes']).code).toBe(0);
+    expect(fs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('a\n');
+    // Outside a turn nothing is going on: an empty prompt is a turn of its own.
+    ok('UserPromptSubmit', { prompt: '' });
+    const after = (JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { agent?: { role: string } }[] }).checkpoints.filter((c) => c.agent?.role === 'boundary');
+    expect(after).toHaveLength(2);
+  });
+});

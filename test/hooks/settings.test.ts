@@ -70,6 +70,30 @@ describe.each(Object.values(AGENTS))('hook settings of $title', (spec) => {
   });
 });
 
+describe("Qwen Code's hook file", () => {
+  const qwen = AGENTS.qwen;
+  type Groups = Record<string, { hooks: { timeout?: number }[] }[]>;
+
+  it('gives every hook 30 s in its unit, milliseconds; an install of 30 (read as 30 ms) is replaced', () => {
+    const installed = installHooks(qwen, {}, command('qwen')).settings;
+    for (const groups of Object.values(installed.hooks as Groups)) for (const group of groups) for (const hook of group.hooks) expect(hook.timeout).toBe(30_000);
+    const old = structuredClone(installed);
+    for (const groups of Object.values(old.hooks as Groups)) for (const group of groups) for (const hook of group.hooks) hook.timeout = 30;
+    const again = installHooks(qwen, old, command('qwen'));
+    expect(again.added.sort()).toEqual(Object.keys(qwen.events).sort());
+    expect(again.settings).toEqual(installed);
+  });
+
+  it("a file install makes carries Qwen's $version, so Qwen does not rewrite it; uninstall removes it whole", () => {
+    const made = installHooks(qwen, {}, command('qwen')).settings;
+    expect(made.$version).toBe(4);
+    expect(uninstallHooks(qwen, made).settings).toBeUndefined();
+    // A file of the person's own keeps its version (or its lack of one: Qwen migrates it).
+    expect(installHooks(qwen, { theme: 'dark' }, command('qwen')).settings.$version).toBeUndefined();
+    expect(uninstallHooks(qwen, { $version: 4 }).settings).toEqual({ $version: 4 });
+  });
+});
+
 describe("Codex's hooks feature (config.toml, edited as text)", () => {
   it('reads the feature as on, off or unsaid, under either name', () => {
     expect(codexHooksFeature(undefined)).toBeUndefined();
