@@ -282,8 +282,8 @@ describe('turnback acp -- AGENT (the proxy)', () => {
 
 describe('turnback acp: what a call and a write are pictured against', () => {
   it('a session opened through a symlink to the project: the client write named through the link is pre-imaged, and undo gives notes.txt back byte for byte', async () => {
-    // No whole-tree picture copies the notes (a big project past its byte budget: 10 bytes here): the write's own
-    // pre-image is all that keeps notes.txt.
+    // Whole-tree pictures with a 10-byte copy budget, as in a big project past its budget: the
+    // write's own pre-image must not rest on them.
     const repo = await cliRepo({ 'a.txt': 'original a\n', 'b.txt': 'original b\n', 'turnback.toml': '[checkpoints]\nmax_picture_mib = 0.00001\n' });
     const notes = 'my notes, never committed\n';
     nodeFs.writeFileSync(path.join(repo.proj, 'notes.txt'), notes);
