@@ -12,3 +12,4 @@ export { MAX_PAYLOAD_BYTES, classifyTool, namedPaths, pairingKey, parseHookEvent
 export { applyHookEvent, changeCounts, turnCallId, type HookOutcome } from './hooks/apply.js';
 export { indentationOf, installedEvents, installHooks, isOurCommand, uninstallHooks, type InstallResult, type JsonObject as HookJsonObject, type UninstallResult } from './hooks/settings.js';
 export { codexHooksFeature, enableCodexHooks } from './hooks/codex-config.js';
+export { realPathOf, type RealPath } from './fs/paths.js';

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { isCheckpointError } from '../core/errors.js';
 import type { SideEffect } from '../core/model.js';
+import { realPathOf } from '../fs/paths.js';
 import { isUnavailable } from '../session/unavailable.js';
 import { WORKSPACE_CHECKPOINT_METHOD, acpCheckpointSessions, advertise, type AcpCheckpointOptions, type TurnbackMethod } from './acp.js';
 
@@ -97,6 +99,27 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
     work = work.then(task).catch((error: unknown) => log(`${label}: ${error instanceof Error ? error.message : String(error)}`));
     return work;
   };
+  /** Each session's folder, as the client named it: an agent's relative path is taken against it. */
+  const folders = new Map<string, string>();
+  const track = (sessionId: string, cwd: string): void => {
+    folders.set(sessionId, cwd);
+    sessions.track(sessionId, cwd);
+  };
+  /**
+   * The files a client write changes, as real paths (the agent may name the project through a
+   * symlink; the session's root is canonical): the write's target, and a link's own entry.
+   */
+  const onWriteTargets = async (sessionId: string, target: string, record: (path: string) => Promise<unknown>): Promise<void> => {
+    const { real, link } = await realPathOf(target, folders.get(sessionId) ?? process.cwd());
+    if (link === undefined) return void (await record(real));
+    await record(link);
+    try {
+      await record(real);
+    } catch (error) {
+      // A link in the project to a file outside it: the link is pictured, its target is not ours.
+      if (!isCheckpointError(error, 'OUTSIDE_ROOT')) throw error;
+    }
+  };
   const toClient = (line: string): void => void output.write(`${line}\n`);
   const toAgent = (line: string): void => void agent.stdin.write(`${line}\n`);
   const notifyClient = async (method: string, params: unknown): Promise<void> => toClient(JSON.stringify({ jsonrpc: '2.0', method, params }));
@@ -142,7 +165,7 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
         toAgent(line);
         void later('after write', async () => {
           const checkpoints = await sessions.checkpointsOf(sessionId);
-          if (checkpoints !== undefined && !isUnavailable(checkpoints)) await checkpoints.afterWrite(path);
+          if (checkpoints !== undefined && !isUnavailable(checkpoints)) await onWriteTargets(sessionId, path, (target) => checkpoints.afterWrite(target));
         });
         return;
       }
@@ -171,12 +194,13 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
         await later('prompt end', () => checkpoint({ sessionId: prompt.sessionId, action: 'call_end', callId: prompt.callId }, notifyClient));
         return;
       }
-      if (asked?.method === 'session/new' && typeof message.result?.sessionId === 'string' && typeof asked.params?.cwd === 'string') sessions.track(message.result.sessionId, asked.params.cwd);
+      if (asked?.method === 'session/new' && typeof message.result?.sessionId === 'string' && typeof asked.params?.cwd === 'string') track(message.result.sessionId, asked.params.cwd);
       if ((asked?.method === 'session/load' || asked?.method === 'session/resume') && message.error === undefined && typeof asked.params?.sessionId === 'string' && typeof asked.params.cwd === 'string') {
-        sessions.track(asked.params.sessionId, asked.params.cwd);
+        track(asked.params.sessionId, asked.params.cwd);
       }
       if (asked?.method === 'session/close' && typeof asked.params?.sessionId === 'string') {
         const sessionId = asked.params.sessionId;
+        folders.delete(sessionId);
         void later('close', () => sessions.drop(sessionId));
       }
       return toClient(line);
@@ -197,7 +221,13 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
           else endedEarly.add(key);
         } else if (call === undefined && !endedEarly.has(key)) {
           // Its start, or the first news of it (an update before the tool_call itself).
-          void later('call begin', () => checkpoint({ sessionId, action: 'call_begin', callId }, notifyClient));
+          // Measured from the newest picture already held (the prompt's, or the previous call's
+          // end), never one taken now: the agent does not wait for this notification to be read,
+          // so its tool may have run already.
+          void later('call begin', async () => {
+            const checkpoints = await sessions.checkpointsOf(sessionId);
+            if (checkpoints !== undefined && !isUnavailable(checkpoints)) await checkpoints.callBegin(callId, { baseline: 'held' });
+          });
           calls.set(key, { kind: update.kind, sessionId, callId });
         }
       }
@@ -209,7 +239,7 @@ export function runAcpProxy(options: AcpProxyOptions): Promise<number> {
       // The pre-image is taken before the client can write.
       await later('before write', async () => {
         const checkpoints = await sessions.checkpointsOf(sessionId);
-        if (checkpoints !== undefined && !isUnavailable(checkpoints)) await checkpoints.beforeWrite(path);
+        if (checkpoints !== undefined && !isUnavailable(checkpoints)) await onWriteTargets(sessionId, path, (target) => checkpoints.beforeWrite(target));
       });
       return toClient(line);
     }

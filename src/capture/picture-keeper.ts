@@ -27,6 +27,8 @@ export interface PictureKeeperOptions {
   fs: FileSystem;
   /** Lists one folder during pictures; for tests only (see {@link TakePictureOptions.readDir}). */
   readDir?: TakePictureOptions['readDir'];
+  /** Epoch milliseconds by which every picture ends, when sooner than its own budget. */
+  deadline?: number;
   /** The picture-base generations that open calls of this process still name (never pruned). */
   liveGenerations: () => Iterable<string>;
 }
@@ -114,11 +116,12 @@ export class PictureKeeper {
       this.#base = loaded.base;
       this.#savedRecords = loaded.records;
     }
-    const { store, projectRoot, coverage, readDir } = this.#options;
+    const { store, projectRoot, coverage, readDir, deadline } = this.#options;
     const picture = await takePicture({
       store: this.#pictureStore,
       projectRoot,
       coverage,
+      ...(deadline !== undefined ? { deadline: Math.min(deadline, Date.now() + coverage.maxPictureSeconds * 1000) } : {}),
       cache: cache ?? this.#cache,
       exclude: [store.root],
       ...(options.signal !== undefined ? { signal: options.signal } : {}),

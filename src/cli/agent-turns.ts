@@ -1,5 +1,6 @@
 import { parseAgentSessionId, turnCallId } from '../hooks.js';
-import type { CheckpointId, StoreView } from '../index.js';
+import { isCheckpointError, type CheckpointId, type StoreView } from '../index.js';
+import { observerFor, type CliContext } from './context.js';
 import type { Picture } from './pictures.js';
 
 // The pictures an agent's hooks took (src/hooks/), as turns: each prompt is a boundary (a turn
@@ -123,4 +124,41 @@ export async function checkpointOfCall(store: StoreView, callId: string): Promis
     if (manifest?.calls.some((c) => c.callId === callId) === true) return meta.id;
   }
   return undefined;
+}
+
+/**
+ * Ends the tool and turn calls agents' hooks left open — a turn still going, or one whose after
+ * and stop events never came (the person interrupted the agent) — as the session's next prompt
+ * would, so what they changed is recorded and an undo can take it back: until then their
+ * pictures are call baselines no checkpoint names, and `list` offered the turn while `undo`
+ * found nothing. Returns the sessions whose calls were ended, with how many.
+ */
+export async function endOpenAgentCalls(context: CliContext, store: StoreView): Promise<{ sessionId: string; ended: number }[]> {
+  const sessions = new Set<string>();
+  for (const meta of await store.list()) {
+    const agent = parseAgentSessionId(meta.sessionId);
+    // ACP sessions live in their proxy's process: their calls are its own, never detached.
+    if (agent !== undefined && agent.agent !== 'acp') sessions.add(meta.sessionId as string);
+  }
+  const done: { sessionId: string; ended: number }[] = [];
+  for (const sessionId of sessions) {
+    const observer = observerFor(context, store, sessionId);
+    try {
+      let ended = 0;
+      for (const call of await observer.openCalls()) {
+        if (!call.detached) continue;
+        try {
+          await observer.callEnd(call.callId, { sideEffect: 'filesystem' });
+          ended += 1;
+        } catch (error) {
+          // The agent's own event ended it meanwhile.
+          if (!isCheckpointError(error, 'UNKNOWN_CALL')) throw error;
+        }
+      }
+      if (ended > 0) done.push({ sessionId, ended });
+    } finally {
+      await observer.close().catch(() => undefined);
+    }
+  }
+  return done;
 }

@@ -21,11 +21,13 @@ import {
 } from '../hooks.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { shellQuote } from '../report/turn-end-list.js';
-import { loadContext, observerFor, openStore, type CliContext, type GlobalOptions } from './context.js';
+import { openObserver } from '../admin.js';
+import { loadContext, openStore, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { startBackgroundPush } from './background-push.js';
 import { displayTime } from './pictures.js';
+import { hookContext } from './hook-project.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
 // installed hooks run (see src/hooks/ for what each event does).
@@ -229,6 +231,8 @@ interface HookLogLine {
   ok: boolean;
   action?: string;
   error?: string;
+  /** The failure's typed code (`INVALID_PATH`, `STORE_BUSY`, …; `ERROR` for an untyped one). */
+  code?: string;
   ms: number;
 }
 
@@ -331,12 +335,16 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     const event = parseHookEvent(spec, eventName, payload, io.invocation.cwd);
     session = event.session;
     // The project of the agent's folder (its git toplevel, as a command started there finds),
-    // not of wherever the hook process happened to start.
-    context = await loadContext(options, event.cwd !== undefined ? { ...io.invocation, cwd: event.cwd } : io.invocation);
-    // Checkpoints off: nothing at all is touched, not even the log.
-    if (context.refusal !== undefined || !context.config.enabled) return EXIT.ok;
+    // not of wherever the hook process happened to start; a folder that is no project is
+    // answered at once.
+    const found = await hookContext(spec, event.cwd ?? io.invocation.cwd, options, io.invocation);
+    context = found.context;
+    // Checkpoints off, or no project here: nothing at all is touched, not even the log.
+    if (found.refusal !== undefined || !context.config.enabled) return EXIT.ok;
     const store = await openStore(context);
-    const observer = observerFor(context, store, agentSessionId(spec.name, event.session));
+    // One budget for the whole event: the pictures of the calls it ends and the one it begins
+    // share `max_picture_seconds`, counted from the hook's start.
+    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: started + context.config.resolved.maxPictureSeconds * 1000 });
     let outcome;
     try {
       outcome = await applyHookEvent(observer, event);
@@ -348,7 +356,7 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     if (event.kind === 'stop' || event.kind === 'session-end') startBackgroundPush(context);
     if (outcome.message !== undefined && spec.feedback === 'system-message') io.invocation.stdout.write(`${JSON.stringify({ systemMessage: outcome.message })}\n`);
   } catch (error) {
-    const failure = describeFailure(error).message;
+    const { message: failure, reason: code } = describeFailure(error);
     if (context === undefined) {
       try {
         context = await loadContext(options, io.invocation);
@@ -357,7 +365,7 @@ export async function hookCommand(name: string, eventName: string, options: Glob
       }
     }
     if (context.refusal === undefined && context.config.enabled) {
-      await appendLog(context, { at: new Date().toISOString(), agent: name, event: eventName, ...(session !== undefined ? { session } : {}), ok: false, error: failure, ms: Date.now() - started });
+      await appendLog(context, { at: new Date().toISOString(), agent: name, event: eventName, ...(session !== undefined ? { session } : {}), ok: false, error: failure, code, ms: Date.now() - started });
     }
   }
   return EXIT.ok;

@@ -9,7 +9,8 @@ import { CliExit, type Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
 import { bareUndoTarget, redoStack } from './undo-stack.js';
-import { agentTurns, turnsAsTargets } from './agent-turns.js';
+import { agentTurns, endOpenAgentCalls, turnsAsTargets } from './agent-turns.js';
+import { parseAgentSessionId } from '../hooks.js';
 import { callNotesSince, displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
@@ -180,6 +181,11 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
   try {
     // An undone picture cannot be restored until the undo is redone: it is not offered. An agent's
     // turn is one entry (its boundary), in place of its tool calls.
+    // A turn an agent left open is recorded first, so undo reads the pictures list shows.
+    for (const { sessionId, ended } of await endOpenAgentCalls(context, store)) {
+      const agent = parseAgentSessionId(sessionId);
+      io.err(`turnback: ${shownText(agent?.agent ?? '')} ${shownText(agent?.session ?? sessionId)}: recorded the ${ended === 1 ? 'call' : `${ended} calls`} its hooks left open, so its turn can be undone`);
+    }
     const all = await undoablePictures(store);
     const pictures = turnsAsTargets(all, await agentTurns(store, all)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
     const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));

@@ -1,3 +1,4 @@
+import { lstat, realpath } from 'node:fs/promises';
 import * as path from 'node:path';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import type { FileSystem, SyncFileSystem } from './file-system.js';
@@ -25,6 +26,58 @@ export function toProjectPath(projectRoot: string, input: unknown): string {
   const projectPath = relative.split(path.sep).join('/');
   assertNotGitInternal(projectPath, input);
   return projectPath;
+}
+
+/** Where a path an agent names really is (see {@link realPathOf}). */
+export interface RealPath {
+  /** Every symlink on the way resolved: where a write through the path lands. */
+  real: string;
+  /**
+   * When the path's final component is itself a symlink: the link's own entry (its folder
+   * resolved, its name kept), which a tool that replaces the file replaces.
+   */
+  link?: string;
+}
+
+/**
+ * Resolves a path an agent sent (its `cwd`, a tool input's file) to where it really is, so a
+ * project reached through a symlink — a symlinked workspace folder, macOS's `/tmp` →
+ * `/private/tmp`, a home folder reached through a link — is recognised as the project: `input`
+ * taken against `base` when relative, then every symlink resolved. A path whose final
+ * components do not exist yet resolves through its nearest existing ancestor (a new file through
+ * its real parent). Nothing is written, and no link is followed for writing: the result is only
+ * compared with the canonical project root, and restores write below that root.
+ *
+ * @throws CheckpointError `INVALID_PATH` for a non-string, empty or NUL-bearing path, a name too
+ *   long for the file system (`ENAMETOOLONG`), or a loop of links (`ELOOP`).
+ */
+export async function realPathOf(input: unknown, base: string): Promise<RealPath> {
+  if (typeof input !== 'string' || input.length === 0) throw new CheckpointError('INVALID_PATH', 'a path must be a non-empty string');
+  if (input.includes('\0')) throw new CheckpointError('INVALID_PATH', 'path contains a NUL byte', { path: input });
+  const absolute = path.resolve(base, input);
+  const real = await realOrNearest(absolute, input);
+  let link: string | undefined;
+  try {
+    if ((await lstat(absolute)).isSymbolicLink()) link = path.join(await realOrNearest(path.dirname(absolute), input), path.basename(absolute));
+  } catch {
+    // Nothing there (or not readable): no link of its own to keep.
+  }
+  return link !== undefined && link !== real ? { real, link } : { real };
+}
+
+/** `realpath` of `absolute`, or of its nearest existing ancestor with the rest appended. */
+async function realOrNearest(absolute: string, shown: string): Promise<string> {
+  try {
+    return await realpath(absolute);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === 'ENAMETOOLONG') throw new CheckpointError('INVALID_PATH', `a name in the path is too long for the file system: ${shown.length > 120 ? `${shown.slice(0, 119)}…` : shown}`, { path: shown, cause: error });
+    if (code === 'ELOOP') throw new CheckpointError('INVALID_PATH', `the path loops through symlinks: ${shown}`, { path: shown, cause: error });
+    // Missing, under a file, or unreadable: resolved as far as it exists.
+    const parent = path.dirname(absolute);
+    if (parent === absolute) return absolute;
+    return path.join(await realOrNearest(parent, shown), path.basename(absolute));
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import { isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Change } from '../capture/diff.js';
+import { realPathOf } from '../fs/paths.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import { pairingKey, promptLabel, type HookEvent } from './events.js';
 
@@ -84,10 +85,25 @@ export function changeCounts(changes: readonly Pick<Change, 'kind'>[]): string {
   return parts.length === 0 ? 'no file changed' : parts.join(', ');
 }
 
-/** Project-relative when inside the project, else `undefined` (a write outside the project is not ours to keep). */
+/** True when `absolute` is below the project root (a write outside the project is not ours to keep). */
 function insideProject(projectRoot: string, absolute: string): boolean {
   const relative = path.relative(projectRoot, absolute);
-  return relative !== '' && !relative.startsWith('..') && !path.isAbsolute(relative);
+  return relative !== '' && relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative);
+}
+
+/**
+ * The files a write tool names that are in the project, as real paths: the agent may reach the
+ * project through a symlink (its `cwd`, or the path it gives), and the project root is
+ * canonical, so each path is resolved first (see `realPathOf`). A final component that is a link
+ * gives both the link's own entry and where it points, each kept when inside.
+ */
+async function writtenInside(projectRoot: string, paths: readonly string[]): Promise<string[]> {
+  const inside = new Set<string>();
+  for (const named of paths) {
+    const { real, link } = await realPathOf(named, projectRoot);
+    for (const candidate of link === undefined ? [real] : [link, real]) if (insideProject(projectRoot, candidate)) inside.add(candidate);
+  }
+  return [...inside];
 }
 
 /** The short id a person types (`turnback undo 1a2b3c4d`). */
@@ -140,7 +156,7 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
       if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only, nothing pictured` };
       const callId = await callIdFor(observer, event, true);
       if (event.toolClass === 'write' && event.paths !== undefined) {
-        const inside = event.paths.filter((p) => insideProject(observer.projectRoot, p));
+        const inside = await writtenInside(observer.projectRoot, event.paths);
         if (inside.length === 0) return { action: `${event.toolName ?? 'tool'}: writes outside the project only, nothing pictured` };
         await observer.callBegin(callId, { paths: inside, command: callLabel({ ...event, paths: inside }, observer.projectRoot), detached: true });
         return { action: `call ${callId} began: ${inside.length} named file(s)` };

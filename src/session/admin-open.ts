@@ -30,6 +30,8 @@ export interface OpenObserverOptions {
   sessionId?: string;
   /** The process whose life the session's open calls follow (see `CheckpointObserverOptions.ownerPid`). @default process.pid */
   ownerPid?: number;
+  /** When every whole-tree picture of the observer must end (see `CheckpointObserverOptions.pictureDeadline`). @default each picture's own budget */
+  pictureDeadline?: number;
 }
 
 /** A {@link CheckpointObserver} over a store opened with {@link openStore}. */
@@ -39,5 +41,6 @@ export function openObserver(store: StoreView, options: OpenObserverOptions = {}
     ...(options.config !== undefined ? observerOptionsFromConfig(options.config) : {}),
     ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
     ...(options.ownerPid !== undefined ? { ownerPid: options.ownerPid } : {}),
+    ...(options.pictureDeadline !== undefined ? { pictureDeadline: options.pictureDeadline } : {}),
   });
 }

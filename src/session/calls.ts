@@ -49,6 +49,15 @@ export interface CallBeginOptions {
    * came) is ended by its session ({@link CheckpointObserver.openCalls}). @default false
    */
   detached?: boolean;
+  /**
+   * What the call's changes are measured from. `'now'`: a picture taken as the call begins.
+   * `'held'`: the newest whole-tree picture this observer took in the open turn (the turn's own,
+   * or the previous call's end), when there is one — for a caller that learns of a call only
+   * after the tool may have run (an ACP agent's `tool_call` notification, read late under load),
+   * where a picture taken now could already hold the call's change. Scoped calls always picture now.
+   * @default 'now'
+   */
+  baseline?: 'now' | 'held';
 }
 
 /** Options of {@link CheckpointObserver.callEnd}. */
@@ -94,6 +103,8 @@ const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_
  */
 export class CallAttributor {
   readonly #calls = new Map<string, { baseline: CallBaseline; picture: CallPicture; startedAt: string; coverage?: CoverageCounts }>();
+  /** The newest whole-tree picture of a call's begin or end, and the turn open when it was taken. */
+  #held: { picture: Picture; turn: CheckpointId } | undefined;
 
   constructor(
     private readonly store: CheckpointStore,
@@ -122,7 +133,11 @@ export class CallAttributor {
     if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
     // Checked before anything is written: a bad call id opens no turn.
     const turn = await openTurn();
-    const picture = scope !== undefined ? await takeScopedPicture(this.capture, scope) : await this.pictures.take(options);
+    // A held picture counts only within the turn it was taken in: a restore seals the turn, and a
+    // picture from before a restore would attribute the restore's writes to this call.
+    const held = scope === undefined && options.baseline === 'held' && turn !== undefined && this.#held?.turn === turn.writer.id ? this.#held.picture : undefined;
+    const picture = scope !== undefined ? await takeScopedPicture(this.capture, scope) : (held ?? (await this.pictures.take(options)));
+    if (scope === undefined) this.#hold(picture);
     const call = {
       sessionId: this.sessionId,
       callId,
@@ -187,6 +202,7 @@ export class CallAttributor {
             // compares stats.
             begunHere ? this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch) : undefined,
           );
+    if (scope === undefined) this.#hold(after);
     // The very same map means every record is the baseline's own: nothing to compare.
     const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
     const incomplete = incompletePaths(call.picture, after);
@@ -243,6 +259,12 @@ export class CallAttributor {
       partial: after.partial || call.picture.partial,
       summary: after.summary || call.picture.summary,
     };
+  }
+
+  /** Keeps `picture` as the newest one of the open turn (nothing outside a turn). */
+  #hold(picture: Picture): void {
+    const turn = this.turns.current?.writer.id;
+    this.#held = turn === undefined ? undefined : { picture, turn };
   }
 
   /** This session's open calls — in this process, and those another process began and left open — oldest first. */

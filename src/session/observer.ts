@@ -72,6 +72,7 @@ export class CheckpointObserver implements WriteObserver {
       coverage: resolved.coverage,
       fs: resolved.fs,
       ...(resolved.pictureReadDir !== undefined ? { readDir: resolved.pictureReadDir } : {}),
+      ...(resolved.pictureDeadline !== undefined ? { deadline: resolved.pictureDeadline } : {}),
       liveGenerations: () => this.#calls.liveGenerations(),
     });
     this.#turns = new TurnJournal(capture, this.sessionId, {

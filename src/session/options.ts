@@ -35,6 +35,12 @@ export interface CheckpointObserverOptions {
    * (tests run as root, where `chmod 000` hides nothing). @default `fs.readdirSync`
    */
   pictureReadDir?: TakePictureOptions['readDir'];
+  /**
+   * Epoch milliseconds by which every whole-tree picture of this observer ends, whatever is left
+   * of its own `maxPictureSeconds`: one budget for all the pictures of a short process (an agent's
+   * hook event, which may end open calls and begin another). @default each picture's own budget
+   */
+  pictureDeadline?: number;
 }
 
 /** {@link CheckpointObserverOptions} with every default applied; what the observer's parts see. */
@@ -47,6 +53,7 @@ export interface ResolvedObserverOptions {
   coverage: ResolvedCoverage;
   snapshotCapBytes: number;
   pictureReadDir: TakePictureOptions['readDir'] | undefined;
+  pictureDeadline: number | undefined;
 }
 
 /**
@@ -63,6 +70,9 @@ export function resolveObserverOptions(options: CheckpointObserverOptions): Reso
   if (options.ownerPid !== undefined && (!Number.isSafeInteger(options.ownerPid) || options.ownerPid <= 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', 'ownerPid must be a positive whole number');
   }
+  if (options.pictureDeadline !== undefined && (typeof options.pictureDeadline !== 'number' || !Number.isFinite(options.pictureDeadline))) {
+    throw new CheckpointError('INVALID_ARGUMENT', 'pictureDeadline must be a time in epoch milliseconds');
+  }
   if (options.sessionId !== undefined && (typeof options.sessionId !== 'string' || options.sessionId.length === 0)) {
     throw new CheckpointError('INVALID_ARGUMENT', 'sessionId must be a non-empty string');
   }
@@ -75,6 +85,7 @@ export function resolveObserverOptions(options: CheckpointObserverOptions): Reso
     coverage: resolveCoverage(options.coverage ?? {}),
     snapshotCapBytes,
     pictureReadDir: options.pictureReadDir,
+    pictureDeadline: options.pictureDeadline,
   };
 }
 

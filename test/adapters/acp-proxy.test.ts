@@ -279,3 +279,54 @@ describe('turnback acp -- AGENT (the proxy)', () => {
     expect(nodeFs.readFileSync(path.join(repo.proj, 'b.txt'), 'utf8')).toBe('written by the client in turn 1\n');
   });
 });
+
+describe('turnback acp: what a call and a write are pictured against', () => {
+  it('a session opened through a symlink to the project: the client write named through the link is pre-imaged, and undo gives notes.txt back byte for byte', async () => {
+    // Whole-tree pictures with a 10-byte copy budget, as in a big project past its budget: the
+    // write's own pre-image must not rest on them.
+    const repo = await cliRepo({ 'a.txt': 'original a\n', 'b.txt': 'original b\n', 'turnback.toml': '[checkpoints]\nmax_picture_mib = 0.00001\n' });
+    const notes = 'my notes, never committed\n';
+    nodeFs.writeFileSync(path.join(repo.proj, 'notes.txt'), notes);
+    const link = path.join(repo.home, 'workspace');
+    nodeFs.symlinkSync(repo.proj, link);
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, ACP_AGENT_CLIENT_WRITE: 'notes.txt' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    proxy.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    await editorClient().connectWith(streamOf(proxy), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } } });
+      const { sessionId } = await ctx.request('session/new', { cwd: link, mcpServers: [] });
+      await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'rewrite the notes' }] });
+    }).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the proxy said: ${stderr}`);
+    });
+    proxy.stdin.end();
+    expect(await exited).toBe(0);
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'notes.txt'), 'utf8')).toBe('written by the client in turn 1\n');
+    expect(stderr).toBe('');
+    const undo = repo.tb(['undo', '--yes', '--delete-created']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'notes.txt'), 'utf8')).toBe(notes);
+  });
+
+  it("a call whose tool ran before the proxy read its tool_call: its baseline is the turn's start, so restore_tool_call brings the removed file back", async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const notes = 'my notes, never committed\n';
+    nodeFs.writeFileSync(path.join(repo.proj, 'notes.txt'), notes);
+    const proxy = spawn(process.execPath, [CLI, 'acp', '--', process.execPath, AGENT], { cwd: repo.proj, env: { ...repo.env, ACP_AGENT_SCRIPT: 'eager' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => proxy.on('exit', resolve));
+    await editorClient().connectWith(streamOf(proxy), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: repo.proj, mcpServers: [] });
+      await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'remove the notes' }] });
+      expect(nodeFs.existsSync(path.join(repo.proj, 'notes.txt'))).toBe(false);
+      const restored = (await ctx.request('_turnback/restore_tool_call', { sessionId, toolCallId: 'rm-1' })) as { available?: boolean; restored: { path: string }[] };
+      expect(restored.restored.map((e) => e.path)).toEqual(['notes.txt']);
+    });
+    proxy.stdin.end();
+    expect(await exited).toBe(0);
+    expect(nodeFs.readFileSync(path.join(repo.proj, 'notes.txt'), 'utf8')).toBe(notes);
+  });
+});
