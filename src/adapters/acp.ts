@@ -77,6 +77,9 @@ function invalid(code: string, message: string): RequestError {
   return RequestError.invalidParams({ code }, message);
 }
 
+/** The longest `sessionId`, `boundaryId` or `callId` a checkpoint request may carry (a call id's own bound). */
+const ACP_ID_MAX_CHARS = 512;
+
 const FIELDS: Record<WorkspaceCheckpointParams['action'], { required: readonly string[]; allowed: readonly string[] }> = {
   capture: { required: ['boundaryId'], allowed: ['boundaryId'] },
   call_begin: { required: ['callId'], allowed: ['callId'] },
@@ -103,6 +106,12 @@ export function parseWorkspaceCheckpointParams(raw: unknown): WorkspaceCheckpoin
     if (!allowed.includes(key)) throw invalid('INVALID_ARGUMENT', `${key} does not belong to action ${action}`);
   }
   for (const key of required) if (typeof p[key] !== 'string' || (p[key] as string).length === 0) throw invalid('INVALID_ARGUMENT', `${action} needs ${key} (a non-empty string)`);
+  // A boundary id is a key the client names again (plan, restore) and the turn's label: refused
+  // past the bound, never cut (two long ids cut alike would name one turn).
+  for (const key of ['sessionId', 'boundaryId', 'callId'] as const) {
+    const value = p[key];
+    if (typeof value === 'string' && value.length > ACP_ID_MAX_CHARS) throw invalid('INVALID_ARGUMENT', `${key} must be at most ${ACP_ID_MAX_CHARS} characters (got ${value.length})`);
+  }
   if (p.sideEffect !== undefined && !SIDE_EFFECTS.includes(p.sideEffect as SideEffect)) throw invalid('INVALID_ARGUMENT', `sideEffect must be one of ${SIDE_EFFECTS.join(', ')}`);
   if (p.paths !== undefined && (!Array.isArray(p.paths) || p.paths.length === 0 || !p.paths.every((item) => typeof item === 'string'))) {
     throw invalid('INVALID_ARGUMENT', 'paths must be a non-empty list of strings when present');

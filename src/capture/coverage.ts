@@ -5,6 +5,7 @@ import ignore from 'ignore';
 import type { Ignore } from 'ignore';
 import { DEFAULTS, MAX_FILE_MIB_CEILING, type Defaults } from '../core/defaults.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
+import { readRegularTextSync } from '../fs/regular-file.js';
 
 /** The numeric limits of one picture. Every limit stops the picture early and marks it partial. */
 export type CoverageLimits = Pick<Defaults, 'maxFileMib' | 'maxPictureFiles' | 'maxPictureMib' | 'maxPictureSeconds' | 'maxWalkEntries' | 'maxDepth'>;
@@ -356,7 +357,7 @@ export class IgnoreStack {
     if (cached?.key !== key) {
       let text: string;
       try {
-        text = nodeFs.readFileSync(file, 'utf8');
+        text = readRegularTextSync(file);
       } catch (error) {
         return unusable(`${shown} cannot be read (${errnoCode(error) ?? 'error'})`);
       }

@@ -1,10 +1,11 @@
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import writeFileAtomic from 'write-file-atomic';
 import { resolveCheckpointConfig, type ResolvedCheckpointConfig } from '../admin.js';
 import { CheckpointError, type CheckpointConfig } from '../index.js';
+import { readRegularText } from '../fs/regular-file.js';
 
 /** The project config file name, at the project root. */
 export const PROJECT_CONFIG = 'turnback.toml';
@@ -71,9 +72,11 @@ export function checkpointsTable(text: string, file: string): CheckpointConfig {
 async function readSource(file: string): Promise<ConfigSource> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readRegularText(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { file, found: false, table: {}, text: '' };
+    // A FIFO, a folder or a device named like the config: refused, never waited on.
+    if (error instanceof CheckpointError) throw new CheckpointError('INVALID_CONFIG', error.message, { path: file, ...(error.found !== undefined ? { found: error.found } : {}), cause: error });
     throw new CheckpointError('INVALID_CONFIG', `cannot read ${file}: ${(error as Error).message}`, { path: file, cause: error });
   }
   const table = checkpointsTable(text, file);
@@ -197,9 +200,10 @@ function setEnabledInTable(text: string, enabled: boolean, isHeader: (line: stri
 /** A config file's text, or '' when it does not exist. */
 async function textOrEmpty(file: string): Promise<string> {
   try {
-    return await readFile(file, 'utf8');
+    return await readRegularText(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    if (error instanceof CheckpointError) throw error;
     throw new CheckpointError('IO', `cannot read ${file}`, { path: file, cause: error });
   }
 }

@@ -1,4 +1,4 @@
-import { lstat, readFile, readlink } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import type { CheckpointId, CheckpointMeta, PathState, PlanEntry, StoreView } from '../index.js';
@@ -12,6 +12,7 @@ import type { Io } from './io.js';
 import { pathMatcher } from './path-patterns.js';
 import { displayLabel, resolveId } from './pictures.js';
 import { projectPathOf } from './undo.js';
+import { readRegularFile } from '../fs/regular-file.js';
 
 /** Options of `turnback diff`. */
 export interface DiffOptions extends GlobalOptions {
@@ -61,7 +62,7 @@ async function diskSide(projectRoot: string, projectPath: string): Promise<Side>
   if (!stats.isFile()) return { kind: 'summary', text: stats.isDirectory() ? 'a folder' : 'a special file' };
   const mode = stats.mode & 0o777;
   if (stats.size > 16 * 1024 * 1024) return { kind: 'summary', text: `${sizeText(stats.size)}, too large to diff`, mode };
-  const bytes = await readFile(absolute);
+  const bytes = await readRegularFile(absolute);
   return isBinary(bytes) ? { kind: 'summary', text: `binary, ${sizeText(bytes.length)}`, bytes, mode } : { kind: 'text', text: bytes.toString('utf8'), mode };
 }
 
@@ -130,7 +131,7 @@ export async function diffCommand(id: string, paths: string[], options: DiffOpti
   const meta = await resolveId(store, id);
   const maxFileMib = context.config.resolved.maxFileMib;
   // Files, folders and globs: each stands for the changed paths it matches.
-  const only = paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
+  const only = paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd, 'diff'));
   const matches = only.length > 0 ? pathMatcher(only) : () => true;
   const observer = observerFor(context, store);
   const plan = await observer.plan(meta.id as CheckpointId, { created: 'keep', modePolicy: 'exact' });

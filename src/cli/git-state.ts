@@ -1,8 +1,9 @@
 import { statSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { GitRepo } from './git.js';
 import { parseGitIndex } from '../core/git-index.js';
+import { readRegularFile, readRegularText } from '../fs/regular-file.js';
 
 // Git's own state around a run: where HEAD points and what the index holds. turnback restores
 // files, never `.git`, so a turn that moved HEAD or staged files is told in words, and the undo
@@ -41,7 +42,7 @@ function identityOf(file: string): string {
 async function readText(file: string, sources: Sources): Promise<string | undefined> {
   sources.set(file, identityOf(file));
   try {
-    return await readFile(file, 'utf8');
+    return await readRegularText(file);
   } catch {
     return undefined;
   }
@@ -88,7 +89,7 @@ export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> |
   const indexFile = path.join(repo.gitDir, 'index');
   const indexIdentity = identityOf(indexFile);
   try {
-    indexBytes = (await stat(indexFile)).size > INDEX_MAX_BYTES ? undefined : await readFile(indexFile);
+    indexBytes = (await stat(indexFile)).size > INDEX_MAX_BYTES ? undefined : await readRegularFile(indexFile);
   } catch (error) {
     indexBytes = (error as NodeJS.ErrnoException).code === 'ENOENT' ? Buffer.alloc(0) : undefined;
   }

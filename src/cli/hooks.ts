@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile, rm, rmdir, stat } from 'node:fs/promises';
+import { appendFile, mkdir, rm, rmdir, stat } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -28,6 +28,9 @@ import { CliExit, describeFailure, type Io } from './io.js';
 import { startBackgroundPush } from './background-push.js';
 import { displayTime } from './pictures.js';
 import { hookContext } from './hook-project.js';
+import { readRegularText } from '../fs/regular-file.js';
+import { realPathInside } from '../fs/contained-path.js';
+import { isCheckpointError } from '../core/errors.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
 // installed hooks run (see src/hooks/ for what each event does).
@@ -50,19 +53,46 @@ function agentOf(name: string): AgentSpec {
   return AGENTS[name];
 }
 
+/** The folder a scope's files must stay in: the project, or the user's (home, or `$CODEX_HOME` for Codex). */
+function scopeRoot(spec: AgentSpec, context: CliContext, user: boolean): string {
+  if (!user) return context.projectRoot;
+  if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return process.env.CODEX_HOME;
+  return process.env.HOME ?? os.homedir();
+}
+
 /** The hook file of `spec` in the chosen scope. */
 function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return path.join(context.projectRoot, spec.files.project);
-  const home = process.env.HOME ?? os.homedir();
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return path.join(process.env.CODEX_HOME, 'hooks.json');
-  return path.join(home, spec.files.user);
+  return path.join(process.env.HOME ?? os.homedir(), spec.files.user);
+}
+
+/**
+ * Where install and uninstall may really read and write `file`: its real path, when no symlink on
+ * the way leads out of `root`. A link that stays inside is followed (a project that keeps its
+ * agent folder elsewhere in the tree).
+ *
+ * @throws CliExit `OUTSIDE_ROOT` naming the link and where it leads; nothing is read or changed.
+ */
+async function writableTarget(root: string, file: string): Promise<string> {
+  try {
+    return await realPathInside(root, file);
+  } catch (error) {
+    if (isCheckpointError(error, 'OUTSIDE_ROOT')) throw new CliExit(EXIT.error, 'OUTSIDE_ROOT', `${shownText(error.message)}; nothing was changed`);
+    throw error;
+  }
+}
+
+/** `file`, and where it really is when a link inside the scope leads elsewhere. */
+function shownTarget(file: string, real: string): string {
+  return real === file ? shownPath(file) : `${shownPath(file)} (a link to ${shownPath(real)})`;
 }
 
 /** The file's JSON object and its text, or an empty object when the file does not exist. */
 async function readSettings(file: string): Promise<{ settings: HookJsonObject; text: string | undefined }> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readRegularText(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { settings: {}, text: undefined };
     throw new CliExit(EXIT.error, 'HOOK_FILE', `cannot read ${file}: ${(error as Error).message}`);
@@ -117,7 +147,7 @@ function beforeText(spec: AgentSpec, settings: HookJsonObject, text: string | un
 /** What install wrote into `file` and what the file held before, when install recorded it. */
 async function readInstallRecord(file: string): Promise<{ file: string; before: string | null; installed: string; createdFolder?: string } | undefined> {
   try {
-    const record = JSON.parse(await readFile(installRecordPath(file), 'utf8')) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown };
+    const record = JSON.parse(await readRegularText(installRecordPath(file))) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown };
     if (record.file !== file || typeof record.installed !== 'string' || (record.before !== null && typeof record.before !== 'string')) return undefined;
     const createdFolder = typeof record.createdFolder === 'string' && file.startsWith(`${record.createdFolder}${path.sep}`) ? record.createdFolder : undefined;
     return { file, before: record.before, installed: record.installed, ...(createdFolder !== undefined ? { createdFolder } : {}) };
@@ -130,7 +160,8 @@ async function readInstallRecord(file: string): Promise<{ file: string; before: 
 export async function hooksInstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
   const spec = agentOf(name);
   const context = await loadContext(options, io.invocation);
-  const file = hookFile(spec, context, options.user === true);
+  const named = hookFile(spec, context, options.user === true);
+  const file = await writableTarget(scopeRoot(spec, context, options.user === true), named);
   const { settings, text } = await readSettings(file);
   let result;
   try {
@@ -150,10 +181,10 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
     await mkdir(path.dirname(record), { recursive: true, mode: 0o700 });
     await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}) })}\n`, { mode: 0o600 });
   }
-  io.emit({ agent: spec.name, file, added: result.added, note: spec.installNote ?? null });
-  if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownPath(file)}: nothing changed`);
-  else io.out(`turnback: added to ${shownPath(file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
-  if (spec.name === 'codex') await codexFeature(options, io);
+  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, note: spec.installNote ?? null });
+  if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownTarget(named, file)}: nothing changed`);
+  else io.out(`turnback: added to ${shownTarget(named, file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
+  if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
   else if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
   return EXIT.ok;
 }
@@ -165,11 +196,11 @@ function codexConfigPath(): string {
 }
 
 /** Says whether Codex will run the hooks, and with `--codex-feature` turns its `hooks` feature on. */
-async function codexFeature(options: HooksOptions, io: Io): Promise<void> {
-  const file = codexConfigPath();
+async function codexFeature(options: HooksOptions, io: Io, userRoot: string): Promise<void> {
+  const file = await writableTarget(userRoot, codexConfigPath());
   let text: string | undefined;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readRegularText(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw new CliExit(EXIT.error, 'HOOK_FILE', `cannot read ${file}: ${(error as Error).message}`);
   }
@@ -202,7 +233,8 @@ async function codexFeature(options: HooksOptions, io: Io): Promise<void> {
 export async function hooksUninstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
   const spec = agentOf(name);
   const context = await loadContext(options, io.invocation);
-  const file = hookFile(spec, context, options.user === true);
+  const named = hookFile(spec, context, options.user === true);
+  const file = await writableTarget(scopeRoot(spec, context, options.user === true), named);
   const { settings, text } = await readSettings(file);
   const result = uninstallHooks(spec, settings);
   const record = await readInstallRecord(file);
@@ -217,8 +249,8 @@ export async function hooksUninstallCommand(name: string, options: HooksOptions,
     else await writeSettings(file, result.settings, text);
   }
   if (record !== undefined) await rm(installRecordPath(file), { force: true });
-  io.emit({ agent: spec.name, file, removed: result.removed });
-  io.out(result.removed.length === 0 ? `turnback: no turnback hooks in ${shownPath(file)}` : `turnback: removed from ${shownPath(file)}: ${result.removed.join(', ')}`);
+  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), removed: result.removed });
+  io.out(result.removed.length === 0 ? `turnback: no turnback hooks in ${shownTarget(named, file)}` : `turnback: removed from ${shownTarget(named, file)}: ${result.removed.join(', ')}`);
   return EXIT.ok;
 }
 
@@ -250,7 +282,7 @@ async function appendLog(context: CliContext, line: HookLogLine): Promise<void> 
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     await appendFile(file, `${JSON.stringify(line)}\n`, { mode: 0o600 });
     if ((await stat(file)).size > LOG_MAX_BYTES) {
-      const text = await readFile(file, 'utf8');
+      const text = await readRegularText(file);
       const keep = text.slice(text.indexOf('\n', text.length - LOG_MAX_BYTES / 2) + 1);
       await writeFileAtomic(file, keep, { mode: 0o600 });
     }
@@ -261,7 +293,7 @@ async function appendLog(context: CliContext, line: HookLogLine): Promise<void> 
 
 async function readLog(context: CliContext): Promise<HookLogLine[]> {
   try {
-    return (await readFile(hookLogPath(context), 'utf8'))
+    return (await readRegularText(hookLogPath(context)))
       .split('\n')
       .filter((l) => l.length > 0)
       .flatMap((l) => {
@@ -295,7 +327,8 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
     const mine = log.filter((l) => l.agent === spec.name);
     const last = mine.at(-1);
     const lastFailure = mine.filter((l) => !l.ok).at(-1);
-    if (scopes.every((s) => s.installed <= 0) && mine.length === 0) continue;
+    // A file there that cannot be read (not JSON, a FIFO) is worth a line even before any event.
+    if (scopes.every((s) => s.installed === 0) && mine.length === 0) continue;
     const total = Object.keys(spec.events).length;
     rows.push({ agent: spec.name, scopes, events: total, lastEvent: last ?? null, lastFailure: lastFailure ?? null });
     const where = scopes

@@ -131,7 +131,7 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
   const observer = observerFor(context, store);
   const whole = await observer.turnChanges(meta.id as CheckpointId);
   await observer.close();
-  const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd))) : () => true;
+  const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd, 'show'))) : () => true;
   const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
   const list = await turnEndListFor(context, turn);
   list.notes.push(...(await callNotesSince(store, meta, true)));

@@ -59,7 +59,7 @@ export class CliExit extends Error {
 }
 
 /** The exit code, reason and message for anything a command threw. */
-export function describeFailure(error: unknown): { exitCode: ExitCode; reason: string; message: string } {
+export function describeFailure(error: unknown, command?: string): { exitCode: ExitCode; reason: string; message: string } {
   if (error instanceof CliExit) return { exitCode: error.exitCode, reason: error.reason, message: error.message };
   if (isCheckpointError(error)) {
     switch (error.code) {
@@ -69,7 +69,8 @@ export function describeFailure(error: unknown): { exitCode: ExitCode; reason: s
         // The store's message says which: never existed here, pruned by retain, cleared, dropped.
         return { exitCode: EXIT.error, reason: error.code, message: error.message };
       case 'OUTSIDE_ROOT':
-        return { exitCode: EXIT.usage, reason: error.code, message: `undo takes a path inside the project (${error.path ?? error.message})` };
+        // Named after the command typed (`diff`, `show`, `undo`): a path outside the project is its argument.
+        return { exitCode: EXIT.usage, reason: error.code, message: `${command ?? 'turnback'} takes a path inside the project (${error.path ?? error.message})` };
       case 'INVALID_ID':
       case 'INVALID_ARGUMENT':
       case 'INVALID_PATH':

@@ -43,13 +43,15 @@ function positiveCount(value: string): number {
 
 /** Builds the `turnback` program for one invocation; `setExit` receives the command's exit code. */
 export function buildProgram(invocation: Invocation, setExit: (code: number) => void): Command {
+  // The command typed (`diff`, `hooks install`), so a failure message names it, not another.
+  let typed: string | undefined;
   /** Runs one command, turning thrown failures into a message and an exit code. */
   const guarded = async (json: boolean | undefined, fn: (io: Io) => Promise<number>): Promise<void> => {
     const io = new Io(json === true, invocation);
     try {
       setExit(await fn(io));
     } catch (error) {
-      const failure = describeFailure(error);
+      const failure = describeFailure(error, typed);
       if (io.json) io.emit({ error: { reason: failure.reason, message: failure.message } });
       io.err(`turnback: ${shownText(failure.message)}`);
       setExit(failure.exitCode);
@@ -62,7 +64,11 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
     .exitOverride()
     .configureOutput({ writeOut: (text) => invocation.stdout.write(text), writeErr: (text) => invocation.stderr.write(text) })
     .showHelpAfterError('(turnback --help lists the commands)')
-    .addHelpText('after', `${CONFIG_HELP}\n${EXIT_CODES_HELP}`);
+    .addHelpText('after', `${CONFIG_HELP}\n${EXIT_CODES_HELP}`)
+    .hook('preAction', (_program, action) => {
+      const parent = action.parent;
+      typed = parent !== null && parent.parent !== null ? `${parent.name()} ${action.name()}` : action.name();
+    });
 
   common(
     program

@@ -37,14 +37,15 @@ export interface Step {
 }
 
 /**
- * A user path (relative to the current folder, or absolute) as a project path.
+ * A user path (relative to the current folder, or absolute) as a project path. `command` is
+ * the command the person typed, which the refusal names.
  *
  * @throws CliExit (usage) when it is outside the project.
  */
-export function projectPathOf(projectRoot: string, input: string, cwd: string): string {
+export function projectPathOf(projectRoot: string, input: string, cwd: string, command = 'undo'): string {
   const relative = path.relative(projectRoot, path.resolve(cwd, input));
   if (relative === '' || relative === '..' || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative)) {
-    throw new CliExit(EXIT.usage, 'OUTSIDE_ROOT', `undo takes a path inside the project (${input})`);
+    throw new CliExit(EXIT.usage, 'OUTSIDE_ROOT', `${command} takes a path inside the project (${input})`);
   }
   return relative.split(path.sep).join('/');
 }

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { readRegularTextSync } from './regular-file.js';
 
 // The two small files of a repository turnback reads (read-only, never written): where a `.git`
 // file points, and which object format the repository uses.
@@ -7,7 +7,7 @@ import * as path from 'node:path';
 /** Where a `.git` file (a worktree, a submodule) points: `gitdir: <path>`, relative to its folder. */
 export function gitDirFromFile(workTree: string, dotGitFile: string): string | undefined {
   try {
-    const match = /^gitdir: (.+)$/m.exec(readFileSync(dotGitFile, 'utf8').slice(0, 4096));
+    const match = /^gitdir: (.+)$/m.exec(readRegularTextSync(dotGitFile).slice(0, 4096));
     return match?.[1] === undefined ? undefined : path.resolve(workTree, match[1].trim());
   } catch {
     return undefined;
@@ -18,13 +18,13 @@ export function gitDirFromFile(workTree: string, dotGitFile: string): string | u
 export function objectIdBytes(gitDir: string): number {
   let common = gitDir;
   try {
-    common = path.resolve(gitDir, readFileSync(path.join(gitDir, 'commondir'), 'utf8').trim());
+    common = path.resolve(gitDir, readRegularTextSync(path.join(gitDir, 'commondir')).trim());
   } catch {
     // No common folder: the git folder is the main one.
   }
   for (const dir of new Set([gitDir, common])) {
     try {
-      if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(readFileSync(path.join(dir, 'config'), 'utf8'))) return 32;
+      if (/^\s*objectformat\s*=\s*sha256\s*$/im.test(readRegularTextSync(path.join(dir, 'config')))) return 32;
     } catch {
       // No config here.
     }

@@ -95,6 +95,14 @@ export type DetachedCallBeginResult = Omit<CallBeginResult, 'checkpointId'> & { 
 
 type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>;
 
+/** An open call: its baseline (the first before-picture) as persisted and as pictured. */
+interface OpenCall {
+  baseline: CallBaseline;
+  picture: CallPicture;
+  startedAt: string;
+  coverage?: CoverageCounts;
+}
+
 const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);
 
 /**
@@ -102,7 +110,7 @@ const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_
  * after it, and the difference recorded on the turn's timeline as the call's changes.
  */
 export class CallAttributor {
-  readonly #calls = new Map<string, { baseline: CallBaseline; picture: CallPicture; startedAt: string; coverage?: CoverageCounts }>();
+  readonly #calls = new Map<string, OpenCall>();
   /** The newest whole-tree picture of a call's begin or end, and the turn open when it was taken. */
   #held: { picture: Picture; turn: CheckpointId } | undefined;
 
@@ -130,7 +138,11 @@ export class CallAttributor {
    */
   async begin(callId: string, options: CallBeginOptions, openTurn: () => Promise<OpenTurn | undefined>, scope?: string[]): Promise<DetachedCallBeginResult> {
     assertCallId(callId);
-    if (this.#calls.has(callId)) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
+    // A caller that holds both ends of its call and begins it twice has a bug: refused, as before.
+    if (this.#calls.has(callId) && options.detached !== true) throw new CheckpointError('INVALID_ARGUMENT', `call ${callId} is already open`);
+    // An agent retries a call under the same id (a new before event): the first before-picture stays the call's.
+    const first = await this.#openCall(callId);
+    if (first !== undefined) return this.#retry(callId, first, options);
     // Checked before anything is written: a bad call id opens no turn.
     const turn = await openTurn();
     // A held picture counts only within the turn it was taken in: a restore seals the turn, and a
@@ -163,6 +175,40 @@ export class CallAttributor {
       throw error;
     }
     return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage };
+  }
+
+  /**
+   * The call `callId` still open: begun in this process, or by another process of this session
+   * (its baseline in the store). A baseline whose picture can no longer be read counts as none.
+   */
+  async #openCall(callId: string): Promise<OpenCall | undefined> {
+    const here = this.#calls.get(callId);
+    if (here !== undefined) return here;
+    const baseline = parseBaseline(await this.store.readState(baselineStateName(this.sessionId, callId)).catch(() => undefined));
+    if (baseline === undefined || baseline.sessionId !== this.sessionId || baseline.callId !== callId) return undefined;
+    const view = await loadBaselinePicture(this.store, baseline, this.pictures.base);
+    return view === undefined ? undefined : { baseline, picture: { ...view, summary: '' }, startedAt: baseline.startedAt };
+  }
+
+  /**
+   * A repeated begin of an open call (an agent retrying it under the same id). The first
+   * baseline is kept — the call's end diffs against it, so undoing the call reaches the state
+   * before its first attempt. What the earlier attempts left (the paths changed since the first
+   * picture, in the state this picture found) is kept too, as a snapshot of the call
+   * (`scopeId` = the call id), off the timeline: its pre-images are those in-between states.
+   */
+  async #retry(callId: string, first: OpenCall, options: CallBeginOptions): Promise<DetachedCallBeginResult> {
+    const scope = first.baseline.scope;
+    const now = scope !== undefined ? await takeScopedPicture(this.capture, scope) : await this.pictures.take(options);
+    const between = now.records === first.picture.records ? [] : diffPictures(first.picture, now);
+    if (between.length > 0) {
+      const writer = await this.store.openCheckpoint({ kind: 'snapshot', sessionId: this.sessionId, scopeId: callId, label: `${first.baseline.command ?? callId} (before a retry)` });
+      for (const change of between) await writer.append({ op: 'before', path: change.path, state: change.after ?? { type: 'absent' }, callId });
+      for (const gap of now.gaps) await writer.append({ op: 'gap', gap });
+      await writer.seal({ complete: !now.partial });
+    }
+    const checkpointId = first.baseline.checkpointId;
+    return { ...(checkpointId !== undefined ? { checkpointId } : {}), partial: now.partial || first.picture.partial, gaps: now.gaps, summary: now.summary, ...(first.coverage !== undefined ? { coverage: first.coverage } : {}) };
   }
 
   /**

@@ -216,7 +216,13 @@ export class CheckpointObserver implements WriteObserver {
    * cache), copies changed files into the store, and persists the baseline so a crash mid-call
    * can be detected and reported by another process.
    *
-   * @throws CheckpointError `INVALID_ARGUMENT` for an empty call id or one already open.
+   * A repeated detached begin of a call still open, or a begin of one another process began (an
+   * agent retrying a call under the same id), keeps the first picture as the call's baseline and
+   * keeps what the earlier attempts left as a snapshot of the call; see CHECKPOINT-DESIGN.md,
+   * "Session layer".
+   *
+   * @throws CheckpointError `INVALID_ARGUMENT` for an empty call id, or one this process began and
+   * begins again without `detached`.
    */
   async callBegin(callId: string, options?: CallBeginOptions & { detached?: false }): Promise<CallBeginResult>;
   async callBegin(callId: string, options: CallBeginOptions & { detached: true }): Promise<DetachedCallBeginResult>;
@@ -306,9 +312,9 @@ export class CheckpointObserver implements WriteObserver {
    */
   async restoreSnapshot(request: SnapshotScope & { paths?: string[] }): Promise<RestoreReport> {
     this.#assertOpen();
-    const meta = await this.#snapshots.find(request);
+    const metas = await this.#snapshots.find(request);
     await this.#turns.seal();
-    return this.#store.withLock(() => this.#restorer.restoreSnapshotLocked(meta.id, request.paths), { timeoutMs: this.#restoreLockTimeoutMs });
+    return this.#store.withLock(() => this.#restorer.restoreSnapshotLocked(metas.map((m) => m.id), request.paths), { timeoutMs: this.#restoreLockTimeoutMs });
   }
 
   /**

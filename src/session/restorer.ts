@@ -122,11 +122,13 @@ export class Restorer {
     return report;
   }
 
-  /** Restores one snapshot's own pre-images; the caller holds the store lock. */
-  async restoreSnapshotLocked(id: CheckpointId, paths: string[] | undefined): Promise<RestoreReport> {
-    const manifest = await this.store.manifest(id);
+  /** Restores a tool call's snapshots, oldest first, folded (each path to its first pre-image); the caller holds the store lock. */
+  async restoreSnapshotLocked(ids: readonly CheckpointId[], paths: string[] | undefined): Promise<RestoreReport> {
+    const first = ids[0];
+    if (first === undefined) throw new CheckpointError('INVALID_ARGUMENT', 'no snapshot to restore');
+    const manifests = await Promise.all(ids.map((id) => this.store.manifest(id)));
     const options: RestoreOptions = { created: 'delete', modePolicy: 'exact', ...(paths !== undefined ? { paths } : {}) };
-    return this.#applyPlanned(await this.#planFrom(id, [manifest], options, true), options);
+    return this.#applyPlanned(await this.#planFrom(first, manifests, options, true), options);
   }
 
   /**

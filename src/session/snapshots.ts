@@ -126,14 +126,20 @@ export class SnapshotKeeper {
     return infos;
   }
 
-  /** Seals the scope's open snapshot, then finds its newest checkpoint (for a restore). */
-  async find(scope: SnapshotScope): Promise<CheckpointMeta> {
+  /**
+   * Seals the scope's open snapshot, then finds all its checkpoints, oldest first (for a
+   * restore). A tool call retried under the same id has one per attempt: a restore folds them
+   * all, so each path goes back to the first pre-image any attempt took, never to what an
+   * earlier attempt left.
+   */
+  async find(scope: SnapshotScope): Promise<CheckpointMeta[]> {
     assertScope(scope);
     await this.#close(scope);
-    const metas = (await this.store.list()).filter((m) => m.kind === 'snapshot' && m.sessionId === scope.sessionId && m.scopeId === scope.scopeId);
-    const meta = metas.at(-1);
-    if (meta === undefined) throw new CheckpointError('UNKNOWN_CHECKPOINT', `no snapshot for tool call ${scope.scopeId} in session ${scope.sessionId}`);
-    return meta;
+    const metas = (await this.store.list())
+      .filter((m) => m.kind === 'snapshot' && m.sessionId === scope.sessionId && m.scopeId === scope.scopeId)
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    if (metas.length === 0) throw new CheckpointError('UNKNOWN_CHECKPOINT', `no snapshot for tool call ${scope.scopeId} in session ${scope.sessionId}`);
+    return metas;
   }
 
   /** Removes a snapshot's state; its objects go at the next prune unless something else uses them. */

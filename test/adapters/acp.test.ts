@@ -1,6 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { PROTOCOL_VERSION, RequestError, agent, client } from '@agentclientprotocol/sdk';
+import { CheckpointStore } from '../../src/store/store.js';
 import { describe, expect, it } from 'vitest';
 import { WORKSPACE_CHECKPOINT_ALIAS, WORKSPACE_CHECKPOINT_METHOD, withWorkspaceCheckpoints } from '../../src/adapters/acp.js';
 import { listing, sandbox, writeTree } from '../session/helpers.js';
@@ -92,6 +93,28 @@ describe('turnback/acp: session/workspace_checkpoint on an SDK agent', () => {
       }
       expect(await listing(project)).toEqual(tree);
     });
+  });
+
+  it('a 100,000-character boundary id is refused with a typed code, and no turn is labelled with it', async () => {
+    const { base, project } = await sandbox();
+    await writeTree(project, { 'a.txt': 'a\n' });
+    const storeDir = path.join(base, 'store');
+    await client().connectWith(agentWith(enabled(storeDir)), async (ctx) => {
+      await ctx.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} });
+      const { sessionId } = await ctx.request('session/new', { cwd: project, mcpServers: [] });
+      const long = 'b'.repeat(100_000);
+      for (const params of [{ sessionId, action: 'capture', boundaryId: long }, { sessionId, action: 'call_begin', callId: long }]) {
+        const error = await rejection(ctx.request(WORKSPACE_CHECKPOINT_METHOD, params));
+        expect(error.code).toBe(-32602);
+        expect(error.data.code).toBe('INVALID_ARGUMENT');
+        expect((error as unknown as Error).message).toContain('at most 512 characters');
+      }
+      // At the bound it is still a boundary.
+      const edge = 'e'.repeat(512);
+      expect(await ctx.request(WORKSPACE_CHECKPOINT_METHOD, { sessionId, action: 'capture', boundaryId: edge })).toMatchObject({ boundaryId: edge });
+    });
+    const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+    expect((await store.list()).every((m) => (m.label ?? '').length <= 512)).toBe(true);
   });
 
   it('where checkpoints are not available every action answers { available: false, reason, detail }, and nothing is created', async () => {

@@ -167,6 +167,34 @@ describe('turnback hooks: Claude Code', () => {
     expect((await hookLog(repo)).every((line) => line.ok)).toBe(true);
   });
 
+  it('a tool call retried under the same id (Pre, Pre, Post): undo --call and the turn undo reach the original, not what the first attempt left', async () => {
+    const repo = await cliRepo({ 'a.txt': 'original\n', 'b.txt': 'b\n' });
+    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    const common = { session_id: 'retry-session', transcript_path: path.join(repo.home, 'retry.jsonl'), cwd: repo.proj, permission_mode: 'default' };
+    const env = { CLAUDE_PROJECT_DIR: repo.proj };
+    const start = await listing(repo.proj);
+    const bash = { ...common, tool_name: 'Bash', tool_input: { command: 'echo v > a.txt' }, tool_use_id: 'toolu_retried' };
+    expect(fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt: 'retry it' }, env).code).toBe(0);
+    expect(fire(repo, commands.PreToolUse, { ...bash, hook_event_name: 'PreToolUse' }, env).code).toBe(0);
+    sh(repo, 'echo v1 > a.txt');
+    expect(fire(repo, commands.PreToolUse, { ...bash, hook_event_name: 'PreToolUse' }, env).code).toBe(0);
+    sh(repo, 'echo v2 > a.txt');
+    expect(fire(repo, commands.PostToolUse, { ...bash, hook_event_name: 'PostToolUse', tool_response: {} }, env).code).toBe(0);
+    expect(fire(repo, commands.Stop, { ...common, hook_event_name: 'Stop', stop_hook_active: false }, env).code).toBe(0);
+    const end = await listing(repo.proj);
+
+    const undoCall = repo.tb(['undo', '--call', 'toolu_retried', '--yes']);
+    expect(undoCall.code).toBe(0);
+    expect(await listing(repo.proj)).toEqual(start);
+    expect(repo.tb(['redo', '--yes']).code).toBe(0);
+    expect(await listing(repo.proj)).toEqual(end);
+    const undoTurn = repo.tb(['undo', '--yes']);
+    expect(undoTurn.code).toBe(0);
+    expect(await listing(repo.proj)).toEqual(start);
+    expect((await hookLog(repo)).every((line) => line.ok)).toBe(true);
+  });
+
   it('two sessions at once in one project: each turn lists and says only its own tool calls', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
