@@ -31,11 +31,15 @@ const HELLO_TIMEOUT_MS = 1000;
 const TAKEN_TIMEOUT_MS = 1000;
 
 /**
- * How long a served hook waits, from its start, for its server to say by when it will be done
- * (`accepted`: it has found the project and its budget, and changed nothing yet) before running
- * in-process instead: the default `max_picture_seconds`.
+ * How long, from its start, a hook waits for everything before it knows its project and budget
+ * (its stdin, the server's hello, `taken` and `accepted` — the server found the project and its
+ * budget and changed nothing yet): past it the hook runs in-process, where its budget counts from
+ * this process's start all the same.
  */
-const ACCEPT_TIMEOUT_MS = 10_000;
+const BEFORE_BUDGET_MS = 3000;
+
+/** What a hook keeps of its budget to write its gap and leave: it ends before the deadline, not at it. */
+const LEAVE_MS = 300;
 
 /** When this process started (epoch ms): a hook's budget counts from there. */
 const startedAt = Math.round(performance.timeOrigin);
@@ -93,7 +97,7 @@ function served(address: { socket: string; mainFile: string }): void {
     socket.destroy();
     inProcess();
   };
-  const helloTimer = setTimeout(fallBack, HELLO_TIMEOUT_MS);
+  const helloTimer = setTimeout(fallBack, isHook ? Math.max(0, Math.min(HELLO_TIMEOUT_MS, startedAt + BEFORE_BUDGET_MS - Date.now())) : HELLO_TIMEOUT_MS);
   let acceptTimer: NodeJS.Timeout | undefined;
   /** The hook log a served hook's server named (in its `accepted`). */
   let hookLog: string | undefined;
@@ -166,11 +170,11 @@ function served(address: { socket: string; mainFile: string }): void {
           }
           socket.write(`${line}\n`);
         }
-        if (isHook) acceptTimer = setTimeout(fallBack, TAKEN_TIMEOUT_MS);
+        if (isHook) acceptTimer = setTimeout(fallBack, Math.min(TAKEN_TIMEOUT_MS, startedAt + BEFORE_BUDGET_MS - Date.now()));
         return;
       case 'taken':
         clearTimeout(acceptTimer);
-        if (isHook) acceptTimer = setTimeout(fallBack, Math.max(0, startedAt + ACCEPT_TIMEOUT_MS - Date.now()));
+        if (isHook) acceptTimer = setTimeout(fallBack, Math.max(0, startedAt + BEFORE_BUDGET_MS - Date.now()));
         return;
       case 'accepted': {
         clearTimeout(acceptTimer);
@@ -180,7 +184,7 @@ function served(address: { socket: string; mainFile: string }): void {
           const log = frame.log;
           hookLog = log;
           const seconds = Math.round((deadline - startedAt) / 1000);
-          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - Date.now())).unref();
+          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - LEAVE_MS - Date.now())).unref();
         }
         return;
       }
