@@ -1,8 +1,9 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
 import * as net from 'node:net';
 import { afterAll, describe, it } from 'vitest';
 import { cliRepo, type CliRepo } from '../cli/harness.js';
-import { feedHook, PIPE_PAST_BUFFER } from '../cli/hook-stdin.js';
+import { feedHook, fireSplit, PIPE_PAST_BUFFER } from '../cli/hook-stdin.js';
 import { PROTOCOL_VERSION } from '../../src/cli/server-address.js';
 import { Tally, trials } from './campaign.js';
 
@@ -159,6 +160,40 @@ describe('fault campaign: what a hook waits on', () => {
       });
     }
     tally.note = `longest hook ${longest.ms} ms of its ${BUDGET_SECONDS} s budget`;
+    tally.finish();
+  });
+
+  it('parallel tool calls', async () => {
+    const tally = new Tally('hook: parallel tool calls', 2704);
+    const { repo, log } = await budgetedRepo();
+    if (repo.tb(['server', 'start']).code !== 0) throw new Error('the server did not start');
+    const calls = trials(24, 4);
+    const turns = trials(3, 1);
+    const common = { session_id: 'parallel', cwd: repo.proj };
+    const longest = { ms: 0 };
+    for (let turn = 0; turn < turns; turn++) {
+      await fireSplit(repo, 'claude', 'UserPromptSubmit', { ...common, hook_event_name: 'UserPromptSubmit', prompt: `turn ${turn}` });
+      const batch = Array.from({ length: calls }, (_, i) => ({ id: `toolu_${turn}_${i}`, file: `p${turn}_${i}.txt` }));
+      for (const c of batch) await writeFile(path.join(repo.proj, c.file), `before ${c.id}\n`);
+      const payload = (c: (typeof batch)[number], event: string) => ({ ...common, hook_event_name: event, tool_name: 'Bash', tool_input: { command: `echo after > ${c.file}` }, tool_use_id: c.id });
+      const pre = await Promise.all(batch.map((c) => fireSplit(repo, 'claude', 'PreToolUse', payload(c, 'PreToolUse'))));
+      for (const c of batch) await writeFile(path.join(repo.proj, c.file), `after ${c.id}\n`);
+      const post = await Promise.all(batch.map((c) => fireSplit(repo, 'claude', 'PostToolUse', { ...payload(c, 'PostToolUse'), tool_response: {} })));
+      await fireSplit(repo, 'claude', 'Stop', { ...common, hook_event_name: 'Stop', stop_hook_active: false });
+      for (const [i, c] of batch.entries()) {
+        await tally.trial(`${c.id} is pictured`, async () => {
+          for (const end of [pre[i], post[i]]) if (end !== undefined) longest.ms = Math.max(longest.ms, end.ms);
+          if (pre[i]?.code !== 0 || post[i]?.code !== 0) throw new Error(`a hook exited ${String(pre[i]?.code)} / ${String(post[i]?.code)}`);
+          const dry = repo.tb(['undo', '--call', c.id, '--dry-run']);
+          if (dry.code !== 0 || !`${dry.stdout}${dry.stderr}`.includes(c.file)) throw new Error(`undo --call finds no picture (${String(dry.code)}): ${dry.stderr.slice(0, 300)}`);
+        });
+      }
+    }
+    await tally.trial('no event of them is a gap', async () => {
+      const gaps = (await logLines(log)).filter((l) => !l.ok);
+      if (gaps.length > 0) throw new Error(`${gaps.length} gaps: ${JSON.stringify(gaps.slice(0, 3))}`);
+    });
+    tally.note = `${calls} calls x ${turns} turns (${turns * (2 * calls + 2)} hook processes), longest hook ${longest.ms} ms`;
     tally.finish();
   });
 });
