@@ -21,8 +21,8 @@ function inProcess(): void {
   require(path.join(__dirname, 'main.cjs'));
 }
 
-/** How long the server has to say hello before this command runs in-process instead. */
-const HELLO_TIMEOUT_MS = 1000;
+/** How long the server has to say hello before this command runs in-process instead (a hook: 1 s, its budget is short). */
+const HELLO_TIMEOUT_MS = 2000;
 
 /**
  * How long a served hook's server has, once asked, to say it took the request (`taken`) before
@@ -97,7 +97,7 @@ function served(address: { socket: string; mainFile: string }): void {
     socket.destroy();
     inProcess();
   };
-  const helloTimer = setTimeout(fallBack, isHook ? Math.max(0, Math.min(HELLO_TIMEOUT_MS, startedAt + BEFORE_BUDGET_MS - Date.now())) : HELLO_TIMEOUT_MS);
+  const helloTimer = setTimeout(fallBack, isHook ? Math.max(0, Math.min(HELLO_TIMEOUT_MS / 2, startedAt + BEFORE_BUDGET_MS - Date.now())) : HELLO_TIMEOUT_MS);
   let acceptTimer: NodeJS.Timeout | undefined;
   /** The hook log a served hook's server named (in its `accepted`). */
   let hookLog: string | undefined;
