@@ -1,11 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { childEnd, HANDED_INPUT, INTERRUPTS, type ChildEnd } from './invocation.js';
 import { spawnCommand } from './command-process.js';
-import { PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress } from './server-address.js';
+import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from './server-address.js';
 import { launchServer } from './server-launch.js';
-import { readFrames, sendFrame, type ClientFrame } from './server-frames.js';
+import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from './server-frames.js';
+import { readHookInput, type HookInput } from './hook-input.js';
+import { shownPath, shownText } from '../report/escape.js';
 
 // The `turnback` command as a person and an agent hook start it: a small file (a few kilobytes to
 // load, against the whole command's ~700) that hands the commands which never ask anything to the
@@ -19,28 +21,60 @@ function inProcess(): void {
   require(path.join(__dirname, 'main.cjs'));
 }
 
-/** How long the server has to say hello before this command runs in-process instead. */
+/** How long the server has to say hello before this command runs in-process instead (a hook: 1 s, its budget is short). */
 const HELLO_TIMEOUT_MS = 2000;
+
+/**
+ * How long a served hook's server has, once asked, to say it took the request (`taken`) before
+ * the hook runs in-process instead: a server that said hello and then froze must not hold the agent.
+ */
+const TAKEN_TIMEOUT_MS = 1000;
+
+/**
+ * How long, from its start, a hook waits for everything before it knows its project and budget
+ * (its stdin, the server's hello, `taken` and `accepted` — the server found the project and its
+ * budget and changed nothing yet): past it the hook runs in-process, where its budget counts from
+ * this process's start all the same.
+ */
+const BEFORE_BUDGET_MS = 3000;
+
+/** What a hook keeps of its budget to write its gap and leave: it ends before the deadline, not at it. */
+const LEAVE_MS = 300;
+
+/** When this process started (epoch ms): a hook's budget counts from there. */
+const startedAt = Math.round(performance.timeOrigin);
 
 function terminalShape(stream: NodeJS.WriteStream): { tty: boolean; columns?: number } {
   return stream.isTTY === true && typeof stream.columns === 'number' ? { tty: true, columns: stream.columns } : { tty: stream.isTTY === true };
 }
 
+/** An agent hook's payload, read before connecting (the server has no stdin of the client's). */
+let input: HookInput | undefined;
+
+const isHook = process.argv[2] === 'hook';
+
 /**
- * An agent hook's payload: all of stdin, read before connecting (the server has no stdin of the
- * client's). Nothing from a terminal; `undefined` when stdin cannot be read, and the command
- * then runs here, where it reads stdin itself.
+ * A served hook whose server took it and did not finish by the deadline it promised: the hook
+ * records the gap in the hook log the server named and leaves, so the agent goes ahead. The
+ * server may still finish it; the line says the hook did not wait.
  */
-function readInput(): string | undefined {
-  if (process.stdin.isTTY === true) return '';
+function hookOverdue(log: string, error: string): void {
+  const line = { at: new Date().toISOString(), agent: process.argv[3] ?? '', event: process.argv[4] ?? '', ok: false, error, ms: Date.now() - startedAt };
   try {
-    return readFileSync(0, 'utf8');
+    appendFileSync(log, `${JSON.stringify(line)}\n`, { mode: 0o600 });
   } catch {
-    return undefined;
+    // An unwritable log: the agent still goes ahead.
   }
+  process.exit(0);
 }
 
-let input: string | undefined;
+/** A socket path no server can listen on (a folder planted there): said once, then every command runs here. */
+function blocked(socket: string): boolean {
+  const what = socketBlocker(socket);
+  if (what === undefined) return false;
+  if (firstReportOfBlock(socket)) process.stderr.write(`turnback: ${shownText(blockedLine(shownPath(socket), what))}\n`);
+  return true;
+}
 
 function served(address: { socket: string; mainFile: string }): void {
   const socket = net.connect(address.socket);
@@ -58,11 +92,15 @@ function served(address: { socket: string; mainFile: string }): void {
     committed = true;
     fellBack = true;
     clearTimeout(helloTimer);
+    clearTimeout(acceptTimer);
     if (isRun) for (const signal of INTERRUPTS) process.off(signal, onInterrupt);
     socket.destroy();
     inProcess();
   };
-  const helloTimer = setTimeout(fallBack, HELLO_TIMEOUT_MS);
+  const helloTimer = setTimeout(fallBack, isHook ? Math.max(0, Math.min(HELLO_TIMEOUT_MS / 2, startedAt + BEFORE_BUDGET_MS - Date.now())) : HELLO_TIMEOUT_MS);
+  let acceptTimer: NodeJS.Timeout | undefined;
+  /** The hook log a served hook's server named (in its `accepted`). */
+  let hookLog: string | undefined;
 
   const onInterrupt = (signal: NodeJS.Signals): void => {
     child?.kill(signal);
@@ -79,7 +117,7 @@ function served(address: { socket: string; mainFile: string }): void {
   socket.on('error', (error: NodeJS.ErrnoException) => {
     if (hello) return;
     // No server yet (or a dead one's socket): start one for the next command.
-    if (error.code === 'ENOENT' || error.code === 'ECONNREFUSED') launchServer(address, process.env);
+    if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && !blocked(address.socket)) launchServer(address, process.env);
     fallBack();
   });
   socket.on('close', () => {
@@ -98,6 +136,8 @@ function served(address: { socket: string; mainFile: string }): void {
       process.exitCode = end.code;
       return;
     }
+    // A hook never fails the agent: the gap goes to the hook log the server named.
+    if (hookLog !== undefined) hookOverdue(hookLog, 'the command server stopped before this hook finished: the agent went ahead, and the event may be missing');
     process.stderr.write('turnback: the checkpoint server stopped before the command finished\n');
     process.exitCode = 1;
   };
@@ -111,8 +151,43 @@ function served(address: { socket: string; mainFile: string }): void {
           return;
         }
         hello = true;
-        send({ t: 'request', argv: process.argv, cwd: process.cwd(), pid: process.pid, stdout: terminalShape(process.stdout), stderr: terminalShape(process.stderr), ...(input !== undefined ? { input } : {}) });
+        {
+          const request: ClientFrame = {
+            t: 'request',
+            argv: process.argv,
+            cwd: process.cwd(),
+            pid: process.pid,
+            stdout: terminalShape(process.stdout),
+            stderr: terminalShape(process.stderr),
+            startedAt,
+            ...(input !== undefined ? { input: input.text, ...(input.gap !== undefined ? { inputGap: input.gap } : {}) } : {}),
+          };
+          const line = JSON.stringify(request);
+          // A frame the server would refuse (a payload escaped past its line limit) is never sent.
+          if (line.length >= MAX_LINE) {
+            fallBack();
+            return;
+          }
+          socket.write(`${line}\n`);
+        }
+        if (isHook) acceptTimer = setTimeout(fallBack, Math.min(TAKEN_TIMEOUT_MS, startedAt + BEFORE_BUDGET_MS - Date.now()));
         return;
+      case 'taken':
+        clearTimeout(acceptTimer);
+        if (isHook) acceptTimer = setTimeout(fallBack, Math.max(0, startedAt + BEFORE_BUDGET_MS - Date.now()));
+        return;
+      case 'accepted': {
+        clearTimeout(acceptTimer);
+        committed = true;
+        const deadline = typeof frame.deadline === 'number' ? frame.deadline : startedAt;
+        if (typeof frame.log === 'string') {
+          const log = frame.log;
+          hookLog = log;
+          const seconds = Math.round((deadline - startedAt) / 1000);
+          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - LEAVE_MS - Date.now())).unref();
+        }
+        return;
+      }
       case 'out':
         committed = true;
         if (typeof frame.text === 'string') process.stdout.write(frame.text);
@@ -138,6 +213,8 @@ function served(address: { socket: string; mainFile: string }): void {
         return;
       }
       case 'exit':
+        clearTimeout(acceptTimer);
+        committed = true;
         exitCode = typeof frame.code === 'number' ? frame.code : 1;
         process.exitCode = exitCode;
         if (isRun) for (const signal of INTERRUPTS) process.off(signal, onInterrupt);
@@ -150,6 +227,11 @@ function served(address: { socket: string; mainFile: string }): void {
 }
 
 const address = SERVED_COMMANDS.has(process.argv[2] ?? '') ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
-if (address !== undefined && process.argv[2] === 'hook') input = readInput();
-if (address === undefined || (process.argv[2] === 'hook' && input === undefined)) inProcess();
-else served(address);
+const start = (): void => (address === undefined ? inProcess() : served(address));
+if (isHook) {
+  // Read whole before anything else, served or not: stdin cannot be read twice.
+  void readHookInput(process.stdin).then((read) => {
+    input = read;
+    start();
+  });
+} else start();

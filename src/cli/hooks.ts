@@ -31,6 +31,8 @@ import { hookContext } from './hook-project.js';
 import { readRegularText } from '../fs/regular-file.js';
 import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
+import { readHookInput } from './hook-input.js';
+import { blockedLine, serverAddress, socketBlocker } from './server-address.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
 // installed hooks run (see src/hooks/ for what each event does).
@@ -337,20 +339,27 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
     io.out(`${spec.title}: ${where.length === 0 ? 'not installed' : where.join('; ')}`);
     io.out(last === undefined ? '  no event yet' : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
     if (lastFailure !== undefined && lastFailure !== last) io.out(`  last failure: ${shownText(lastFailure.event)} ${displayTime(lastFailure.at)}: ${shownText(lastFailure.error ?? '')}`);
+    const failed = mine.filter((l) => !l.ok).length;
+    if (failed > 0) io.out(`  ${failed} of the ${mine.length} events in the log were not recorded (gaps: ${shownPath(hookLogPath(context))})`);
   }
-  io.emit({ agents: rows, log: hookLogPath(context) });
+  const address = serverAddress(path.join(__dirname, 'main.cjs'), process.env);
+  const blockedBy = address === undefined ? undefined : socketBlocker(address.socket);
+  const server = address !== undefined && blockedBy !== undefined ? blockedLine(address.socket, blockedBy) : null;
+  if (server !== null) io.out(`server: ${shownText(server)}`);
+  io.emit({ agents: rows, log: hookLogPath(context), server });
   if (rows.length === 0) io.out('no agent hooks installed here (turnback hooks install AGENT)');
   return EXIT.ok;
 }
 
-/** The payload on stdin: relayed by the client when served, read here otherwise (nothing from a terminal). */
+/**
+ * The payload on stdin: read by the client (relayed when served, handed over when it runs the
+ * hook itself), else read here the same bounded way. A payload turnback could not have whole is
+ * a gap: thrown, so it is logged as the event's failure.
+ */
 async function payloadOf(io: Io): Promise<string> {
-  if (io.invocation.input !== undefined) return io.invocation.input;
-  const stdin = io.invocation.stdin;
-  if (stdin === undefined || stdin.isTTY === true) return '';
-  const chunks: Buffer[] = [];
-  for await (const chunk of stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  const read = io.invocation.input !== undefined ? { text: io.invocation.input, ...(io.invocation.inputGap !== undefined ? { gap: io.invocation.inputGap } : {}) } : io.invocation.stdin === undefined ? { text: '' } : await readHookInput(io.invocation.stdin);
+  if (read.gap !== undefined) throw new CliExit(EXIT.error, 'HOOK_PAYLOAD', read.gap);
+  return read.text;
 }
 
 /**
@@ -374,10 +383,13 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     context = found.context;
     // Checkpoints off, or no project here: nothing at all is touched, not even the log.
     if (found.refusal !== undefined || !context.config.enabled) return EXIT.ok;
+    // Served: the client learns by when this hook is done; one that gave up waiting runs it itself.
+    const deadline = (io.invocation.startedAt ?? started) + context.config.resolved.maxPictureSeconds * 1000;
+    if (io.invocation.accept?.({ deadline, log: hookLogPath(context) }) === false) return EXIT.ok;
     const store = await openStore(context);
     // One budget for the whole event: the pictures of the calls it ends and the one it begins
     // share `max_picture_seconds`, counted from the hook's start.
-    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: started + context.config.resolved.maxPictureSeconds * 1000 });
+    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: deadline });
     let outcome;
     try {
       outcome = await applyHookEvent(observer, event);

@@ -39,6 +39,15 @@ export interface Invocation {
   readonly stderr: TextSink;
   /** What the client read from its stdin and relayed (served `turnback hook`: the agent's payload). */
   readonly input?: string;
+  /** Why `input` is not the agent's whole payload (stdin never closed, over the limit): a gap the hook records. */
+  readonly inputGap?: string;
+  /** When the person's process started (epoch ms): a hook's budget counts from there, served or not. */
+  readonly startedAt?: number;
+  /**
+   * A served hook tells its client, before it changes anything, by when it will be done and
+   * where its log is; `false` when the client has gone (it then runs the hook itself).
+   */
+  accept?(promise: { deadline: number; log: string }): boolean;
   /** The person's input, for the commands that ask (in-process only; absent when served). */
   readonly stdin?: NodeJS.ReadStream;
   /** The person's terminal for the picker (in-process only). */
@@ -82,18 +91,20 @@ export async function runChildHere(argv: readonly string[], sessionId: string): 
 }
 
 /**
- * Where the client leaves stdin it read already (a hook's payload) when it then runs the command
- * in its own process after all: stdin cannot be read twice.
+ * Where the client leaves stdin it read already (a hook's payload, `{ text, gap? }`) when it then
+ * runs the command in its own process after all: stdin cannot be read twice.
  */
 export const HANDED_INPUT: unique symbol = Symbol.for('turnback.handed-input');
 
 /** The invocation of a command run in this very process. */
 export function processInvocation(): Invocation {
-  const handed = (globalThis as Record<symbol, unknown>)[HANDED_INPUT];
+  const handed = (globalThis as Record<symbol, unknown>)[HANDED_INPUT] as { text?: unknown; gap?: unknown } | undefined;
   return {
     cwd: process.cwd(),
     pid: process.pid,
-    ...(typeof handed === 'string' ? { input: handed } : {}),
+    startedAt: Math.round(performance.timeOrigin),
+    ...(typeof handed?.text === 'string' ? { input: handed.text } : {}),
+    ...(typeof handed?.gap === 'string' ? { inputGap: handed.gap } : {}),
     stdout: process.stdout,
     stderr: process.stderr,
     stdin: process.stdin,

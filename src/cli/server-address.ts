@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, statSync } from 'node:fs';
+import { lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -6,7 +6,7 @@ import * as path from 'node:path';
 // client and by the server. Small on purpose: the client loads this and nothing heavy.
 
 /** Bumped whenever the frames between client and server change. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** The hidden argument that starts `main.cjs` as the server. */
 export const SERVE_FLAG = '--turnback-serve';
@@ -124,4 +124,42 @@ export function serverAddress(mainFile: string, env: NodeJS.ProcessEnv): ServerA
   // A socket path longer than the system's limit (about 107 bytes) cannot be bound.
   if (Buffer.byteLength(socket) > 100) return undefined;
   return { socket, mainFile };
+}
+
+/**
+ * What stands at the socket path when it is not a socket (`a folder`, `a file`, `a symbolic
+ * link`), else `undefined`. No server can listen there, and none removes it (it is not a dead
+ * server's socket): commands run in their own process until a person removes it.
+ */
+export function socketBlocker(socket: string): string | undefined {
+  try {
+    const stats = lstatSync(socket);
+    if (stats.isSocket()) return undefined;
+    return stats.isDirectory() ? 'a folder' : stats.isSymbolicLink() ? 'a symbolic link' : 'a file';
+  } catch {
+    return undefined;
+  }
+}
+
+/** The line that says what blocks the server (the caller escapes the path for a person). */
+export function blockedLine(socket: string, what: string): string {
+  return `${socket} is ${what}, not the command server's socket: commands run in their own process until it is removed`;
+}
+
+/**
+ * True the first time a blocked socket path is reported (a marker beside it), so a person is told
+ * once, not on every hook; `serverListening` clears it, so a block that comes back is told again.
+ */
+export function firstReportOfBlock(socket: string): boolean {
+  try {
+    writeFileSync(`${socket}.blocked`, '', { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Forgets that a block at `socket` was reported: a server listens there now. */
+export function serverListening(socket: string): void {
+  rmSync(`${socket}.blocked`, { force: true });
 }

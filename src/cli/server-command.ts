@@ -1,7 +1,8 @@
 import * as path from 'node:path';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
-import { serverAddress, SERVER_SWITCH, type ServerAddress } from './server-address.js';
+import { blockedLine, serverAddress, SERVER_SWITCH, socketBlocker, type ServerAddress } from './server-address.js';
+import { shownText } from '../report/escape.js';
 import { askServer, launchServer } from './server-launch.js';
 import type { Readable } from 'node:stream';
 
@@ -28,14 +29,17 @@ async function describe(where: ServerAddress | undefined): Promise<ServerJson> {
     return { available: false, running: false, socket: null, pid: null, startedAt: null, served: null, reason };
   }
   const pong = await askServer(where.socket, { t: 'ping' });
-  if (pong === undefined) return { available: true, running: false, socket: where.socket, pid: null, startedAt: null, served: null };
+  if (pong === undefined) {
+    const blocker = socketBlocker(where.socket);
+    return { available: true, running: false, socket: where.socket, pid: null, startedAt: null, served: null, ...(blocker !== undefined ? { reason: blockedLine(where.socket, blocker) } : {}) };
+  }
   return { available: true, running: true, socket: where.socket, pid: Number(pong.pid), startedAt: String(pong.startedAt), served: Number(pong.served) };
 }
 
 function print(io: Io, state: ServerJson): void {
   io.emit(state);
   if (!state.available) io.out(`server: not used here (${state.reason ?? 'unavailable'}); every command runs in its own process`);
-  else if (!state.running) io.out('server: not running (the next command starts one)');
+  else if (!state.running) io.out(state.reason !== undefined ? `server: not running: ${shownText(state.reason)}` : 'server: not running (the next command starts one)');
   else io.out(`server: running, pid ${state.pid} since ${state.startedAt}, ${state.served} commands served`, `socket: ${state.socket}`);
 }
 
@@ -73,6 +77,7 @@ export async function serverCommand(action: string | undefined, io: Io): Promise
         print(io, state);
         return state.available ? EXIT.ok : EXIT.error;
       }
+      if (state.reason !== undefined) throw new CliExit(EXIT.error, 'SERVER_FAILED', `the server cannot start: ${state.reason}`);
       const child = launchServer(where, process.env, 'pipe');
       if (!(await readyLine(child.stdout))) throw new CliExit(EXIT.error, 'SERVER_FAILED', 'the server did not start');
       print(io, await describe(where));

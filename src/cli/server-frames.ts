@@ -2,12 +2,15 @@ import type { Socket } from 'node:net';
 
 // The frames between the command client and the server: one JSON object per line, both ways.
 //
-//   server → client   hello · out (stdout text) · err (stderr text) · spawn (run's command) · exit · pong
-//   client → server   request (argv, folder, pid, terminals) · signal · child (how run's command ended) · ping · stop
+//   server → client   hello · taken (the request arrived) · accepted (a hook's deadline, before it changes
+//                     anything) · out (stdout text)
+//                     · err (stderr text) · spawn (run's command) · exit · pong
+//   client → server   request (argv, folder, pid, terminals, a hook's payload) · signal · child (how run's
+//                     command ended) · ping · stop
 
 /** What a client asks the server. */
 export type ClientFrame =
-  | { t: 'request'; argv: string[]; cwd: string; pid: number; stdout: TerminalShape; stderr: TerminalShape; input?: string }
+  | { t: 'request'; argv: string[]; cwd: string; pid: number; stdout: TerminalShape; stderr: TerminalShape; startedAt?: number; input?: string; inputGap?: string }
   | { t: 'signal'; signal: NodeJS.Signals }
   | { t: 'child'; code: number; signal: NodeJS.Signals | null; spawnError?: string }
   | { t: 'ping' }
@@ -16,6 +19,8 @@ export type ClientFrame =
 /** What the server tells a client. */
 export type ServerFrame =
   | { t: 'hello'; protocol: number; pid: number }
+  | { t: 'taken' }
+  | { t: 'accepted'; deadline: number; log: string }
   | { t: 'out'; text: string }
   | { t: 'err'; text: string }
   | { t: 'spawn'; argv: string[]; sessionId: string }
@@ -28,8 +33,12 @@ export interface TerminalShape {
   columns?: number;
 }
 
-/** The longest line either side accepts: a hook's payload (at most 8 MiB, escaped) is the largest frame; anything longer is not a client of ours. */
-const MAX_LINE = 32 * 1024 * 1024;
+/**
+ * The longest line either side accepts: a hook's payload (at most 8 MiB, src/cli/hook-input.ts)
+ * escaped inside a request is the largest frame (valid JSON text at most doubles when escaped);
+ * anything longer is not a client of ours.
+ */
+export const MAX_LINE: number = 16 * 1024 * 1024 + 64 * 1024;
 
 /** Writes one frame. */
 export function sendFrame(socket: Socket, frame: ClientFrame | ServerFrame): void {
@@ -37,18 +46,56 @@ export function sendFrame(socket: Socket, frame: ClientFrame | ServerFrame): voi
 }
 
 /**
+ * Cuts text that arrives in pieces into lines, looking at each character once: a line's pieces are
+ * kept apart until its newline comes, and a line past `maxLine` is refused as soon as it passes it.
+ */
+export class LineSplitter {
+  private pieces: string[] = [];
+  private pending = 0;
+  /** Characters searched for a newline so far (each once). */
+  scanned = 0;
+
+  constructor(private readonly maxLine: number = MAX_LINE) {}
+
+  /** The lines `chunk` completes, or `undefined` once a line is longer than the limit. */
+  push(chunk: string): string[] | undefined {
+    const lines: string[] = [];
+    let from = 0;
+    for (let newline = chunk.indexOf('\n'); newline >= 0; newline = chunk.indexOf('\n', from)) {
+      this.scanned += newline + 1 - from;
+      if (this.pending + newline - from > this.maxLine) return undefined;
+      this.pieces.push(chunk.slice(from, newline));
+      lines.push(this.pieces.join(''));
+      this.pieces = [];
+      this.pending = 0;
+      from = newline + 1;
+    }
+    this.scanned += chunk.length - from;
+    if (from < chunk.length) {
+      this.pending += chunk.length - from;
+      if (this.pending > this.maxLine) return undefined;
+      this.pieces.push(chunk.slice(from));
+    }
+    return lines;
+  }
+}
+
+/**
  * Calls `onFrame` with each JSON object that arrives on `socket`, one per line. A line that is
- * not a JSON object, or is too long, ends the connection: the other side is not speaking this
- * protocol.
+ * not a JSON object, or is too long, ends the connection at once: the other side is not speaking
+ * this protocol.
  */
 export function readFrames(socket: Socket, onFrame: (frame: Record<string, unknown>) => void): void {
-  let pending = '';
+  const splitter = new LineSplitter();
   socket.setEncoding('utf8');
   socket.on('data', (chunk: string) => {
-    pending += chunk;
-    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
+    if (socket.destroyed) return;
+    const lines = splitter.push(chunk);
+    if (lines === undefined) {
+      socket.destroy();
+      return;
+    }
+    for (const line of lines) {
       let frame: unknown;
       try {
         frame = JSON.parse(line);
@@ -61,7 +108,7 @@ export function readFrames(socket: Socket, onFrame: (frame: Record<string, unkno
         return;
       }
       onFrame(frame as Record<string, unknown>);
+      if (socket.destroyed) return;
     }
-    if (pending.length > MAX_LINE) socket.destroy();
   });
 }

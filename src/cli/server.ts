@@ -3,7 +3,7 @@ import * as net from 'node:net';
 import * as path from 'node:path';
 import { readFrames, sendFrame, type ServerFrame, type TerminalShape } from './server-frames.js';
 import { INTERRUPTS, type ChildEnd, type Invocation } from './invocation.js';
-import { PROTOCOL_VERSION, SERVED_COMMANDS } from './server-address.js';
+import { PROTOCOL_VERSION, SERVED_COMMANDS, serverListening } from './server-address.js';
 import { warmStatHelper } from '../admin.js';
 
 // The per-user command server. A fresh `turnback` process pays Node's start, the load of the whole
@@ -44,7 +44,9 @@ interface Request {
   pid: number;
   stdout: TerminalShape;
   stderr: TerminalShape;
+  startedAt?: number;
   input?: string;
+  inputGap?: string;
 }
 
 function terminalShape(value: unknown): TerminalShape | undefined {
@@ -65,7 +67,18 @@ function requestOf(frame: Record<string, unknown>): Request | undefined {
   const stderr = terminalShape(frame.stderr);
   if (stdout === undefined || stderr === undefined) return undefined;
   if (frame.input !== undefined && typeof frame.input !== 'string') return undefined;
-  return { argv: argv as string[], cwd, pid: pid as number, stdout, stderr, ...(typeof frame.input === 'string' ? { input: frame.input } : {}) };
+  if (frame.inputGap !== undefined && typeof frame.inputGap !== 'string') return undefined;
+  if (frame.startedAt !== undefined && !Number.isSafeInteger(frame.startedAt)) return undefined;
+  return {
+    argv: argv as string[],
+    cwd,
+    pid: pid as number,
+    stdout,
+    stderr,
+    ...(typeof frame.startedAt === 'number' ? { startedAt: frame.startedAt } : {}),
+    ...(typeof frame.input === 'string' ? { input: frame.input } : {}),
+    ...(typeof frame.inputGap === 'string' ? { inputGap: frame.inputGap } : {}),
+  };
 }
 
 /**
@@ -146,11 +159,21 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
             return;
           }
           served++;
+          // Alive and on it: a client whose server froze after its hello learns it from this frame's absence.
+          send({ t: 'taken' });
           const shape = request;
           const invocation: Invocation = {
             cwd: shape.cwd,
             pid: shape.pid,
             ...(shape.input !== undefined ? { input: shape.input } : {}),
+            ...(shape.inputGap !== undefined ? { inputGap: shape.inputGap } : {}),
+            ...(shape.startedAt !== undefined ? { startedAt: shape.startedAt } : {}),
+            accept(promise) {
+              // A client that gave up waiting runs the hook itself: this one must then change nothing.
+              if (gone) return false;
+              send({ t: 'accepted', deadline: promise.deadline, log: promise.log });
+              return true;
+            },
             stdout: { write: (text) => send({ t: 'out', text }), isTTY: shape.stdout.tty, ...(shape.stdout.columns !== undefined ? { columns: shape.stdout.columns } : {}) },
             stderr: { write: (text) => send({ t: 'err', text }), isTTY: shape.stderr.tty, ...(shape.stderr.columns !== undefined ? { columns: shape.stderr.columns } : {}) },
             onInterrupt(listener) {
@@ -211,6 +234,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
     throw error;
   });
   if (!server.listening) return;
+  serverListening(socketPath);
   // Every picture a served command takes is the first of its observer: the helper would never warm on its own.
   warmStatHelper();
   try {
