@@ -10,12 +10,14 @@ import { LooseObjects, MAX_SUFFIX, type ObjectFileInfo } from './loose-objects.j
 import { COMPRESS_MIN_BYTES, DEFLATE, RAW, baseObjectKey, bytesEqual, checkObject, decodeObject, encodeObjectSync, parseObjectKey, type ObjectRef } from './object-codec.js';
 import { PackIndex } from './pack-index.js';
 import {
+  DAMAGED_RECORD,
   PACK_FRESH_MS,
   PACK_OBJECT_MAX_BYTES,
   PACK_ROLL_BYTES,
   MAX_RECORD_LENGTH,
   encodeRecord,
   loadPackHasher,
+  packIdentity,
   readRecord,
   closeReads,
   writeIndex,
@@ -77,6 +79,8 @@ export class ObjectStore {
   private loaded = false;
   /** Reused by the synchronous path (small objects only): no allocation per put for encoding. */
   private readonly recordScratch: Buffer = Buffer.allocUnsafe(MAX_RECORD_LENGTH);
+  /** The current {@link copyCheck} round: each pack's identity is looked at once per round. */
+  private confirmRound = 0;
 
   constructor(
     private readonly fs: FileSystem,
@@ -207,14 +211,76 @@ export class ObjectStore {
       stored = readRecord(loc);
     } catch (error) {
       if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') return 'gone';
-      if (isCheckpointError(error, 'INTEGRITY')) return 'damaged';
+      if (isCheckpointError(error, 'INTEGRITY')) {
+        loc.confirmed = DAMAGED_RECORD;
+        return 'damaged';
+      }
       throw error;
     }
     try {
       return bytesEqual(decodeObject(stored, bytes.length), bytes) ? 'equal' : 'different';
     } catch {
+      loc.confirmed = DAMAGED_RECORD;
       return 'damaged';
     }
+  }
+
+  /**
+   * A check, for one picture, that the stored copy of a key is good before the picture references
+   * it again without reading the file (its stat unchanged): the key's pack record read back and
+   * its checksum confirmed, or its loose file decoded and hashed. What was confirmed is
+   * remembered while the file holding it is unchanged on disk (inode, size, ctime, mtime, looked
+   * at once per check for a pack, once per key for a loose file), and records this process
+   * wrote count as confirmed, so a repeat picture reads nothing again; a record a read found
+   * damaged is never confirmed. A `false` sends the picture to copy the file again, and the put's
+   * byte-for-byte dedupe then stores it beside the damaged copy.
+   *
+   * Synchronous (it runs inside the picture's walk); call {@link load} first.
+   */
+  copyCheck(): (key: string) => boolean {
+    const round = ++this.confirmRound;
+    return (key) => this.confirmCopy(key, round);
+  }
+
+  private confirmCopy(key: string, round: number): boolean {
+    if (!this.loaded) return false;
+    const parsed = parseObjectKey(key);
+    if (parsed === undefined) return false;
+    if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
+      let head = this.packs.head(key);
+      if (head === undefined) {
+        this.packs.refreshSoon();
+        head = this.packs.head(key);
+      }
+      for (let loc = head; loc; loc = loc.next) if (this.confirmRecord(loc, round)) return true;
+      if (head !== undefined) return false;
+    }
+    return this.loose.confirm(key, parsed);
+  }
+
+  private confirmRecord(loc: PackLoc, round: number): boolean {
+    const pack = loc.pack;
+    if (pack.gone || loc.confirmed === DAMAGED_RECORD) return false;
+    if (pack.confirmRound !== round) {
+      pack.confirmRound = round;
+      const identity = packIdentity(pack.path, pack === this.writer?.pack ? undefined : pack.readFd);
+      if (identity === undefined) return false;
+      if (identity !== pack.confirmedIdentity) {
+        pack.confirmedIdentity = identity;
+        pack.confirmEpoch = (pack.confirmEpoch ?? 0) + 1;
+      }
+    }
+    const epoch = pack.confirmEpoch ?? 0;
+    if (loc.confirmed === epoch) return true;
+    try {
+      readRecord(loc);
+    } catch (error) {
+      if (!isCheckpointError(error, 'INTEGRITY')) throw error;
+      if (error.found !== 'missing') loc.confirmed = DAMAGED_RECORD;
+      return false;
+    }
+    loc.confirmed = epoch;
+    return true;
   }
 
   /**
@@ -414,7 +480,11 @@ export class ObjectStore {
       } catch (error) {
         if (isCheckpointError(error, 'INTEGRITY') && error.found === 'ambiguous') throw error;
         if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') gone += 1;
-        else firstError ??= error;
+        else {
+          // Remembered: a later picture copies the file again instead of pointing at this record.
+          if (isCheckpointError(error, 'INTEGRITY')) loc.confirmed = DAMAGED_RECORD;
+          firstError ??= error;
+        }
       }
     }
     if (good !== undefined) return good;

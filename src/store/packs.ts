@@ -6,6 +6,7 @@ import {
   linkSync,
   openSync,
   readSync,
+  statSync,
   unlinkSync,
 } from 'node:fs';
 import * as path from 'node:path';
@@ -98,6 +99,16 @@ export interface PackFile {
   records: PackLoc[];
   /** Removed from disk (by a prune): locations in it are dead. */
   gone: boolean;
+  /**
+   * The pack file's identity (inode, size, ctime, mtime) when its records were last confirmed
+   * (see `ObjectStore.copyCheck`); a change means someone wrote to it, and every record is
+   * confirmed again.
+   */
+  confirmedIdentity?: string;
+  /** Bumped whenever `confirmedIdentity` changes: a record confirmed in an older epoch is not any more. */
+  confirmEpoch?: number;
+  /** The copy-check round that last looked at the pack's identity. */
+  confirmRound?: number;
 }
 
 /** Where one record lives. A key held by several records chains them through `next`. */
@@ -109,6 +120,25 @@ export interface PackLoc {
   /** Whole record length. */
   length: number;
   next?: PackLoc;
+  /**
+   * The pack's `confirmEpoch` in which this record was read and found good (or written by this
+   * process); {@link DAMAGED_RECORD} once a read found it damaged.
+   */
+  confirmed?: number;
+}
+
+/** {@link PackLoc.confirmed} of a record a read found damaged: never referenced again. */
+export const DAMAGED_RECORD = -1;
+
+/** What a pack file is on disk now (inode, size, ctime, mtime), or undefined when it is gone. */
+export function packIdentity(file: string, fd?: number): string | undefined {
+  try {
+    const stats = fd !== undefined ? fstatSync(fd) : statSync(file);
+    return `${stats.ino}:${stats.size}:${stats.ctimeMs}:${stats.mtimeMs}`;
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') return undefined;
+    throw error;
+  }
 }
 
 /** The name of a new pack written by this process. */
