@@ -417,6 +417,7 @@ export class ObjectStore {
       truncateSync(pack.path, pack.scannedTo);
       pack.tornTail = false;
     }
+    // Its records are not this process's to vouch for: no seal identity, so a copy check reads them.
     writeIndex(pack, this.layout.tempPath());
     pack.sealed = true;
   }

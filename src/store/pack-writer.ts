@@ -108,6 +108,11 @@ export class PackWriter {
     this.fd = undefined;
     abandoned.unregister(this);
     openPackNames.delete(this.pack.name);
+    try {
+      this.pack.sealIdentity = packIdentity(this.pack.path, fd);
+    } catch {
+      // No identity in the index: a later copy check reads the records back instead.
+    }
     closeSync(fd);
     if (this.pack.records.length === 0) {
       // Nothing in it: remove instead of sealing an empty pack.

@@ -109,6 +109,11 @@ export interface PackFile {
   confirmEpoch?: number;
   /** The copy-check round that last looked at the pack's identity. */
   confirmRound?: number;
+  /**
+   * The pack's identity when it was sealed, after its last record (kept in its index): while the
+   * pack is still that file, every record stands as its writer wrote it.
+   */
+  sealIdentity?: string;
 }
 
 /** Where one record lives. A key held by several records chains them through `next`. */
@@ -129,6 +134,9 @@ export interface PackLoc {
 
 /** {@link PackLoc.confirmed} of a record a read found damaged: never referenced again. */
 export const DAMAGED_RECORD = -1;
+
+/** The shape of a {@link packIdentity}. */
+const IDENTITY = /^[0-9]+:[0-9]+:[0-9.e+-]+:[0-9.e+-]+$/;
 
 /** What a pack file is on disk now (inode, size, ctime, mtime), or undefined when it is gone. */
 export function packIdentity(file: string, fd?: number): string | undefined {
@@ -401,7 +409,8 @@ export function formatIndex(pack: PackFile): Buffer[] {
     sum.update(chunk);
     chunks.push(chunk);
   };
-  add(`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}\n`);
+  // The seal identity is a fifth field, which readers of the four-field line ignore.
+  add(`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}${pack.sealIdentity !== undefined ? ` ${pack.sealIdentity}` : ''}\n`);
   let text = '';
   for (let i = 0; i < pack.records.length; i++) {
     const loc = pack.records[i] as PackLoc;
@@ -419,7 +428,7 @@ export function formatIndex(pack: PackFile): Buffer[] {
 const INDEX_CHUNK_RECORDS = 4096;
 
 /** Parses an index file; undefined when it does not check out (the pack is scanned instead). */
-export function parseIndex(text: string, pack: PackFile): { end: number; entries: { key: string; offset: number; length: number }[] } | undefined {
+export function parseIndex(text: string, pack: PackFile): { end: number; sealIdentity?: string; entries: { key: string; offset: number; length: number }[] } | undefined {
   const cut = text.lastIndexOf('\n', text.length - 2);
   if (cut < 0 || !text.endsWith('\n')) return undefined;
   const body = text.slice(0, cut + 1);
@@ -438,7 +447,8 @@ export function parseIndex(text: string, pack: PackFile): { end: number; entries
     if (!isObjectKey(key) || !Number.isSafeInteger(o) || !Number.isSafeInteger(l) || l <= 0 || o + l > end) return undefined;
     entries.push({ key, offset: o, length: l });
   }
-  return { end, entries };
+  const sealIdentity = head[4];
+  return sealIdentity !== undefined && IDENTITY.test(sealIdentity) ? { end, sealIdentity, entries } : { end, entries };
 }
 
 /**
