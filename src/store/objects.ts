@@ -244,18 +244,21 @@ export class ObjectStore {
 
   private confirmCopy(key: string, round: number): boolean {
     if (!this.loaded) return false;
-    const parsed = parseObjectKey(key);
-    if (parsed === undefined) return false;
-    if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
-      let head = this.packs.head(key);
-      if (head === undefined) {
+    // The index first: a packed key needs no parse (this runs once per reused file).
+    let head = this.packs.head(key);
+    const parsed = head === undefined ? parseObjectKey(key) : undefined;
+    if (head === undefined) {
+      if (parsed === undefined) return false;
+      if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
         this.packs.refreshSoon();
         head = this.packs.head(key);
       }
-      for (let loc = head; loc; loc = loc.next) if (this.confirmRecord(loc, round)) return true;
-      if (head !== undefined) return false;
     }
-    return this.loose.confirm(key, parsed);
+    if (head !== undefined) {
+      for (let loc: PackLoc | undefined = head; loc; loc = loc.next) if (this.confirmRecord(loc, round)) return true;
+      return false;
+    }
+    return parsed !== undefined && this.loose.confirm(key, parsed);
   }
 
   private confirmRecord(loc: PackLoc, round: number): boolean {
