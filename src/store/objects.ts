@@ -8,16 +8,15 @@ import type { FileSystem } from '../fs/file-system.js';
 import { DIR_MODE, type StoreLayout } from './layout.js';
 import { LooseObjects, MAX_SUFFIX, type ObjectFileInfo } from './loose-objects.js';
 import { COMPRESS_MIN_BYTES, DEFLATE, RAW, baseObjectKey, bytesEqual, checkObject, decodeObject, encodeObjectSync, parseObjectKey, type ObjectRef } from './object-codec.js';
+import { DAMAGED_RECORD, confirmCopy } from './copy-check.js';
 import { PackIndex } from './pack-index.js';
 import {
-  DAMAGED_RECORD,
   PACK_FRESH_MS,
   PACK_OBJECT_MAX_BYTES,
   PACK_ROLL_BYTES,
   MAX_RECORD_LENGTH,
   encodeRecord,
   loadPackHasher,
-  packIdentity,
   readRecord,
   closeReads,
   writeIndex,
@@ -226,64 +225,14 @@ export class ObjectStore {
   }
 
   /**
-   * A check, for one picture, that the stored copy of a key is good before the picture references
-   * it again without reading the file (its stat unchanged): the key's pack record read back and
-   * its checksum confirmed, or its loose file decoded and hashed. What was confirmed is
-   * remembered while the file holding it is unchanged on disk (inode, size, ctime, mtime, looked
-   * at once per check for a pack, once per key for a loose file), and records this process
-   * wrote count as confirmed, so a repeat picture reads nothing again; a record a read found
-   * damaged is never confirmed. A `false` sends the picture to copy the file again, and the put's
-   * byte-for-byte dedupe then stores it beside the damaged copy.
-   *
-   * Synchronous (it runs inside the picture's walk); call {@link load} first.
+   * A check, for one picture, that a key's stored copy is good before the picture references it
+   * again without reading the file: a pack record confirmed (copy-check.ts), or a loose file
+   * decoded and hashed, each remembered while its file is unchanged. `false` sends the picture to
+   * copy the file again, beside the damaged copy. Synchronous; call {@link load} first.
    */
   copyCheck(): (key: string) => boolean {
     const round = ++this.confirmRound;
-    return (key) => this.confirmCopy(key, round);
-  }
-
-  private confirmCopy(key: string, round: number): boolean {
-    if (!this.loaded) return false;
-    // The index first: a packed key needs no parse (this runs once per reused file).
-    let head = this.packs.head(key);
-    const parsed = head === undefined ? parseObjectKey(key) : undefined;
-    if (head === undefined) {
-      if (parsed === undefined) return false;
-      if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
-        this.packs.refreshSoon();
-        head = this.packs.head(key);
-      }
-    }
-    if (head !== undefined) {
-      for (let loc: PackLoc | undefined = head; loc; loc = loc.next) if (this.confirmRecord(loc, round)) return true;
-      return false;
-    }
-    return parsed !== undefined && this.loose.confirm(key, parsed);
-  }
-
-  private confirmRecord(loc: PackLoc, round: number): boolean {
-    const pack = loc.pack;
-    if (pack.gone || loc.confirmed === DAMAGED_RECORD) return false;
-    if (pack.confirmRound !== round) {
-      pack.confirmRound = round;
-      const identity = packIdentity(pack.path, pack === this.writer?.pack ? undefined : pack.readFd);
-      if (identity === undefined) return false;
-      if (identity !== pack.confirmedIdentity) {
-        pack.confirmedIdentity = identity;
-        pack.confirmEpoch = (pack.confirmEpoch ?? 0) + 1;
-      }
-    }
-    const epoch = pack.confirmEpoch ?? 0;
-    if (loc.confirmed === epoch) return true;
-    try {
-      readRecord(loc);
-    } catch (error) {
-      if (!isCheckpointError(error, 'INTEGRITY')) throw error;
-      if (error.found !== 'missing') loc.confirmed = DAMAGED_RECORD;
-      return false;
-    }
-    loc.confirmed = epoch;
-    return true;
+    return (key) => this.loaded && confirmCopy(key, round, this.packs, this.loose, this.writer?.pack);
   }
 
   /**

@@ -2,7 +2,8 @@ import { closeSync, constants as fsConstants, ftruncateSync, openSync, unlinkSyn
 import { CheckpointError } from '../core/errors.js';
 import { closeQuietly, writeAllSync } from '../fs/file-system.js';
 import { FILE_MODE, HOSTNAME } from './layout.js';
-import { encodeHeader, newPackName, packFile, packIdentity, writeIndex, type PackFile, type PackHeader, type PackLoc } from './packs.js';
+import { packIdentity } from './copy-check.js';
+import { encodeHeader, newPackName, packFile, writeIndex, type PackFile, type PackHeader, type PackLoc } from './packs.js';
 
 /**
  * Names of the packs this process is writing (any store instance). Prune tells a live writer by

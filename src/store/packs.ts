@@ -6,7 +6,6 @@ import {
   linkSync,
   openSync,
   readSync,
-  statSync,
   unlinkSync,
 } from 'node:fs';
 import * as path from 'node:path';
@@ -127,26 +126,9 @@ export interface PackLoc {
   next?: PackLoc;
   /**
    * The pack's `confirmEpoch` in which this record was read and found good (or written by this
-   * process); {@link DAMAGED_RECORD} once a read found it damaged.
+   * process); `DAMAGED_RECORD` (copy-check.ts) once a read found it damaged.
    */
   confirmed?: number;
-}
-
-/** {@link PackLoc.confirmed} of a record a read found damaged: never referenced again. */
-export const DAMAGED_RECORD = -1;
-
-/** The shape of a {@link packIdentity}. */
-const IDENTITY = /^[0-9]+:[0-9]+:[0-9.e+-]+:[0-9.e+-]+$/;
-
-/** What a pack file is on disk now (inode, size, ctime, mtime), or undefined when it is gone. */
-export function packIdentity(file: string, fd?: number): string | undefined {
-  try {
-    const stats = fd !== undefined ? fstatSync(fd) : statSync(file);
-    return `${stats.ino}:${stats.size}:${stats.ctimeMs}:${stats.mtimeMs}`;
-  } catch (error) {
-    if (errnoCode(error) === 'ENOENT') return undefined;
-    throw error;
-  }
 }
 
 /** The name of a new pack written by this process. */
@@ -426,6 +408,9 @@ export function formatIndex(pack: PackFile): Buffer[] {
 }
 
 const INDEX_CHUNK_RECORDS = 4096;
+
+/** The shape of a pack identity (copy-check.ts `packIdentity`). */
+const IDENTITY = /^[0-9]+:[0-9]+:[0-9.e+-]+:[0-9.e+-]+$/;
 
 /** Parses an index file; undefined when it does not check out (the pack is scanned instead). */
 export function parseIndex(text: string, pack: PackFile): { end: number; sealIdentity?: string; entries: { key: string; offset: number; length: number }[] } | undefined {
