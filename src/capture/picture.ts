@@ -26,6 +26,12 @@ export interface PictureStore {
    * `putFile`. Throws as `putFile` rejects.
    */
   putFileSync?(absPath: string, expected?: { size?: number; mtimeMs?: number }): { object: string; hash: string; size: number; mode: number } | undefined;
+  /**
+   * Optional: a check, for one picture, that a stored copy is good. A record whose stat is
+   * unchanged is reused only when its copy checks out; otherwise the file is copied again, so a
+   * picture never points at a copy found missing or damaged.
+   */
+  checkCopies?(): Promise<(object: string) => boolean>;
 }
 
 /** One covered path in a picture: its stat index entry plus the recorded state. */
@@ -142,12 +148,13 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const { store, coverage, cache, signal, onProgress } = options;
   const deadline = options.deadline ?? Date.now() + coverage.maxPictureSeconds * 1000;
   const cached = cache?.records;
+  const intact = cached !== undefined && cached.size > 0 ? await store.checkCopies?.() : undefined;
   const scan = await scanTree(options.projectRoot, coverage, {
     deadline,
     ...(signal !== undefined ? { signal } : {}),
     ...(options.exclude !== undefined ? { exclude: options.exclude } : {}),
     ...(cache?.ignores !== undefined ? { ignores: cache.ignores } : {}),
-    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage) } : {}),
+    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage, intact) } : {}),
     ...(cache?.ignoreEpoch !== undefined ? { previousEpoch: cache.ignoreEpoch } : {}),
     ...(cache?.memo !== undefined ? { memo: cache.memo } : {}),
     ...(cache?.parallel !== undefined ? { parallel: cache.parallel } : {}),
@@ -343,16 +350,17 @@ function canonicalRoot(projectRoot: string): string {
 }
 
 /**
- * True when an unchanged earlier record may stand as is: a stored copy, a symlink, or a file that
+ * True when an unchanged earlier record may stand as is: a stored copy (that checks out), a symlink, or a file that
  * is still not copied for a reason its unchanged stat cannot change. Files left by a budget or a
  * failed copy are tried again.
  */
-function settled(record: PictureRecord, coverage: ResolvedCoverage): boolean {
+function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (object: string) => boolean): boolean {
   const state = record.state;
   switch (state.type) {
     case 'file':
-      // A file resting on git's blob is copied in by a later picture, within its budget.
-      return state.size === record.size && gitBlobIdOf(state.object) === undefined;
+      // A file resting on git's blob is copied in by a later picture, within its budget. A copy
+      // found missing or damaged is never pointed at again: the file is copied anew.
+      return state.size === record.size && gitBlobIdOf(state.object) === undefined && (intact === undefined || intact(state.object));
     case 'symlink':
       return true;
     case 'uncopied':

@@ -19,6 +19,8 @@ export interface ObjectSink {
   putHashedSync(bytes: Uint8Array, hash: string, options?: PutFileOptions): ObjectRef | undefined;
   loadObjects(): Promise<void>;
   readonly objectsLoaded: boolean;
+  /** Optional: see `CheckpointStore.copyCheck`. */
+  copyCheck?(): (object: string) => boolean;
 }
 
 /** What {@link storeFile} returns: the object plus the file's permission bits. */
@@ -200,5 +202,13 @@ export function pictureStoreOf(store: ObjectSink, fs: FileSystem = nodeFileSyste
   return {
     putFile: (absPath, expected) => storeFile(store, absPath, expected, {}, fs),
     putFileSync: (absPath, expected) => storeFileSync(store, absPath, expected),
+    ...(store.copyCheck !== undefined
+      ? {
+          checkCopies: async () => {
+            await store.loadObjects();
+            return (store.copyCheck as () => (object: string) => boolean).call(store);
+          },
+        }
+      : {}),
   };
 }

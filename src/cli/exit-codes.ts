@@ -15,6 +15,11 @@ export const EXIT = {
   busy: 4,
   /** `run` could not take its picture (the store cannot be written): the command did not run. */
   unprotected: 5,
+  /**
+   * A restore (`undo`, `redo`, `revert`) finished but did not bring every file back (a stored
+   * copy missing or damaged, a file changed since): its last line says how many and why.
+   */
+  skipped: 6,
 } as const;
 
 /** One of the {@link EXIT} values. */
@@ -30,4 +35,5 @@ Exit codes:
   4  the checkpoint store is busy (another session holds it)
   5  run could not take its picture (the store cannot be written); the command did not run
      (turnback run --unprotected -- CMD runs it without one)
+  6  undo, redo or revert finished but skipped files (the last line says how many and why)
   turnback run exits with its command's code (128 + signal number when it was killed by a signal).`;

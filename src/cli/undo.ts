@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import type { CheckpointId, CheckpointMeta, CheckpointObserver, StoreView, RestorePlan, RestoreReport } from '../index.js';
-import { buildUndoPreview, renderReceipt, renderUndoPreview, type UndoPreview } from '../report/preview.js';
+import { buildUndoPreview, renderReceipt, renderUndoPreview, skippedSummary, type UndoPreview } from '../report/preview.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
@@ -135,13 +135,16 @@ export async function applySteps(io: Io, context: CliContext, observer: Checkpoi
   }
   await observer.close();
   const rolledBack = reports.some(({ report }) => report.failed.some((failure) => failure.code === 'ABORT_ERR'));
-  io.emit({ restored: !rolledBack, cancelled: rolledBack, restores: reports });
+  // A file left behind is never only a row among others: the last line counts them, and the exit says so.
+  const skipped = rolledBack ? undefined : skippedSummary(reports.map(({ report }) => report), context.config.resolved.maxFileMib);
+  if (skipped !== undefined) io.out(io.style.warn(skipped));
+  io.emit({ restored: !rolledBack, cancelled: rolledBack, restores: reports, ...(skipped !== undefined ? { notBroughtBack: skipped } : {}) });
   if (rolledBack) {
     io.err('turnback: the restore was cancelled and rolled back: the files are as they were before it');
     // The shell's convention for a command ended by Ctrl-C.
     return 130;
   }
-  return failed ? EXIT.error : EXIT.ok;
+  return failed ? EXIT.error : skipped !== undefined ? EXIT.skipped : EXIT.ok;
 }
 
 /** The paths of `meta`'s plan that `patterns` (files, folders, globs) match; exits when none does. */

@@ -224,7 +224,7 @@ export async function pushCheckpoints(view: StoreView | CheckpointStore, backend
       manifests.slice(i, i + IN_FLIGHT).map(async (manifest) => {
         const objects: Record<string, string> = {};
         for (const key of manifestObjects(manifest)) objects[key] = held.get(key) as string;
-        const remote: RemoteManifest = { format: FORMAT, version: 1, workspace: { firstCommit: workspace.firstCommit, relativeRoot: workspace.relativeRoot }, manifest, objects };
+        const remote: RemoteManifest = { format: FORMAT, version: 1, workspace: { firstCommit: workspace.firstCommit, relativeRoot: workspace.relativeRoot }, manifest: withRestorableModes(manifest), objects };
         await backend.create(keys.manifest(manifest.id), Buffer.from(JSON.stringify(remote)), call);
       }),
     );
@@ -327,6 +327,9 @@ export async function pullCheckpoints(view: StoreView | CheckpointStore, backend
       }
       const remote = await readRemoteManifest(backend, workspace, id, options);
       if (options.sessionId !== undefined && remote.manifest.sessionId !== options.sessionId) continue;
+      // Before anything of it is fetched or stored: a tampered mode is refused, not stripped later.
+      const modeProblem = untrustedModeProblem(remote.manifest);
+      if (modeProblem !== undefined) throw new CheckpointError('CORRUPT_MANIFEST', `the remote copy of checkpoint ${id} ${modeProblem}: turnback never records such a mode, so it was not pulled`, { found: id });
       // Objects resting on the pushing clone's git come back as this store's own objects.
       const renamed = new Map<string, { object: string; hash: string }>();
       for (const key of manifestObjects(remote.manifest)) {
@@ -360,6 +363,57 @@ export async function pullCheckpoints(view: StoreView | CheckpointStore, backend
     for (const bundle of bundles.values()) await bundle.close();
   }
   return report;
+}
+
+/**
+ * The permission bits a remote manifest may carry: what a restore ever writes back (`& 0o777`,
+ * see restore/modes.ts). A push sends no more ({@link withRestorableModes}), so a set-id or sticky
+ * bit, or anything past 0o777, in a pulled manifest was put there by someone else.
+ */
+const REMOTE_MODE_BITS = 0o777;
+
+function isRemoteMode(value: unknown): boolean {
+  return Number.isInteger(value) && (value as number) >= 0 && ((value as number) & ~REMOTE_MODE_BITS) === 0;
+}
+
+/**
+ * Why a pulled manifest's modes are refused (`undefined`: they are modes turnback records). Reads
+ * an untrusted value: anything that is not as expected is left to the manifest parser at import.
+ */
+function untrustedModeProblem(manifest: unknown): string | undefined {
+  const entries = (manifest as { entries?: unknown } | null)?.entries;
+  if (!Array.isArray(entries)) return undefined;
+  for (const entry of entries as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const { path, before, afterMode } = entry as { path?: unknown; before?: unknown; afterMode?: unknown };
+    const mode = typeof before === 'object' && before !== null ? (before as { mode?: unknown }).mode : undefined;
+    const where = typeof path === 'string' ? JSON.stringify(path.slice(0, 200)) : 'an entry';
+    if (mode !== undefined && !isRemoteMode(mode)) return `gives ${where} mode ${modeText(mode)}`;
+    if (afterMode !== undefined && !isRemoteMode(afterMode)) return `gives ${where} the after-mode ${modeText(afterMode)}`;
+  }
+  return undefined;
+}
+
+function modeText(value: unknown): string {
+  return Number.isInteger(value) && (value as number) >= 0 ? `0o${(value as number).toString(8)}` : JSON.stringify(String(value).slice(0, 40));
+}
+
+/** `manifest` with every mode cut to the bits a restore writes back: what a push sends. */
+function withRestorableModes(manifest: CheckpointManifest): CheckpointManifest {
+  const cut = (mode: number): number => mode & REMOTE_MODE_BITS;
+  if (manifest.entries.every((entry) => (entry.afterMode === undefined || entry.afterMode === cut(entry.afterMode)) && !hasExtraModeBits(entry.before))) return manifest;
+  return {
+    ...manifest,
+    entries: manifest.entries.map((entry) => ({
+      ...entry,
+      before: hasExtraModeBits(entry.before) ? { ...entry.before, mode: cut((entry.before as { mode: number }).mode) } : entry.before,
+      ...(entry.afterMode !== undefined ? { afterMode: cut(entry.afterMode) } : {}),
+    })) as CheckpointManifest['entries'],
+  };
+}
+
+function hasExtraModeBits(state: PathState): boolean {
+  return (state.type === 'file' || state.type === 'uncopied') && (state.mode & ~REMOTE_MODE_BITS) !== 0;
 }
 
 function renamedState(state: PathState, renamed: ReadonlyMap<string, { object: string; hash: string }>): PathState {

@@ -158,9 +158,8 @@ export function renderReceipt(
   }
   const kept: PlanEntry[] = [];
   for (const entry of [...report.refused, ...report.skipped]) {
-    if (entry.action === 'skip' && (entry.reason === 'already-matches' || entry.reason === 'not-changed-since' as string)) continue;
-    if (entry.action === 'leave' && entry.reason === 'created-since') {
-      kept.push(entry);
+    if (!notBroughtBack(entry)) {
+      if (entry.action === 'leave' && entry.reason === 'created-since') kept.push(entry);
       continue;
     }
     lines.push(row('skipped', entry.path, style.warn(planReasonText(entry.reason, maxFileMib))));
@@ -173,4 +172,34 @@ export function renderReceipt(
   for (const call of report.irreversible ?? []) lines.push(row('not undone', `call ${call.callId}`, style.warn(call.sideEffect === 'network' ? 'it reached the network: a file restore cannot take that back' : `its ${call.sideEffect} effect is not a file`)));
   if (report.preRestoreId !== undefined) lines.push(style.dim(`  saved first: ${options.undoCommand ?? 'turnback undo'} can undo this`));
   return lines;
+}
+
+/**
+ * True when a restore's refused or skipped entry is a file it did not bring back (a receipt's
+ * `skipped` row): not one already as it was, and not a file created since that it keeps.
+ */
+export function notBroughtBack(entry: PlanEntry): boolean {
+  if (entry.action === 'skip' && (entry.reason === 'already-matches' || entry.reason === ('not-changed-since' as string))) return false;
+  return !(entry.action === 'leave' && entry.reason === 'created-since');
+}
+
+/**
+ * The last line of a restore that did not bring every file back, e.g. `not brought back: 2 files
+ * (1 its stored copy is missing or damaged (turnback verify), 1 changed since (your version is
+ * kept))`; `undefined` when it brought back every file it meant to.
+ */
+export function skippedSummary(reports: readonly Pick<RestoreReport, 'refused' | 'skipped'>[], maxFileMib: number = DEFAULTS.maxFileMib): string | undefined {
+  const byReason = new Map<string, number>();
+  let total = 0;
+  for (const report of reports) {
+    for (const entry of [...report.refused, ...report.skipped]) {
+      if (!notBroughtBack(entry)) continue;
+      total += 1;
+      const words = planReasonText(entry.reason, maxFileMib) || 'skipped';
+      byReason.set(words, (byReason.get(words) ?? 0) + 1);
+    }
+  }
+  if (total === 0) return undefined;
+  const reasons = [...byReason].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([words, count]) => `${count} ${shownText(words)}`);
+  return `not brought back: ${total} ${total === 1 ? 'file' : 'files'} (${reasons.join('; ')})`;
 }

@@ -40,6 +40,8 @@ export class LooseObjects {
    */
   private folders = true;
   private foldersCheckedAt = 0;
+  /** Loose objects read back and found good (or written here), by key: the file's identity then. */
+  private readonly confirmed = new Map<string, string>();
 
   constructor(
     private readonly fs: FileSystem,
@@ -79,7 +81,11 @@ export class LooseObjects {
         const key = suffix === 0 ? base : `${base}.${suffix}`;
         const target = this.layout.objectPath(key);
         temp ??= await this.writeTemp(bytes, hash);
-        if (await this.linkInto(temp, target)) return { object: key, hash, size: bytes.length };
+        if (await this.linkInto(temp, target)) {
+          // Checked as a temp file before the link (writeTemp): a picture need not read it back.
+          await this.noteConfirmed(key, target);
+          return { object: key, hash, size: bytes.length };
+        }
         const existing = await this.readForCompare(target, bytes.length);
         if (existing === undefined) continue; // removed meanwhile: try the same key again
         if (existing !== null && bytesEqual(existing, bytes)) return { object: key, hash, size: bytes.length };
@@ -202,6 +208,45 @@ export class LooseObjects {
     }
   }
 
+  private async noteConfirmed(key: string, target: string): Promise<void> {
+    try {
+      this.confirmed.set(key, identityOf(await this.fs.lstat(target)));
+    } catch {
+      // Unconfirmed: the next picture that reuses it reads it back.
+    }
+  }
+
+  /**
+   * True when loose object `key` is good: decoded and hashed now, or earlier in this process while
+   * its file was the same (inode, size, ctime, mtime). Synchronous: it runs inside a picture's walk.
+   * Call `loadHasher` first.
+   */
+  confirm(key: string, parsed: { hash: string; size: number }): boolean {
+    const file = this.layout.objectPath(key);
+    let fd: number;
+    try {
+      fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    } catch {
+      return false;
+    }
+    try {
+      const stats = fstatSync(fd);
+      if (!stats.isFile()) return false;
+      const identity = identityOf(stats);
+      if (this.confirmed.get(key) === identity) return true;
+      this.confirmed.delete(key);
+      const stored = readExactlySync(fd, stats.size);
+      if (stored === undefined) return false;
+      checkObject(key, parsed, stored, file);
+      this.confirmed.set(key, identity);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** A loose copy of a small key (layout version 1), read for dedupe; `null` when undecodable. */
   readForDedupe(key: string, size: number): { bytes: Buffer; mtimeMs: number } | null | undefined {
     if (!this.mayHoldSmall()) return undefined;
@@ -304,6 +349,11 @@ export class LooseObjects {
     }
     return result;
   }
+}
+
+/** What a loose object file is on disk: a write, a truncation or a replacement changes it. */
+function identityOf(stats: { ino: number; size: number; ctimeMs: number; mtimeMs: number }): string {
+  return `${stats.ino}:${stats.size}:${stats.ctimeMs}:${stats.mtimeMs}`;
 }
 
 /** Reads exactly `size` bytes from the start of `fd`; `undefined` when the file turns out shorter. Bounded by the callers to small files. */

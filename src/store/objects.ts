@@ -8,6 +8,7 @@ import type { FileSystem } from '../fs/file-system.js';
 import { DIR_MODE, type StoreLayout } from './layout.js';
 import { LooseObjects, MAX_SUFFIX, type ObjectFileInfo } from './loose-objects.js';
 import { COMPRESS_MIN_BYTES, DEFLATE, RAW, baseObjectKey, bytesEqual, checkObject, decodeObject, encodeObjectSync, parseObjectKey, type ObjectRef } from './object-codec.js';
+import { DAMAGED_RECORD, confirmCopy } from './copy-check.js';
 import { PackIndex } from './pack-index.js';
 import {
   PACK_FRESH_MS,
@@ -77,6 +78,8 @@ export class ObjectStore {
   private loaded = false;
   /** Reused by the synchronous path (small objects only): no allocation per put for encoding. */
   private readonly recordScratch: Buffer = Buffer.allocUnsafe(MAX_RECORD_LENGTH);
+  /** The current {@link copyCheck} round: each pack's identity is looked at once per round. */
+  private confirmRound = 0;
 
   constructor(
     private readonly fs: FileSystem,
@@ -207,14 +210,29 @@ export class ObjectStore {
       stored = readRecord(loc);
     } catch (error) {
       if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') return 'gone';
-      if (isCheckpointError(error, 'INTEGRITY')) return 'damaged';
+      if (isCheckpointError(error, 'INTEGRITY')) {
+        loc.confirmed = DAMAGED_RECORD;
+        return 'damaged';
+      }
       throw error;
     }
     try {
       return bytesEqual(decodeObject(stored, bytes.length), bytes) ? 'equal' : 'different';
     } catch {
+      loc.confirmed = DAMAGED_RECORD;
       return 'damaged';
     }
+  }
+
+  /**
+   * A check, for one picture, that a key's stored copy is good before the picture references it
+   * again without reading the file: a pack record confirmed (copy-check.ts), or a loose file
+   * decoded and hashed, each remembered while its file is unchanged. `false` sends the picture to
+   * copy the file again, beside the damaged copy. Synchronous; call {@link load} first.
+   */
+  copyCheck(): (key: string) => boolean {
+    const round = ++this.confirmRound;
+    return (key) => this.loaded && confirmCopy(key, round, this.packs, this.loose, this.writer?.pack);
   }
 
   /**
@@ -351,6 +369,7 @@ export class ObjectStore {
       truncateSync(pack.path, pack.scannedTo);
       pack.tornTail = false;
     }
+    // Its records are not this process's to vouch for: no seal identity, so a copy check reads them.
     writeIndex(pack, this.layout.tempPath());
     pack.sealed = true;
   }
@@ -414,7 +433,11 @@ export class ObjectStore {
       } catch (error) {
         if (isCheckpointError(error, 'INTEGRITY') && error.found === 'ambiguous') throw error;
         if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') gone += 1;
-        else firstError ??= error;
+        else {
+          // Remembered: a later picture copies the file again instead of pointing at this record.
+          if (isCheckpointError(error, 'INTEGRITY')) loc.confirmed = DAMAGED_RECORD;
+          firstError ??= error;
+        }
       }
     }
     if (good !== undefined) return good;

@@ -92,8 +92,16 @@ export class PackIndex {
         }
         pack.sealed = true;
         pack.scannedTo = parsed.end;
+        // Sealed by its writer with its identity: while the pack is still that file, a copy check
+        // takes its records as written, without reading them (see ObjectStore.copyCheck).
+        const confirmed = parsed.sealIdentity !== undefined ? 0 : undefined;
+        if (parsed.sealIdentity !== undefined) {
+          pack.sealIdentity = parsed.sealIdentity;
+          pack.confirmedIdentity = parsed.sealIdentity;
+          pack.confirmEpoch = 0;
+        }
         for (const entry of parsed.entries) {
-          const loc: PackLoc = { key: entry.key, pack, offset: entry.offset, length: entry.length };
+          const loc: PackLoc = { key: entry.key, pack, offset: entry.offset, length: entry.length, confirmed };
           pack.records.push(loc);
           this.remember(loc);
         }

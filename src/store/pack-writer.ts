@@ -2,6 +2,7 @@ import { closeSync, constants as fsConstants, ftruncateSync, openSync, unlinkSyn
 import { CheckpointError } from '../core/errors.js';
 import { closeQuietly, writeAllSync } from '../fs/file-system.js';
 import { FILE_MODE, HOSTNAME } from './layout.js';
+import { packIdentity } from './copy-check.js';
 import { encodeHeader, newPackName, packFile, writeIndex, type PackFile, type PackHeader, type PackLoc } from './packs.js';
 
 /**
@@ -75,6 +76,11 @@ export class PackWriter {
     const fd = this.fd;
     if (fd === undefined || !this.usable) throw new CheckpointError('IO', 'pack writer is closed');
     const offset = this.pack.scannedTo;
+    const pack = this.pack;
+    // Once a copy check has confirmed this pack's records, each append notes the pack's identity
+    // before and after its own write: a change in between is someone else's, and un-confirms all.
+    const tracked = pack.confirmedIdentity !== undefined;
+    if (tracked && packIdentity(pack.path, fd) !== pack.confirmedIdentity) pack.confirmEpoch = (pack.confirmEpoch ?? 0) + 1;
     try {
       writeAllSync(fd, record);
     } catch (error) {
@@ -86,7 +92,9 @@ export class PackWriter {
       }
       throw error;
     }
-    const loc: PackLoc = { key, pack: this.pack, offset, length: record.length };
+    // Written by this process from bytes it holds: as good as a record read back and checked.
+    const loc: PackLoc = { key, pack: this.pack, offset, length: record.length, confirmed: pack.confirmEpoch ?? 0 };
+    if (tracked) pack.confirmedIdentity = packIdentity(pack.path, fd);
     this.pack.records.push(loc);
     this.pack.scannedTo = offset + record.length;
     this.lastWrite = Date.now();
@@ -101,6 +109,11 @@ export class PackWriter {
     this.fd = undefined;
     abandoned.unregister(this);
     openPackNames.delete(this.pack.name);
+    try {
+      this.pack.sealIdentity = packIdentity(this.pack.path, fd);
+    } catch {
+      // No identity in the index: a later copy check reads the records back instead.
+    }
     closeSync(fd);
     if (this.pack.records.length === 0) {
       // Nothing in it: remove instead of sealing an empty pack.

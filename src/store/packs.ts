@@ -98,6 +98,21 @@ export interface PackFile {
   records: PackLoc[];
   /** Removed from disk (by a prune): locations in it are dead. */
   gone: boolean;
+  /**
+   * The pack file's identity (inode, size, ctime, mtime) when its records were last confirmed
+   * (see `ObjectStore.copyCheck`); a change means someone wrote to it, and every record is
+   * confirmed again.
+   */
+  confirmedIdentity?: string;
+  /** Bumped whenever `confirmedIdentity` changes: a record confirmed in an older epoch is not any more. */
+  confirmEpoch?: number;
+  /** The copy-check round that last looked at the pack's identity. */
+  confirmRound?: number;
+  /**
+   * The pack's identity when it was sealed, after its last record (kept in its index): while the
+   * pack is still that file, every record stands as its writer wrote it.
+   */
+  sealIdentity?: string;
 }
 
 /** Where one record lives. A key held by several records chains them through `next`. */
@@ -109,6 +124,11 @@ export interface PackLoc {
   /** Whole record length. */
   length: number;
   next?: PackLoc;
+  /**
+   * The pack's `confirmEpoch` in which this record was read and found good (or written by this
+   * process); `DAMAGED_RECORD` (copy-check.ts) once a read found it damaged.
+   */
+  confirmed?: number;
 }
 
 /** The name of a new pack written by this process. */
@@ -371,7 +391,8 @@ export function formatIndex(pack: PackFile): Buffer[] {
     sum.update(chunk);
     chunks.push(chunk);
   };
-  add(`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}\n`);
+  // The seal identity is a fifth field, which readers of the four-field line ignore.
+  add(`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}${pack.sealIdentity !== undefined ? ` ${pack.sealIdentity}` : ''}\n`);
   let text = '';
   for (let i = 0; i < pack.records.length; i++) {
     const loc = pack.records[i] as PackLoc;
@@ -388,8 +409,11 @@ export function formatIndex(pack: PackFile): Buffer[] {
 
 const INDEX_CHUNK_RECORDS = 4096;
 
+/** The shape of a pack identity (copy-check.ts `packIdentity`). */
+const IDENTITY = /^[0-9]+:[0-9]+:[0-9.e+-]+:[0-9.e+-]+$/;
+
 /** Parses an index file; undefined when it does not check out (the pack is scanned instead). */
-export function parseIndex(text: string, pack: PackFile): { end: number; entries: { key: string; offset: number; length: number }[] } | undefined {
+export function parseIndex(text: string, pack: PackFile): { end: number; sealIdentity?: string; entries: { key: string; offset: number; length: number }[] } | undefined {
   const cut = text.lastIndexOf('\n', text.length - 2);
   if (cut < 0 || !text.endsWith('\n')) return undefined;
   const body = text.slice(0, cut + 1);
@@ -408,7 +432,8 @@ export function parseIndex(text: string, pack: PackFile): { end: number; entries
     if (!isObjectKey(key) || !Number.isSafeInteger(o) || !Number.isSafeInteger(l) || l <= 0 || o + l > end) return undefined;
     entries.push({ key, offset: o, length: l });
   }
-  return { end, entries };
+  const sealIdentity = head[4];
+  return sealIdentity !== undefined && IDENTITY.test(sealIdentity) ? { end, sealIdentity, entries } : { end, entries };
 }
 
 /**

@@ -288,6 +288,15 @@ export class CheckpointStore {
     return this.objects.load();
   }
 
+  /**
+   * A check, for one picture, that an object's stored copy is good before it is referenced again
+   * without the file being read (see `ObjectStore.copyCheck`): `false` when it is missing or
+   * damaged, and the picture copies the file again. Synchronous; call {@link loadObjects} first.
+   */
+  copyCheck(): (object: string) => boolean {
+    return this.objects.copyCheck();
+  }
+
   /** True once the object index is loaded. */
   get objectsLoaded(): boolean {
     return this.objects.isLoaded;

@@ -316,8 +316,10 @@ describe('turnback undo and redo', () => {
     tb(['run', '--', ...EDIT]);
     await writeFile(path.join(proj, 'src', 'parser.rs'), 'my own edit\n');
     const undo = tb(['undo', '--yes']);
-    expect(undo.code).toBe(0);
+    // Issue #27: an undo that left a file behind says so last, and in its exit code.
+    expect(undo.code).toBe(6);
     expect(undo.stdout).toMatch(/skipped +src\/parser\.rs +changed since/);
+    expect(undo.stdout.trimEnd().split('\n').at(-1)).toBe('not brought back: 1 file (1 changed since (your version is kept))');
     expect(await readFile(path.join(proj, 'src', 'parser.rs'), 'utf8')).toBe('my own edit\n');
   });
 

@@ -43,7 +43,9 @@ describe('turnback revert', () => {
     const turn = repo.newestId();
     await writeFile(path.join(repo.proj, 'w.txt'), 'by hand\n');
     const result = repo.tb(['revert', turn, '--yes', '--delete-created']);
-    expect(result.code).toBe(0);
+    // Issue #27: w.txt is left as the person made it, and the exit code and last line say so.
+    expect(result.code).toBe(6);
+    expect(result.stdout.trimEnd().split('\n').at(-1)).toMatch(/^not brought back: 1 file \(1 /);
     expect(await readFile(path.join(repo.proj, 'x.txt'), 'utf8')).toBe('x0\n');
     expect(await readFile(path.join(repo.proj, 'w.txt'), 'utf8')).toBe('by hand\n');
     expect(existsSync(path.join(repo.proj, 'new.txt'))).toBe(false);

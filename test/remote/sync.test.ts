@@ -211,3 +211,63 @@ describe('push and pull between two clones', () => {
     expect(isCheckpointError(error, 'INVALID_CONFIG')).toBe(true);
   });
 });
+
+describe('a pull trusts no mode a remote says (issue #27)', () => {
+  /** Rewrites the one remote manifest of `workspace` through `change`, as a tampered bucket would hold it. */
+  async function tamper(backend: DirectoryBackend, workspace: WorkspaceIdentity, change: (remote: { manifest: { entries: { path: string; before: { mode?: number }; afterMode?: number }[] } }) => void): Promise<void> {
+    const keys: string[] = [];
+    for await (const entry of backend.list(`v1/${workspace.id}/manifests/`)) keys.push(entry.key);
+    expect(keys).toHaveLength(1);
+    const key = keys[0] as string;
+    const remote = JSON.parse(((await backend.get(key)) as Buffer).toString('utf8')) as Parameters<typeof change>[0];
+    change(remote);
+    await backend.put(key, Buffer.from(JSON.stringify(remote)));
+  }
+
+  for (const [what, mode, field] of [
+    ['setuid and setgid', 0o6777, 'before'],
+    ['sticky', 0o1644, 'before'],
+    ['file-type bits', 0o100644, 'before'],
+    ['setuid, as the after-mode', 0o4755, 'afterMode'],
+  ] as const) {
+    it(`a manifest entry with ${what} (0o${mode.toString(8)}) is refused at pull: nothing of it is added, no object lands`, async () => {
+      const { base, a, b } = await twoClones();
+      const id = await turn(a, async () => fs.rm(path.join(a.project, 'src/f0.txt')));
+      const backend = await DirectoryBackend.open(path.join(base, 'remote'));
+      await pushCheckpoints(a.store, backend, a.workspace);
+      await tamper(backend, a.workspace, (remote) => {
+        const entry = remote.manifest.entries.find((e) => e.path === 'src/f0.txt');
+        if (entry === undefined) throw new Error('no entry for src/f0.txt');
+        if (field === 'before') entry.before.mode = mode;
+        else entry.afterMode = mode;
+      });
+      const error = await pullCheckpoints(b.store, backend, b.workspace).then(() => undefined, (e: unknown) => e);
+      expect(isCheckpointError(error, 'CORRUPT_MANIFEST'), String(error)).toBe(true);
+      expect((error as CheckpointError).message).toContain('src/f0.txt');
+      expect(await b.store.list()).toEqual([]);
+      expect(await b.store.listObjects()).toEqual([]);
+      const unknown = await b.store.manifest(id).then(() => undefined, (e: unknown) => e);
+      expect(isCheckpointError(unknown, 'UNKNOWN_CHECKPOINT')).toBe(true);
+    });
+  }
+
+  it('a push sends no mode bit a restore would not write (a setuid file goes as 0755), and the pulled undo recreates it 0755', async () => {
+    const { base, a, b } = await twoClones();
+    await fs.writeFile(path.join(a.project, 'tool.sh'), '#!/bin/sh\necho tool\n');
+    await fs.chmod(path.join(a.project, 'tool.sh'), 0o4755);
+    const id = await turn(a, async () => fs.rm(path.join(a.project, 'tool.sh')));
+    const local = (await a.store.manifest(id)).entries.find((e) => e.path === 'tool.sh');
+    expect(local?.before).toMatchObject({ type: 'file', mode: 0o4755 });
+    const backend = await DirectoryBackend.open(path.join(base, 'remote'));
+    await pushCheckpoints(a.store, backend, a.workspace);
+    await tamper(backend, a.workspace, (remote) => {
+      expect(remote.manifest.entries.find((e) => e.path === 'tool.sh')?.before.mode).toBe(0o755);
+    });
+    expect((await pullCheckpoints(b.store, backend, b.workspace)).pulled).toEqual([id]);
+    const observer = new CheckpointObserver({ store: b.store, sessionId: 'person-b' });
+    const undo = await observer.restore(id);
+    await observer.close();
+    expect(undo.failed).toEqual([]);
+    expect((await fs.lstat(path.join(b.project, 'tool.sh'))).mode & 0o7777).toBe(0o755);
+  });
+});
