@@ -115,14 +115,20 @@ export function turnsAsTargets(newestFirst: readonly Picture[], agents: AgentTur
   return targets;
 }
 
-/** The checkpoint that recorded agent tool call `callId` (its own call checkpoint, or a turn that holds it). */
-export async function checkpointOfCall(store: StoreView, callId: string): Promise<CheckpointId | undefined> {
-  const metas = (await store.list()).filter((m) => m.kind === 'call' || m.kind === 'turn').sort((a, b) => (a.id < b.id ? 1 : -1));
-  for (const meta of metas) {
-    const manifest = await store.manifest(meta.id).catch(() => undefined);
-    if (manifest?.calls.some((c) => c.callId === callId) === true) return meta.id;
+/**
+ * The checkpoint that holds what `meta` changed: for an agent turn's boundary (which records
+ * nothing itself), the turn's whole-turn picture once the turn has ended; else `meta` itself. So
+ * the id the list and the turn's end line offer shows, diffs and reverts the whole turn.
+ */
+export async function changesHolder(store: StoreView, meta: CheckpointMeta): Promise<CheckpointMeta> {
+  if (meta.kind !== 'turn' || meta.entryCount > 0 || parseAgentSessionId(meta.sessionId) === undefined) return meta;
+  const whole = turnCallId(meta.id);
+  for (const other of await store.list()) {
+    if (other.kind !== 'call' || other.sessionId !== meta.sessionId || other.id < meta.id) continue;
+    const manifest = await store.manifest(other.id).catch(() => undefined);
+    if (manifest?.calls.some((c) => c.callId === whole) === true) return other;
   }
-  return undefined;
+  return meta;
 }
 
 /** What an undo of an agent's turn takes back when other agents' sessions worked in the project too. */

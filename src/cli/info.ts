@@ -10,7 +10,8 @@ import { handleInterrupted, printInterrupted, runningText, type InterruptedRepor
 import { CliExit, type Io } from './io.js';
 import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
-import { agentTurns, turnChanged, turnTitle, type AgentTurn } from './agent-turns.js';
+import { agentTurns, changesHolder, turnChanged, turnTitle, type AgentTurn } from './agent-turns.js';
+import { parseAgentSessionId } from '../hooks.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
@@ -128,15 +129,21 @@ export async function openExisting(options: GlobalOptions, io: Io): Promise<{ co
 export async function showCommand(id: string, paths: string[], options: GlobalOptions, io: Io): Promise<number> {
   const { context, store } = await openExisting(options, io);
   const meta = await resolveId(store, id);
+  // An agent turn's boundary stands for the turn: its whole-turn picture holds what it changed.
+  const holder = await changesHolder(store, meta);
   const observer = observerFor(context, store);
-  const whole = await observer.turnChanges(meta.id as CheckpointId);
+  const whole = await observer.turnChanges(holder.id as CheckpointId);
+  const calls = (await store.manifest(holder.id as CheckpointId)).calls.map((c) => c.callId);
   await observer.close();
   const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd))) : () => true;
   const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
   const list = await turnEndListFor(context, turn);
   list.notes.push(...(await callNotesSince(store, meta, true)));
-  io.emit({ checkpoint: metaJson(meta), list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
+  io.emit({ checkpoint: metaJson(meta), ...(holder.id !== meta.id ? { turnPicture: metaJson(holder) } : {}), calls, list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
   io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
+  // An agent's tool call by the id the agent gave it: `turnback undo --call ID` takes it.
+  const toolCalls = parseAgentSessionId(holder.sessionId) !== undefined ? calls.filter((c) => !c.startsWith('turn:')) : [];
+  if (toolCalls.length > 0) io.out(io.style.dim(`tool ${toolCalls.length === 1 ? 'call' : 'calls'} ${toolCalls.map((c) => shownText(c)).join(', ')}`));
   io.out(...renderTurnEndList(list, io.style));
   return EXIT.ok;
 }

@@ -5,8 +5,9 @@ import type { GlobalOptions } from './context.js';
 import { LineReader } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
-import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
-import { checkpointOfCall } from './agent-turns.js';
+import { checkpointOfCall, displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
+import { changesHolder } from './agent-turns.js';
+import { isCheckpointError } from '../index.js';
 import { callWords, sharedChanges } from '../hooks.js';
 import { projectPathOf } from './undo.js';
 import { openExisting } from './info.js';
@@ -31,7 +32,8 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
   const { context, store, observer } = await openForRestore(options, io);
   let lines: LineReader | undefined;
   try {
-    const meta = await resolveId(store, id);
+    // An agent turn's boundary stands for the turn: its whole-turn picture holds the changes.
+    const meta = await changesHolder(store, await resolveId(store, id));
     if (meta.kind !== 'turn' && meta.kind !== 'call') {
       throw new CliExit(EXIT.usage, 'USAGE', `revert takes a picture a run took; ${displayLabel(meta)} is ${meta.kind === 'pre-restore' ? "a restore's save (turnback redo, or turnback undo ID, brings it back)" : `a ${meta.kind}`}`);
     }
@@ -100,15 +102,24 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
 
 /**
  * `turnback undo --call TOOL_CALL_ID`: undoes one agent tool call — a revert of the checkpoint
- * that recorded it (later calls and turns kept).
+ * that recorded it (later calls and turns kept). Takes the agent's tool-call id or the call's
+ * picture id as `list` shows it.
  *
  * @throws CliExit (usage, exit 2) when no checkpoint here recorded that call.
  */
 export async function revertCallCommand(callId: string, options: RevertOptions, io: Io): Promise<number> {
   const { store } = await openExisting(options, io);
-  const id = await checkpointOfCall(store, callId);
-  if (id === undefined) throw new CliExit(EXIT.usage, 'UNKNOWN_CALL', `no picture in this project recorded tool call ${callId}`);
-  return revertCommand(id, options, io);
+  // The agent's tool-call id, or any id a list, show or --json output printed for the call (or its turn).
+  let meta = await checkpointOfCall(store, callId);
+  if (meta === undefined) {
+    try {
+      meta = await resolveId(store, callId);
+    } catch (error) {
+      if (isCheckpointError(error, 'INVALID_ID') || (error instanceof CliExit && error.reason === 'UNKNOWN_CHECKPOINT')) throw new CliExit(EXIT.usage, 'UNKNOWN_CALL', `no picture in this project recorded tool call ${shownText(callId)}`);
+      throw error;
+    }
+  }
+  return revertCommand(meta.id, options, io);
 }
 
 /** The paths a revert refuses because another call open at the time could have changed them, with those calls. */
