@@ -1,5 +1,5 @@
-import { parseAgentSessionId, turnCallId } from '../hooks.js';
-import { isCheckpointError, type CheckpointId, type StoreView } from '../index.js';
+import { callWords, parseAgentSessionId, sharedChanges, turnCallId } from '../hooks.js';
+import { isCheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
 import { observerFor, type CliContext } from './context.js';
 import type { Picture } from './pictures.js';
 
@@ -116,14 +116,81 @@ export function turnsAsTargets(newestFirst: readonly Picture[], agents: AgentTur
   return targets;
 }
 
-/** The checkpoint that recorded agent tool call `callId` (its own call checkpoint, or a turn that holds it). */
-export async function checkpointOfCall(store: StoreView, callId: string): Promise<CheckpointId | undefined> {
-  const metas = (await store.list()).filter((m) => m.kind === 'call' || m.kind === 'turn').sort((a, b) => (a.id < b.id ? 1 : -1));
-  for (const meta of metas) {
-    const manifest = await store.manifest(meta.id).catch(() => undefined);
-    if (manifest?.calls.some((c) => c.callId === callId) === true) return meta.id;
+/**
+ * The checkpoint that holds what `meta` changed: for an agent turn's boundary (which records
+ * nothing itself), the turn's whole-turn picture once the turn has ended; else `meta` itself. So
+ * the id the list and the turn's end line offer shows, diffs and reverts the whole turn.
+ */
+export async function changesHolder(store: StoreView, meta: CheckpointMeta): Promise<CheckpointMeta> {
+  if (meta.kind !== 'turn' || meta.entryCount > 0 || parseAgentSessionId(meta.sessionId) === undefined) return meta;
+  const whole = turnCallId(meta.id);
+  for (const other of await store.list()) {
+    if (other.kind !== 'call' || other.sessionId !== meta.sessionId || other.id < meta.id) continue;
+    const manifest = await store.manifest(other.id).catch(() => undefined);
+    if (manifest?.calls.some((c) => c.callId === whole) === true) return other;
   }
-  return undefined;
+  return meta;
+}
+
+/** What an undo of an agent's turn takes back when other agents' sessions worked in the project too. */
+export interface SessionScope {
+  /** The paths the session's own pictures changed, from the turn on, that no other session changed. */
+  paths: string[];
+  /** Paths only other sessions changed since: left as they are. */
+  left: { path: string; by: string }[];
+  /** Paths the session changed that another session changed too, or that changed while another's call ran: refused, with why. */
+  refused: { path: string; why: string }[];
+}
+
+/**
+ * The scope of an undo of agent turn `boundary`: its session's own changes from the turn on. The
+ * turns of other agents' sessions that overlap in time are never taken back with it: what they
+ * changed is left, and a path both changed, or that changed while another session's call was
+ * open too, is refused (unless `forced`). `undefined` when no other agent session recorded
+ * anything since the turn began: the undo is the plain restore to the turn's start.
+ */
+export async function sessionScope(store: StoreView, boundary: CheckpointMeta, forced: readonly string[]): Promise<SessionScope | undefined> {
+  const session = boundary.sessionId;
+  if (session === undefined || parseAgentSessionId(session) === undefined || boundary.kind !== 'turn') return undefined;
+  const since = (await store.list()).filter((m) => m.id >= boundary.id && (m.kind === 'turn' || m.kind === 'call') && m.entryCount > 0).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const others = since.filter((m) => m.sessionId !== session && parseAgentSessionId(m.sessionId) !== undefined);
+  if (others.length === 0) return undefined;
+  const ownAfter = new Map<string, Set<string | undefined>>();
+  const refused = new Map<string, string>();
+  for (const meta of since.filter((m) => m.sessionId === session)) {
+    const manifest = await store.manifest(meta.id as CheckpointId);
+    for (const entry of manifest.entries) {
+      const ends = ownAfter.get(entry.path) ?? new Set();
+      ends.add(entry.after);
+      ownAfter.set(entry.path, ends);
+    }
+    for (const call of manifest.calls) {
+      for (const change of await sharedChanges(store, session, call.callId)) {
+        const foreign = change.with.filter((c) => c.session !== session);
+        if (foreign.length > 0 && !refused.has(change.path)) refused.set(change.path, `changed while ${foreign.map(callWords).join(', ')} ran too`);
+      }
+    }
+  }
+  const left = new Map<string, string>();
+  for (const meta of others) {
+    const manifest = await store.manifest(meta.id as CheckpointId);
+    const agent = parseAgentSessionId(meta.sessionId)?.agent ?? 'another agent';
+    const by = `${agent}: ${meta.label ?? meta.kind}`;
+    for (const entry of manifest.entries) {
+      const ours = ownAfter.get(entry.path);
+      // A picture of theirs whose window held our change ends the path where ours did.
+      if (ours === undefined) {
+        if (!left.has(entry.path)) left.set(entry.path, by);
+      } else if (!ours.has(entry.after) && !refused.has(entry.path)) refused.set(entry.path, `changed by ${by} too`);
+    }
+  }
+  for (const path of forced) refused.delete(path);
+  const paths = [...ownAfter.keys()].filter((p) => !refused.has(p)).sort();
+  return {
+    paths,
+    left: [...left].filter(([p]) => !ownAfter.has(p)).map(([path, by]) => ({ path, by })),
+    refused: [...refused].filter(([p]) => ownAfter.has(p)).map(([path, why]) => ({ path, why })),
+  };
 }
 
 /**

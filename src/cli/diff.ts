@@ -11,6 +11,7 @@ import { metaJson, openExisting } from './info.js';
 import type { Io } from './io.js';
 import { pathMatcher } from './path-patterns.js';
 import { displayLabel, resolveId } from './pictures.js';
+import { changesHolder } from './agent-turns.js';
 import { projectPathOf } from './undo.js';
 import { readRegularFile } from '../fs/regular-file.js';
 
@@ -97,19 +98,39 @@ function contentDiff(projectPath: string, before: Side, now: Side): string {
   return `${shownPath(projectPath)}: ${describe(before)} → ${describe(now)}\n`;
 }
 
+/** What a recorded state holds, to tell two records of one path apart (content, link target, kind). */
+function stateKey(state: PathState): string {
+  switch (state.type) {
+    case 'file':
+      return `file:${state.hash}`;
+    case 'uncopied':
+      return state.hash === undefined ? `uncopied:${state.size}` : `file:${state.hash}`;
+    case 'symlink':
+      return `symlink:${state.target}`;
+    case 'absent':
+      return 'absent';
+    case 'other':
+      return `other:${state.kind}`;
+  }
+}
+
 /**
  * What each of `paths` held right after `meta`'s turn: the state the next timeline checkpoint that
  * touched it recorded before its own change (an undo's save counts: it saw the turn's result).
  * Paths no later checkpoint touched are absent from the map: their result is the tree now.
  */
-async function statesAfterTurn(store: StoreView, meta: CheckpointMeta, paths: readonly string[]): Promise<Map<string, PathState>> {
-  const wanted = new Set(paths);
+async function statesAfterTurn(store: StoreView, meta: CheckpointMeta, entries: readonly { path: string; before: PathState }[]): Promise<Map<string, PathState>> {
+  const wanted = new Set(entries.map((e) => e.path));
+  const ownBefore = new Map(entries.map((e) => [e.path, stateKey(e.before)]));
   const after = new Map<string, PathState>();
   const later = (await store.list()).filter((m) => TIMELINE.has(m.kind) && m.id > meta.id && m.entryCount > 0).sort((a, b) => (a.id < b.id ? -1 : 1));
   for (const next of later) {
     if (wanted.size === 0) break;
     for (const entry of (await store.manifest(next.id as CheckpointId)).entries) {
-      if (!wanted.delete(entry.path)) continue;
+      // A later picture whose window began before this one's change (an agent turn's whole-turn
+      // picture, another session's) starts where this one did: it says nothing of the result.
+      if (!wanted.has(entry.path) || stateKey(entry.before) === ownBefore.get(entry.path)) continue;
+      wanted.delete(entry.path);
       after.set(entry.path, entry.before);
     }
   }
@@ -128,7 +149,10 @@ function unchangedSince(entry: PlanEntry): boolean {
  */
 export async function diffCommand(id: string, paths: string[], options: DiffOptions, io: Io): Promise<number> {
   const { context, store } = await openExisting(options, io);
-  const meta = await resolveId(store, id);
+  const asked = await resolveId(store, id);
+  // An agent turn's boundary stands for the turn (its whole-turn picture holds what it changed);
+  // --to-now compares from the boundary itself.
+  const meta = options.toNow === true ? asked : await changesHolder(store, asked);
   const maxFileMib = context.config.resolved.maxFileMib;
   // Files, folders and globs: each stands for the changed paths it matches.
   const only = paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd, 'diff'));
@@ -143,7 +167,7 @@ export async function diffCommand(id: string, paths: string[], options: DiffOpti
     }
   } else {
     const entries = (await store.manifest(meta.id as CheckpointId)).entries.filter((e) => matches(e.path));
-    const after = await statesAfterTurn(store, meta, entries.map((e) => e.path));
+    const after = await statesAfterTurn(store, meta, entries);
     const planned = new Map(plan.entries.map((e) => [e.path, e]));
     for (const entry of entries) {
       const later = after.get(entry.path);

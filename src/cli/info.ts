@@ -10,7 +10,8 @@ import { handleInterrupted, printInterrupted, runningText, type InterruptedRepor
 import { CliExit, type Io } from './io.js';
 import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateText, undoablePictures, type Picture } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
-import { agentTurns, turnChanged, turnTitle, type AgentTurn } from './agent-turns.js';
+import { agentTurns, changesHolder, turnChanged, turnTitle, type AgentTurn } from './agent-turns.js';
+import { parseAgentSessionId } from '../hooks.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
@@ -71,10 +72,15 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
     const ran = store === undefined ? '' : await runText(store, meta);
     return `${indent}${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${ran}${state === '' ? '' : io.style.dim(`   (${state})`)}`;
   };
-  // One entry per picture, or per agent turn (its header and its tool calls' rows).
+  // One entry per picture, or per agent turn (its header and its tool calls' rows). An undo's or
+  // a redo's save is bookkeeping: it goes under the row whose undo made it (a redo's, under the
+  // row its undo went under), not in a row of its own.
+  const saves = foldedSaves(listed, agents);
   const entries: (Picture | AgentTurn)[] = [];
   const grouped = new Set<AgentTurn>();
+  const folded = new Set([...saves.values()].flat().map((p) => p.id));
   for (const meta of listed) {
+    if (folded.has(meta.id)) continue;
     const turn = agents.byPicture.get(meta.id);
     if (turn === undefined) entries.push(meta);
     else if (!grouped.has(turn)) {
@@ -84,8 +90,12 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
   }
   const shown = rowsShown(entries.length, context.maxRows);
   for (const entry of entries.slice(0, shown)) {
+    const savesUnder = async (key: Picture | AgentTurn): Promise<void> => {
+      for (const save of saves.get(key) ?? []) io.out(await row(save, '  ↳ '));
+    };
     if (!('boundary' in entry)) {
       io.out(await row(entry, ''));
+      await savesUnder(entry);
       continue;
     }
     const changed = turnChanged(entry);
@@ -93,10 +103,36 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
     io.out(`${io.style.bold(turnTitle(entry, shownText))} · ${displayTime(entry.boundary.shownAt)}   ${whole}   ${io.style.dim(`(turnback undo ${shortId(entry.boundary.id)} undoes it)`)}`);
     // A tool call that changed nothing (the empty turn its before event opened) is noise here.
     for (const call of entry.calls) if (everything || call.entryCount > 0) io.out(await row(call, '  '));
+    await savesUnder(entry);
   }
   if (entries.length > shown) io.out(io.style.dim(`… and ${entries.length - shown} older ${entries.length - shown === 1 ? 'entry' : 'entries'} (--all lists every one)`));
   if (!everything && unchanged > 0) io.out(io.style.dim(`${unchanged} ${unchanged === 1 ? 'picture' : 'pictures'} in which nothing changed not shown (--all shows them)`));
   return EXIT.ok;
+}
+
+/**
+ * The restores' saves of `listed` (newest first) by the entry they go under: the picture, or the
+ * agent turn, the undo restored to; a redo's save goes where the save it restored went. A save
+ * whose picture is not listed (pruned, or quiet) keeps a row of its own.
+ */
+function foldedSaves(listed: readonly Picture[], agents: { byPicture: Map<string, AgentTurn> }): Map<Picture | AgentTurn, Picture[]> {
+  const byId = new Map(listed.map((p) => [p.id as string, p]));
+  const ownerOf = (id: string | undefined, depth: number): Picture | AgentTurn | undefined => {
+    if (id === undefined || depth > 64) return undefined;
+    const turn = agents.byPicture.get(id);
+    if (turn !== undefined) return turn;
+    const picture = byId.get(id);
+    if (picture === undefined) return undefined;
+    return picture.kind === 'pre-restore' ? ownerOf(picture.restoreOf, depth + 1) : picture;
+  };
+  const saves = new Map<Picture | AgentTurn, Picture[]>();
+  for (const picture of listed) {
+    if (picture.kind !== 'pre-restore') continue;
+    const owner = ownerOf(picture.restoreOf, 0);
+    if (owner === undefined) continue;
+    saves.set(owner, [...(saves.get(owner) ?? []), picture]);
+  }
+  return saves;
 }
 
 /** The `agent` part of a picture's `--json` row: its agent, session, turn and role. */
@@ -128,15 +164,21 @@ export async function openExisting(options: GlobalOptions, io: Io): Promise<{ co
 export async function showCommand(id: string, paths: string[], options: GlobalOptions, io: Io): Promise<number> {
   const { context, store } = await openExisting(options, io);
   const meta = await resolveId(store, id);
+  // An agent turn's boundary stands for the turn: its whole-turn picture holds what it changed.
+  const holder = await changesHolder(store, meta);
   const observer = observerFor(context, store);
-  const whole = await observer.turnChanges(meta.id as CheckpointId);
+  const whole = await observer.turnChanges(holder.id as CheckpointId);
+  const calls = (await store.manifest(holder.id as CheckpointId)).calls.map((c) => c.callId);
   await observer.close();
   const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd, 'show'))) : () => true;
   const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
   const list = await turnEndListFor(context, turn);
   list.notes.push(...(await callNotesSince(store, meta, true)));
-  io.emit({ checkpoint: metaJson(meta), list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
+  io.emit({ checkpoint: metaJson(meta), ...(holder.id !== meta.id ? { turnPicture: metaJson(holder) } : {}), calls, list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
   io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
+  // An agent's tool call by the id the agent gave it: `turnback undo --call ID` takes it.
+  const toolCalls = parseAgentSessionId(holder.sessionId) !== undefined ? calls.filter((c) => !c.startsWith('turn:')) : [];
+  if (toolCalls.length > 0) io.out(io.style.dim(`tool ${toolCalls.length === 1 ? 'call' : 'calls'} ${toolCalls.map((c) => shownText(c)).join(', ')}`));
   io.out(...renderTurnEndList(list, io.style));
   return EXIT.ok;
 }

@@ -118,7 +118,7 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
   ).action((id: string | undefined, options: UndoOptions) =>
     guarded(options.json, (io) => {
       if (options.call === undefined) return undoCommand(id, options, io);
-      if (id !== undefined || options.path !== undefined || options.force !== undefined) throw new CliExit(EXIT.usage, 'USAGE', '--call takes no picture id, --path or --force');
+      if (id !== undefined || options.path !== undefined) throw new CliExit(EXIT.usage, 'USAGE', '--call takes no picture id or --path');
       return revertCallCommand(options.call, options, io);
     }),
   );
@@ -138,7 +138,8 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
       .argument('<id>', 'full id or the short id from list')
       .option('--yes', 'do not ask')
       .option('--dry-run', 'show the preview, change nothing')
-      .option('--delete-created', 'also delete files that turn created'),
+      .option('--delete-created', 'also delete files that turn created')
+      .addOption(new Option('--force <path>', 'also write back this path though it would be refused (changed while another call ran too, a write cut short, or changed since; what is there now is saved first; repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value])),
   ).action((id: string, options: RevertOptions) => guarded(options.json, (io) => revertCommand(id, options, io)));
 
   common(program.command('status').description('on or off and why, the store, the last picture, any interrupted run')).action((options: GlobalOptions) =>

@@ -152,7 +152,10 @@ export async function resolveId(store: StoreView, given: string): Promise<Checkp
   if (exact !== undefined) return exact;
   // A short id is 8 hex digits; a full id starts with 13 digits of milliseconds.
   if (!/^[0-9a-f]{4,8}$|^[0-9]{4,13}(-[0-9a-z]{0,4}(-[0-9a-f]{0,8})?)?$/.test(text)) {
-    throw new CheckpointError('INVALID_ID', `not a checkpoint id: ${shownText(given.slice(0, 80))} (a full id, or 4 or more of its first or last characters, as turnback list shows)`);
+    // An agent's tool-call id (`toolu_…`, `call_…`, a paired call's key), as show and --json print it.
+    const ofCall = await checkpointOfCall(store, given.trim(), metas);
+    if (ofCall !== undefined) return ofCall;
+    throw new CheckpointError('INVALID_ID', `not a checkpoint id: ${shownText(given.slice(0, 80))} (a full id, or 4 or more of its first or last characters, as turnback list shows, or an agent's tool-call id)`);
   }
   // Any unique prefix of 4 or more characters, of the full id or of the short id `list` shows.
   const matches = metas.filter((m) => m.id.startsWith(text) || shortId(m.id).startsWith(text));
@@ -160,12 +163,30 @@ export async function resolveId(store: StoreView, given: string): Promise<Checkp
   if (matches.length > 1) {
     throw new CheckpointError('INVALID_ID', `${text} matches ${matches.length} pictures (${matches.slice(0, 5).map((m) => shortId(m.id)).join(', ')}${matches.length > 5 ? ', …' : ''}); give more of the id`);
   }
+  const ofCall = await checkpointOfCall(store, given.trim(), metas);
+  if (ofCall !== undefined) return ofCall;
   const removal = await store.removal(text);
   if (removal === undefined) throw new CliExit(EXIT.usage, 'UNKNOWN_CHECKPOINT', `no picture ${text} in this project (turnback list shows them)`);
   // Pruned by retain, cleared by keep_days or the store cap, dropped: the store's words say which.
   throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(text, removal));
 }
 
+/**
+ * The checkpoint that recorded tool call `callId` (its own call checkpoint, or a turn that holds
+ * it), newest first; the exact id, else the one id that matches ignoring case.
+ */
+export async function checkpointOfCall(store: StoreView, callId: string, metas?: readonly CheckpointMeta[]): Promise<CheckpointMeta | undefined> {
+  const candidates = (metas ?? (await store.list())).filter((m) => (m.kind === 'call' || m.kind === 'turn') && m.sessionId !== undefined).sort((a, b) => (a.id < b.id ? 1 : -1));
+  const folded: CheckpointMeta[] = [];
+  for (const meta of candidates) {
+    const manifest = await store.manifest(meta.id).catch(() => undefined);
+    for (const call of manifest?.calls ?? []) {
+      if (call.callId === callId) return meta;
+      if (call.callId.toLowerCase() === callId.toLowerCase() && !folded.includes(meta)) folded.push(meta);
+    }
+  }
+  return folded.length === 1 ? folded[0] : undefined;
+}
 
 /** The undo target for one path: the newest undoable checkpoint with an entry for it. */
 export async function latestCheckpointFor(store: StoreView, projectPath: string): Promise<Picture | undefined> {

@@ -1,12 +1,15 @@
 import type { CheckpointId } from '../index.js';
-import { shownPath } from '../report/escape.js';
+import { shownPath, shownText } from '../report/escape.js';
 import { rowsShown } from '../report/folding.js';
 import type { GlobalOptions } from './context.js';
 import { LineReader } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
-import { displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
-import { checkpointOfCall } from './agent-turns.js';
+import { checkpointOfCall, displayLabel, resolveId, shortId, undoablePictures } from './pictures.js';
+import { changesHolder } from './agent-turns.js';
+import { isCheckpointError } from '../index.js';
+import { callWords, sharedChanges } from '../hooks.js';
+import { projectPathOf } from './undo.js';
 import { openExisting } from './info.js';
 import { applySteps, cancelled, confirm, nothingToChange, openForRestore, personOf, planStep, showPreviews, withNotes } from './undo.js';
 
@@ -15,6 +18,8 @@ export interface RevertOptions extends GlobalOptions {
   yes?: boolean;
   dryRun?: boolean;
   deleteCreated?: boolean;
+  /** Paths to write back though they would be refused (changed while another call ran too; a write cut short). */
+  force?: string[];
 }
 
 /**
@@ -27,11 +32,13 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
   const { context, store, observer } = await openForRestore(options, io);
   let lines: LineReader | undefined;
   try {
-    const meta = await resolveId(store, id);
+    // An agent turn's boundary stands for the turn: its whole-turn picture holds the changes.
+    const meta = await changesHolder(store, await resolveId(store, id));
     if (meta.kind !== 'turn' && meta.kind !== 'call') {
       throw new CliExit(EXIT.usage, 'USAGE', `revert takes a picture a run took; ${displayLabel(meta)} is ${meta.kind === 'pre-restore' ? "a restore's save (turnback redo, or turnback undo ID, brings it back)" : `a ${meta.kind}`}`);
     }
-    const ownEntries = (await store.manifest(meta.id as CheckpointId)).entries;
+    const manifest = await store.manifest(meta.id as CheckpointId);
+    const ownEntries = manifest.entries;
     const own = [...new Set(ownEntries.map((e) => e.path))].sort();
     const ownAfter = new Map(ownEntries.map((e) => [e.path, e.after]));
     if (own.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: ${displayLabel(meta)} changed no file`);
@@ -47,23 +54,42 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
         if (!sameEnd && wanted.delete(entry.path)) changedLater.set(entry.path, `${shortId(next.id)} ${displayLabel(next)}`);
       }
     }
-    const free = own.filter((p) => !changedLater.has(p));
+    // A change another call open at the same time could have made is not this picture's alone:
+    // refused, with the reason, unless named with --force.
+    const forced = (options.force ?? []).map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
+    const refusedRows: { path: string; with: string }[] = [];
+    if (manifest.sessionId !== undefined) {
+      for (const call of manifest.calls) {
+        for (const change of await sharedChanges(store, manifest.sessionId, call.callId)) {
+          if (!wanted.has(change.path) || forced.includes(change.path) || refusedRows.some((r) => r.path === change.path)) continue;
+          refusedRows.push({ path: change.path, with: change.with.map(callWords).join(', ') });
+        }
+      }
+    }
+    const refusedPaths = new Set(refusedRows.map((r) => r.path));
+    const free = own.filter((p) => !changedLater.has(p) && !refusedPaths.has(p));
     const created = options.deleteCreated === true ? 'delete' : 'keep';
     const leftRows = [...changedLater].map(([p, by]) => ({ path: p, by }));
-    io.emit({ revert: meta.id, changedLater: leftRows });
+    io.emit({ revert: meta.id, changedLater: leftRows, refused: refusedRows });
+    const printAside = (): void => {
+      printLeft(io, leftRows, context.maxRows);
+      printRefused(io, refusedRows, context.maxRows);
+    };
     if (free.length === 0) {
-      printLeft(io, leftRows, context.maxRows);
-      throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: every file ${displayLabel(meta)} changed was changed again by a later picture`);
+      printAside();
+      const why = refusedRows.length > 0 ? 'was changed again by a later picture, or while another call ran too' : 'was changed again by a later picture';
+      throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: every file ${displayLabel(meta)} changed ${why}`);
     }
-    const step = await withNotes(store, await planStep(observer, meta, created, free, context.config.resolved.maxFileMib, `revert ${displayLabel(meta)} (its own changes; later turns kept)`), true);
+    const planForce = forced.filter((p) => free.includes(p));
+    const step = await withNotes(store, await planStep(observer, meta, created, free, context.config.resolved.maxFileMib, `revert ${displayLabel(meta)} (its own changes; later turns kept)`, planForce.length > 0 ? planForce : undefined), true);
     if (!step.preview.writes) {
-      printLeft(io, leftRows, context.maxRows);
+      printAside();
       return nothingToChange(io, [step], context.maxRows);
     }
     showPreviews(io, [step], context.maxRows);
-    printLeft(io, leftRows, context.maxRows);
+    printAside();
     if (options.dryRun === true) {
-      io.emit({ dryRun: true, previews: [{ checkpoint: meta.id, ...step.preview, entries: step.plan.entries }], changedLater: leftRows });
+      io.emit({ dryRun: true, previews: [{ checkpoint: meta.id, ...step.preview, entries: step.plan.entries }], changedLater: leftRows, refused: refusedRows });
       return EXIT.ok;
     }
     if (!(await confirm(io, options, () => (lines ??= new LineReader(personOf(io).input))))) return cancelled(io);
@@ -76,15 +102,33 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
 
 /**
  * `turnback undo --call TOOL_CALL_ID`: undoes one agent tool call — a revert of the checkpoint
- * that recorded it (later calls and turns kept).
+ * that recorded it (later calls and turns kept). Takes the agent's tool-call id or the call's
+ * picture id as `list` shows it.
  *
  * @throws CliExit (usage, exit 2) when no checkpoint here recorded that call.
  */
 export async function revertCallCommand(callId: string, options: RevertOptions, io: Io): Promise<number> {
   const { store } = await openExisting(options, io);
-  const id = await checkpointOfCall(store, callId);
-  if (id === undefined) throw new CliExit(EXIT.usage, 'UNKNOWN_CALL', `no picture in this project recorded tool call ${callId}`);
-  return revertCommand(id, options, io);
+  // The agent's tool-call id, or any id a list, show or --json output printed for the call (or its turn).
+  let meta = await checkpointOfCall(store, callId);
+  if (meta === undefined) {
+    try {
+      meta = await resolveId(store, callId);
+    } catch (error) {
+      if (isCheckpointError(error, 'INVALID_ID') || (error instanceof CliExit && error.reason === 'UNKNOWN_CHECKPOINT')) throw new CliExit(EXIT.usage, 'UNKNOWN_CALL', `no picture in this project recorded tool call ${shownText(callId)}`);
+      throw error;
+    }
+  }
+  return revertCommand(meta.id, options, io);
+}
+
+/** The paths a revert refuses because another call open at the time could have changed them, with those calls. */
+function printRefused(io: Io, rows: readonly { path: string; with: string }[], maxRows: number): void {
+  if (rows.length === 0) return;
+  io.out(`refused: ${rows.length} ${rows.length === 1 ? 'file' : 'files'} changed while another call ran too (--force PATH takes ${rows.length === 1 ? 'it' : 'one'} back anyway)`);
+  const shown = rowsShown(rows.length, maxRows);
+  for (const row of rows.slice(0, shown)) io.out(`  refused     ${shownPath(row.path)}   ${io.style.dim(`changed while ${shownText(row.with)} ran too`)}`);
+  if (rows.length > shown) io.out(io.style.dim(`  … and ${rows.length - shown} more refused (--all lists every one)`));
 }
 
 /** The paths a revert leaves because a later picture changed them again, with that picture. */

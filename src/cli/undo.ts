@@ -9,8 +9,9 @@ import { CliExit, type Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
 import { bareUndoTarget, redoStack } from './undo-stack.js';
-import { agentTurns, endOpenAgentCalls, turnsAsTargets } from './agent-turns.js';
+import { agentTurns, endOpenAgentCalls, sessionScope, turnsAsTargets } from './agent-turns.js';
 import { parseAgentSessionId } from '../hooks.js';
+import { rowsShown } from '../report/folding.js';
 import { callNotesSince, displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
 /** Options of `turnback undo`. */
@@ -34,6 +35,26 @@ export interface Step {
   preview: UndoPreview;
   /** What the runs in the span did beyond files (git's HEAD moved, files staged): a file restore leaves it. */
   notes?: string[];
+  /** An agent turn's undo beside other agents' sessions: what it leaves to them, and what it refuses (see `sessionScope`). */
+  aside?: { left: { path: string; by: string }[]; refused: { path: string; why: string }[] };
+}
+
+/**
+ * The step that undoes `meta`: for an agent's turn while other agents' sessions worked in the
+ * project too, only that session's own changes (theirs left, the ones both could have made
+ * refused unless forced); else the restore to `meta`.
+ */
+async function undoStep(io: Io, store: StoreView, observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', maxFileMib: number, forced: string[] | undefined, maxRows: number): Promise<Step> {
+  const scope = await sessionScope(store, meta, forced ?? []);
+  if (scope === undefined) return planStep(observer, meta, created, undefined, maxFileMib, undefined, forced);
+  if (scope.paths.length === 0) {
+    showAside(io, scope, maxRows);
+    io.emit({ restored: false, reason: 'nothing-own', left: scope.left, refused: scope.refused });
+    throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to undo: every file ${displayLabel(meta)} changed was changed by another agent too, or while its call ran`);
+  }
+  const title = `undo ${displayLabel(meta)} (this agent's own changes; other agents' kept)`;
+  const step = await planStep(observer, meta, created, scope.paths, maxFileMib, title, forced);
+  return { ...step, aside: { left: scope.left, refused: scope.refused } };
 }
 
 /**
@@ -163,6 +184,20 @@ export function showPreviews(io: Io, steps: readonly Step[], maxRows: number): v
   for (const step of steps) {
     io.out(...renderUndoPreview(step.preview, io.style, maxRows));
     for (const note of step.notes ?? []) io.out(io.style.dim(`note: ${shownText(note)}`));
+    if (step.aside !== undefined) showAside(io, step.aside, maxRows);
+  }
+}
+
+/** What an agent turn's undo leaves to other agents' sessions, and what it refuses. */
+function showAside(io: Io, aside: NonNullable<Step['aside']>, maxRows: number): void {
+  const { left, refused } = aside;
+  if (left.length > 0) {
+    io.out(`left as they are: ${left.length} ${left.length === 1 ? 'file' : 'files'} another agent changed meanwhile`);
+    for (const row of left.slice(0, rowsShown(left.length, maxRows))) io.out(`  left        ${shownPath(row.path)}   ${io.style.dim(`changed by ${shownText(row.by)}`)}`);
+  }
+  if (refused.length > 0) {
+    io.out(`refused: ${refused.length} ${refused.length === 1 ? 'file' : 'files'} another agent may have changed too (--force PATH takes ${refused.length === 1 ? 'it' : 'one'} back anyway)`);
+    for (const row of refused.slice(0, rowsShown(refused.length, maxRows))) io.out(`  refused     ${shownPath(row.path)}   ${io.style.dim(shownText(row.why))}`);
   }
 }
 
@@ -200,7 +235,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
       const meta = await resolveId(store, id);
       // A folder or a glob stands for the picture's paths it matches.
       const chosen = paths.length > 0 ? await matchingInPlan(observer, meta, created, paths) : undefined;
-      steps.push(await planStep(observer, meta, created, chosen, maxFileMib, undefined, forced));
+      steps.push(chosen === undefined ? await undoStep(io, store, observer, meta, created, maxFileMib, forced, context.maxRows) : await planStep(observer, meta, created, chosen, maxFileMib, undefined, forced));
     } else if (paths.length > 0) {
       // Each path goes back to its state before its own latest change; a folder or a glob
       // stands for every changed path it matches.
@@ -229,7 +264,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         const index = await picker.pick('undo to which picture? (↑/↓ move · Enter previews · Esc cancels)', pictures.map(pictureLine), '');
         chosen = index === undefined ? undefined : pictures[index];
         if (chosen !== undefined) {
-          const step = await withNotes(store, await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced));
+          const step = await withNotes(store, await undoStep(io, store, observer, chosen, created, maxFileMib, forced, context.maxRows));
           if (!step.preview.writes) return nothingToChange(io, [step], context.maxRows);
           const notes = (step.notes ?? []).map((note) => io.style.dim(`note: ${shownText(note)}`));
           const ok = await picker.confirm([...renderUndoPreview(step.preview, io.style, context.maxRows), ...notes], 'Enter restores · Esc cancels');
@@ -242,7 +277,7 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
         chosen = index === undefined ? undefined : pictures[index];
       }
       if (chosen === undefined) return cancelled(io);
-      steps.push(await planStep(observer, chosen, created, undefined, maxFileMib, undefined, forced));
+      steps.push(await undoStep(io, store, observer, chosen, created, maxFileMib, forced, context.maxRows));
     }
 
     if (!steps.some((s) => s.preview.writes)) return nothingToChange(io, steps, context.maxRows);

@@ -4,7 +4,9 @@ import type { CheckpointId } from '../core/id.js';
 import type { Change } from '../capture/diff.js';
 import { realPathOf } from '../fs/paths.js';
 import type { CheckpointObserver } from '../session/observer.js';
+import { storeBehind } from '../store/view.js';
 import { pairingKey, promptLabel, type HookEvent } from './events.js';
+import { omitOthers, sharedChanges, splitAtEvent, type OpenCall } from './overlap.js';
 
 // What each hook event does to the agent session's observer. Every event runs in a process of
 // its own (a hook is a new process per event, served or not), so nothing is kept in memory
@@ -50,7 +52,7 @@ async function endOpenCalls(observer: CheckpointObserver, except?: string): Prom
   for (const call of await observer.openCalls()) {
     if (call.callId === except) continue;
     try {
-      await observer.callEnd(call.callId, { sideEffect: 'filesystem' });
+      await observer.callEnd(call.callId, { sideEffect: 'filesystem', omit: omitOthers(observer, { session: observer.sessionId, callId: call.callId }) });
       ended += 1;
     } catch (error) {
       // Another event of the session ended it meanwhile.
@@ -58,18 +60,6 @@ async function endOpenCalls(observer: CheckpointObserver, except?: string): Prom
     }
   }
   return ended;
-}
-
-/** The paths other sessions' tool calls recorded since `since` (their whole-turn pictures aside: those see everything). */
-async function otherSessionsPaths(observer: CheckpointObserver, since: CheckpointId): Promise<Set<string>> {
-  const paths = new Set<string>();
-  for (const meta of await observer.store.list()) {
-    if (meta.kind !== 'call' || meta.id <= since || meta.sessionId === observer.sessionId) continue;
-    const manifest = await observer.store.manifest(meta.id).catch(() => undefined);
-    if (manifest === undefined || manifest.calls.some((c) => c.callId.startsWith('turn:'))) continue;
-    for (const entry of manifest.entries) paths.add(entry.path);
-  }
-  return paths;
 }
 
 /** `3 changed, 1 new, 1 deleted`, or `no file changed`. */
@@ -128,11 +118,24 @@ async function callIdFor(observer: CheckpointObserver, event: HookEvent, opening
   return open[0]?.callId ?? `${key}#none`;
 }
 
+/** How long an event waits for another session's event to finish with the store (the agents' hook timeout is 30 s). */
+const EVENT_LOCK_MS = 20_000;
+
 /**
  * Applies one hook event to `observer`, whose session is the agent's (see `agentSessionId`).
  * Throws what the store throws: the caller (the hook command) logs it and exits 0.
+ *
+ * Events of every session of the project take turns (the store lock), so that the split of
+ * overlapping calls' windows at this event (see overlap.ts) and the event's own pictures see the
+ * same moment.
  */
 export async function applyHookEvent(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
+  return storeBehind(observer.store).withLock(() => applyLocked(observer, event), { timeoutMs: EVENT_LOCK_MS });
+}
+
+async function applyLocked(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
+  const session = observer.sessionId;
+  const ofSession = (call: OpenCall): boolean => call.session === session;
   switch (event.kind) {
     case 'prompt': {
       // A person's prompt is never empty: an empty one inside an open turn is the agent going
@@ -145,6 +148,7 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
         const open = last !== undefined && (await observer.openCalls()).some((c) => c.callId === turnCallId(last.id));
         if (open) return { action: `an empty prompt inside turn ${turns.length}: the turn goes on` };
       }
+      await splitAtEvent(observer, { opening: { session, callId: 'turn:' }, closing: ofSession });
       const ended = await endOpenCalls(observer);
       const label = promptLabel(event.prompt);
       const boundary = await observer.beginTurn({ label });
@@ -158,17 +162,21 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
       if (event.toolClass === 'write' && event.paths !== undefined) {
         const inside = await writtenInside(observer.projectRoot, event.paths);
         if (inside.length === 0) return { action: `${event.toolName ?? 'tool'}: writes outside the project only, nothing pictured` };
+        const scope = inside.map((p) => path.relative(observer.projectRoot, p).split(path.sep).join('/'));
+        await splitAtEvent(observer, { opening: { session, callId, scope } });
         await observer.callBegin(callId, { paths: inside, command: callLabel({ ...event, paths: inside }, observer.projectRoot), detached: true });
         return { action: `call ${callId} began: ${inside.length} named file(s)` };
       }
+      await splitAtEvent(observer, { opening: { session, callId } });
       await observer.callBegin(callId, { command: callLabel(event, observer.projectRoot), detached: true });
       return { action: `call ${callId} began: whole tree` };
     }
     case 'after-tool': {
       if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only` };
       const callId = await callIdFor(observer, event, false);
+      await splitAtEvent(observer, { closing: (call) => ofSession(call) && call.callId === callId });
       try {
-        const attribution = await observer.callEnd(callId, { sideEffect: event.toolClass === 'network' ? 'network' : 'filesystem' });
+        const attribution = await observer.callEnd(callId, { sideEffect: event.toolClass === 'network' ? 'network' : 'filesystem', omit: omitOthers(observer, { session, callId }) });
         return { action: `call ${callId} ended: ${changeCounts(attribution.changes)}` };
       } catch (error) {
         // No before event on record (hooks installed mid-call, or it was ended as stale): the
@@ -178,6 +186,7 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
       }
     }
     case 'stop': {
+      await splitAtEvent(observer, { closing: ofSession });
       const turns = await boundaries(observer);
       const last = turns.at(-1);
       const open = new Set((await observer.openCalls()).map((c) => c.callId));
@@ -186,18 +195,21 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
         return { action: `no turn open${ended > 0 ? `; ${ended} call(s) ended` : ''}` };
       }
       const ended = await endOpenCalls(observer, turnCallId(last.id));
-      const attribution = await observer.callEnd(turnCallId(last.id), { sideEffect: 'filesystem' });
-      // The whole-tree picture also saw what another session's tools did meanwhile: the person is
-      // told this turn's own changes.
-      const theirs = await otherSessionsPaths(observer, last.id);
-      const own = attribution.changes.filter((change) => !theirs.has(change.path));
+      const turnCall = turnCallId(last.id);
+      // The whole-tree picture also saw what other calls open meanwhile did (another session's):
+      // those are left out of the turn, and the person is told this turn's own changes.
+      const attribution = await observer.callEnd(turnCall, { sideEffect: 'filesystem', omit: omitOthers(observer, { session, callId: turnCall }) });
+      const shared = new Set((await sharedChanges(observer.store, session, turnCall)).map((s) => s.path));
+      const own = attribution.changes.filter((change) => !shared.has(change.path));
       const counts = changeCounts(own);
-      const action = `turn ${turns.length} ended: ${counts}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
-      if (own.length === 0) return { action };
+      const sharedWords = shared.size > 0 ? `; ${shared.size} more changed while another agent's call ran too (undo asks before taking ${shared.size === 1 ? 'it' : 'them'} back)` : '';
+      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
+      if (own.length === 0 && shared.size === 0) return { action };
       const gaps = attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
-      return { action, message: `turnback: ${counts}${gaps} · turnback undo ${shortIdOf(last.id)}` };
+      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}` };
     }
     case 'session-end': {
+      await splitAtEvent(observer, { closing: ofSession });
       const ended = await endOpenCalls(observer);
       return { action: `session ended${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}` };
     }

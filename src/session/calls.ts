@@ -69,6 +69,13 @@ export interface CallEndOptions {
   /** The exit code of the command the call ran, recorded with the call (`turnback list` shows it). @default none */
   exitCode?: number;
   /**
+   * The paths, among the changes the call's pictures found, that another call made (an agent's
+   * other tool call, another session's, open in the same window): they are not recorded for this
+   * call, so its undo never takes them back. Given the changes, returns the paths to leave out.
+   * @default none
+   */
+  omit?: (changes: readonly Change[]) => Iterable<string> | Promise<Iterable<string>>;
+  /**
    * Lines about what the call did beyond files — git's HEAD moved, files staged — kept with the call
    * record so later lists and undo previews can say what a file restore does not undo. At most
    * {@link CALL_NOTES_MAX} lines of at most {@link CALL_NOTE_MAX_CHARS} characters. @default none
@@ -102,6 +109,12 @@ interface OpenCall {
   startedAt: string;
   coverage?: CoverageCounts;
 }
+
+/**
+ * The session name of tree marks' persisted pictures: a detached call baseline no session owns
+ * (never an interrupted run, never one of a session's open calls), whose picture base is kept.
+ */
+export const MARK_SESSION = 'turnback:mark';
 
 const SIDE_EFFECTS = new Set<string>(['none', 'filesystem', 'network', 'desktop_control']);
 
@@ -250,7 +263,9 @@ export class CallAttributor {
           );
     if (scope === undefined) this.#hold(after);
     // The very same map means every record is the baseline's own: nothing to compare.
-    const changes = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
+    const found = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
+    const omitted = options.omit === undefined || found.length === 0 ? new Set<string>() : new Set(await options.omit(found));
+    const changes = omitted.size === 0 ? found : found.filter((change) => !omitted.has(change.path));
     const incomplete = incompletePaths(call.picture, after);
     // The call's records go to the turn it began in, or, after a restart, to a checkpoint of its own.
     const open = this.turns.current;
@@ -311,6 +326,25 @@ export class CallAttributor {
   #hold(picture: Picture): void {
     const turn = this.turns.current?.writer.id;
     this.#held = turn === undefined ? undefined : { picture, turn };
+  }
+
+  /**
+   * Pictures the whole tree and returns what changed since the last mark of the same `name` (none
+   * the first time: `first`), in this process or another; the picture is kept as the next mark's
+   * start, or, with `keep: false`, the mark is removed. Nothing goes on the timeline.
+   */
+  async mark(name: string, keep: boolean): Promise<{ changes: Change[]; first: boolean; partial: boolean }> {
+    assertCallId(name);
+    const stateName = baselineStateName(MARK_SESSION, name);
+    const previous = parseBaseline(await this.store.readState(stateName).catch(() => undefined));
+    const view = previous === undefined ? undefined : await loadBaselinePicture(this.store, previous, this.pictures.base);
+    const picture = await this.pictures.take({});
+    const changes = view === undefined ? [] : diffPictures(view, picture);
+    if (keep) {
+      const baseline = toBaseline(picture, { sessionId: MARK_SESSION, callId: name, pid: this.ownerPid, detached: true }, this.pictures.base, this.pictures.deltaOf(picture.records));
+      await this.store.writeState(stateName, baseline, { durable: false });
+    } else if (previous !== undefined) await this.store.deleteState(stateName);
+    return { changes, first: view === undefined, partial: picture.partial || (view?.partial ?? false) };
   }
 
   /** This session's open calls — in this process, and those another process began and left open — oldest first. */

@@ -1,4 +1,5 @@
 import type { PathCaptureContext } from '../capture/capture-path.js';
+import type { Change } from '../capture/diff.js';
 import { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError, isCheckpointError } from '../core/errors.js';
 import { parseCheckpointId, type CheckpointId } from '../core/id.js';
@@ -265,6 +266,21 @@ export class CheckpointObserver implements WriteObserver {
   async callEnd(callId: string, options: CallEndOptions = {}): Promise<CallAttribution> {
     this.#assertOpen();
     return this.#calls.end(callId, options);
+  }
+
+  /**
+   * Pictures the whole tree and returns what changed since the last mark named `name`, taken by
+   * any process of any session (nothing the first time: `first`); the picture becomes the next
+   * mark's start, or, with `keep: false`, the mark is removed. Records nothing on the timeline: for
+   * splitting overlapping calls' windows into the stretches between events (the agent hooks do,
+   * at every event while two calls overlap).
+   *
+   * @throws CheckpointError `INVALID_ARGUMENT` for an empty name or one over 512 characters.
+   */
+  async treeMark(name: string, options: { keep?: boolean } = {}): Promise<{ changes: Change[]; first: boolean; partial: boolean }> {
+    this.#assertOpen();
+    await this.#hasher.hashPending();
+    return this.#calls.mark(name, options.keep ?? true);
   }
 
   /**

@@ -106,6 +106,11 @@ export class UnavailableCheckpoints implements WriteObserver, Unavailable, Recor
     return this.#answer();
   }
 
+  /** No mark: nothing is pictured. */
+  treeMark(_name: string, _options?: unknown): Promise<Unavailable> {
+    return this.#answer();
+  }
+
   /** No change list: nothing was recorded. */
   turnChanges(_id: string): Promise<Unavailable> {
     return this.#answer();

@@ -280,7 +280,9 @@ describe('turnback undo and redo', () => {
     expect(existsSync(path.join(proj, 'tidy.sh'))).toBe(true);
 
     const list = tb(['list']);
-    expect(list.stdout.split('\n')[0]).toContain('before undo');
+    // The undo's save goes under the row it undid (issue #26 point 8), not in a row of its own.
+    expect(list.stdout.split('\n')[0]).toContain('before sh -c');
+    expect(list.stdout.split('\n')[1]).toMatch(/^  ↳ [0-9a-f]{8}  before undo/);
 
     const redo = tb(['redo', '--yes']);
     expect(redo.code).toBe(0);

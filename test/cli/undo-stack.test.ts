@@ -70,6 +70,25 @@ describe('turnback undo and redo as a stack', () => {
   });
 });
 
+describe("the list after undo and redo (issue #26 point 8)", () => {
+  it("folds each undo's and redo's save under the row it belongs to, never a row of its own", async () => {
+    const repo = await cliRepo({ 'log.txt': 'base\n' });
+    repo.tb(['run', '--label', 'add A', '--', 'sh', '-c', 'echo A >> log.txt']);
+    repo.tb(['run', '--label', 'add B', '--', 'sh', '-c', 'echo B >> log.txt']);
+    expect(repo.tb(['undo', '--yes']).code).toBe(0);
+    expect(repo.tb(['redo', '--yes']).code).toBe(0);
+    expect(repo.tb(['undo', '--yes']).code).toBe(0);
+    const lines = repo.tb(['list']).stdout.split('\n').filter((l) => l.length > 0);
+    // Rows of their own: the two runs alone; every save is a `↳` line under add B, newest first.
+    expect(lines.filter((l) => !l.startsWith('  ')).map((l) => /  (add [AB]|before [^·]*) · /.exec(l)?.[1])).toEqual(['add B', 'add A']);
+    const b = lines.findIndex((l) => l.includes('  add B · '));
+    expect(lines.slice(b + 1, b + 4).map((l) => /^  ↳ [0-9a-f]{8}  (before[^·]*) · /.exec(l)?.[1])).toEqual(['before undo of add B', 'before redo', 'before undo of add B']);
+    // The saves stay in --json as they are, each with its own id that undo takes.
+    const listed = JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { kind: string }[] };
+    expect(listed.checkpoints.filter((c) => c.kind === 'pre-restore')).toHaveLength(3);
+  });
+});
+
 describe('redoStack and bareUndoTarget (pure)', () => {
   const m = (id: string, kind: StackMeta['kind'], restoreOf?: string, entryCount = 1): StackMeta => ({ id: id as StackMeta['id'], kind, entryCount, ...(restoreOf !== undefined ? { restoreOf: restoreOf as StackMeta['id'] } : {}) });
   it('pushes undo saves, pops on redo, clears on a new change', () => {

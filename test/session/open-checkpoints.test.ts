@@ -21,6 +21,7 @@ const CALLS: Record<string, (c: CheckpointObserver | UnavailableCheckpoints) => 
   restore: (c) => c.restore(ID, { created: 'keep' }),
   callBegin: (c) => c.callBegin('tc_2', { command: 'sed -i s/a/b/ x' }),
   callEnd: (c) => c.callEnd('tc_2', { sideEffect: 'filesystem' }),
+  treeMark: (c) => c.treeMark('events'),
   openCalls: (c) => c.openCalls(),
   turnChanges: (c) => c.turnChanges(ID),
   snapshot: (c) => c.snapshot({ ...SCOPE, paths: ['src/a.ts'] }),
