@@ -2,7 +2,9 @@ import { realpathSync, statSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultStoreDir, openObserver, openStore as openStoreView } from '../admin.js';
+import { defaultStoreDir, openObserver, openStore as openStoreView, recoverInterruptedRestores } from '../admin.js';
+import { renderRecoveredRestore } from '../report/interrupted.js';
+import { shownText } from '../report/escape.js';
 import { CheckpointError, type CheckpointObserver, type StoreView } from '../index.js';
 import { loadCliConfig, type CliConfig } from './config-file.js';
 import { gitRepoOf, type GitRepo } from './git.js';
@@ -156,10 +158,18 @@ export async function loadContext(options: GlobalOptions, invocation: Invocation
   return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), invocation, ...(refusal !== undefined ? { refusal } : {}) };
 }
 
-/** Opens the store (creating it when missing); the command's end closes it. */
+/**
+ * Opens the store (creating it when missing); the command's end closes it. A restore a killed
+ * process left half done is rolled back first, and its stage and displaced files removed, and
+ * the command says so on stderr: the first command after the kill, whichever it is, does it once.
+ */
 export async function openStore(context: CliContext): Promise<StoreView> {
   const store = await openStoreView(context.storeDir, { projectRoot: context.projectRoot });
   context.invocation.opened.push(store);
+  const { recovered, problem } = await recoverInterruptedRestores(store);
+  const lines = recovered.flatMap((restore) => renderRecoveredRestore(restore));
+  if (problem !== undefined) lines.push(`turnback: a killed restore could not be put right yet: ${shownText(problem)}`);
+  for (const line of lines) context.invocation.stderr.write(`${line}\n`);
   return store;
 }
 

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import type { CheckpointId, CheckpointMeta, CheckpointObserver, StoreView, RestorePlan, RestoreReport } from '../index.js';
-import { buildUndoPreview, renderReceipt, renderUndoPreview, type UndoPreview } from '../report/preview.js';
+import { buildUndoPreview, renderCancelledReceipt, renderReceipt, renderUndoPreview, type UndoPreview } from '../report/preview.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
@@ -125,21 +125,28 @@ export async function applySteps(io: Io, context: CliContext, observer: Checkpoi
         signal: abort.signal,
       });
       reports.push({ checkpoint: step.meta.id, label: step.label, report });
-      io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
-      if (report.failed.length > 0) failed = true;
+      // Cancelled before its commit point: rolled back, so nothing failed and nothing needs undoing.
+      if (isCancelled(report)) io.out(...renderCancelledReceipt(step.label, report, io.style));
+      else io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
+      if (report.failed.length > 0 && !isCancelled(report)) failed = true;
     }
   } finally {
     stopListening();
   }
   await observer.close();
-  const rolledBack = reports.some(({ report }) => report.failed.some((failure) => failure.code === 'ABORT_ERR'));
+  const rolledBack = reports.some(({ report }) => isCancelled(report));
   io.emit({ restored: !rolledBack, cancelled: rolledBack, restores: reports });
   if (rolledBack) {
-    io.err('turnback: the restore was cancelled and rolled back: the files are as they were before it');
+    io.err('turnback: cancelled, nothing changed: the restore was cancelled and rolled back, the files are as they were before it');
     // The shell's convention for a command ended by Ctrl-C.
     return 130;
   }
   return failed ? EXIT.error : EXIT.ok;
+}
+
+/** True for a restore a signal cancelled before its commit point (and so rolled back). */
+function isCancelled(report: RestoreReport): boolean {
+  return report.failed.some((failure) => failure.code === 'ABORT_ERR');
 }
 
 /** The paths of `meta`'s plan that `patterns` (files, folders, globs) match; exits when none does. */
@@ -277,7 +284,9 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
     const metas = await store.list();
     // Redo walks forward through the undos not yet redone, newest first; a change made since the
     // last undo ends that walk, as in an editor.
-    const stack = redoStack(metas);
+    // A cancelled undo (rolled back) changed nothing: there is nothing of it to redo.
+    const cancelledSaves = new Set((await undoablePictures(store)).filter((p) => p.state === 'cancelled').map((p) => p.id));
+    const stack = redoStack(metas.filter((m) => !cancelledSaves.has(m.id)));
     const last = stack.saves.at(-1);
     if (last === undefined) {
       const why = stack.clearedBy !== undefined

@@ -7,14 +7,13 @@ import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { fingerprintOf, type CheckpointManifest, type Fingerprint, type PathState } from '../core/model.js';
 import type { Change } from '../capture/diff.js';
 import { readDiskState, type DiskState } from '../fs/disk-state.js';
-import { resolveInsideRoot, toProjectPath, type AncestorMemo } from '../fs/paths.js';
-import { isPidAlive } from '../core/pid.js';
-import { tempNameBase } from '../restore/transaction.js';
+import { toProjectPath, type AncestorMemo } from '../fs/paths.js';
 import { removeEmptiedFolders } from '../restore/emptied-folders.js';
 import { applyRestore, type GuardSight, type SwapDecision } from '../restore/apply.js';
 import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '../restore/plan.js';
 import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
 import { readDiscards } from './discards.js';
+import { applyingRecord, recoverInterruptedRestoresLocked, type RecoveredRestore } from './interrupted-restore.js';
 import type { PostWriteHasher } from './post-write.js';
 import type { RestoreOptions, RestoreReport } from './restore-types.js';
 import { DISCARDS_STATE, discardHolding, foldTimeline, isTimelineKind, recordDiscard, withoutDiscarded, type Discard, type IrreversibleCall } from './timeline.js';
@@ -23,9 +22,6 @@ interface Planned {
   plan: RestorePlan;
   irreversible: IrreversibleCall[];
 }
-
-/** State documents that record an apply in progress (its name base and folders). */
-const APPLYING_STATE_PREFIX = 'applying-';
 
 /** Disk states read for a plan at once (small files are hashed synchronously). */
 const PLAN_READS_IN_FLIGHT = 32;
@@ -61,40 +57,11 @@ export class Restorer {
   }
 
   /**
-   * Removes what restores of dead processes left in the project: the stage and displaced files
-   * named with the base their record gives, in the folders it lists (never anything else).
-   * Returns the project paths removed. The caller holds the store lock.
+   * Rolls back every restore a dead process left half done and removes its stage and displaced
+   * files (see interrupted-restore.ts). The caller holds the store lock.
    */
-  async removeInterruptedLeftovers(): Promise<string[]> {
-    const removed: string[] = [];
-    for (const name of await this.store.listState(APPLYING_STATE_PREFIX).catch(() => [] as string[])) {
-      const record = (await this.store.readState(name).catch(() => undefined)) as { pid?: unknown; base?: unknown; folders?: unknown } | undefined;
-      const pid = typeof record?.pid === 'number' ? record.pid : undefined;
-      if (pid === process.pid || (pid !== undefined && isPidAlive(pid))) continue;
-      const base = typeof record?.base === 'string' && /^[0-9a-f]{12}$/.test(record.base) ? record.base : undefined;
-      const folders = Array.isArray(record?.folders) ? (record.folders as unknown[]).filter((f): f is string => typeof f === 'string') : [];
-      if (base !== undefined) {
-        const ours = (file: string): boolean => file.startsWith(`.turnback-stage-${base}`) || file.startsWith(`.turnback-displaced-${base}`);
-        for (const folder of folders) {
-          let projectFolder: string;
-          try {
-            projectFolder = folder === '' ? '' : toProjectPath(this.projectRoot, folder);
-            // Never through a link: every folder on the way must still be a real folder inside the root.
-            if (projectFolder !== '') await resolveInsideRoot(this.capture.fs, this.projectRoot, `${projectFolder}/x`);
-          } catch {
-            continue;
-          }
-          const abs = projectFolder === '' ? this.projectRoot : `${this.projectRoot}/${projectFolder}`;
-          for (const file of await this.capture.fs.readdir(abs).catch(() => [] as string[])) {
-            if (!ours(file)) continue;
-            const rel = projectFolder === '' ? file : `${projectFolder}/${file}`;
-            await this.capture.fs.unlink(`${abs}/${file}`).then(() => removed.push(rel), () => undefined);
-          }
-        }
-      }
-      await this.store.deleteState(name).catch(() => undefined);
-    }
-    return removed.sort();
+  recoverInterrupted(): Promise<RecoveredRestore[]> {
+    return recoverInterruptedRestoresLocked(this.store, this.capture.fs);
   }
 
   /** Restores to `id`; the caller holds the store lock. */
@@ -306,8 +273,14 @@ export class Restorer {
     // Recorded before any stage exists: if this process dies mid-apply, the next restore (of any
     // process) finds the folders and the name base, and removes what was left (its content is in
     // the pre-restore checkpoint, saved before each swap).
-    const inProgress = `${APPLYING_STATE_PREFIX}${process.pid}-${tempNameBase()}`;
-    await this.store.writeState(inProgress, { pid: process.pid, base: tempNameBase(), folders: foldersOf(toApply) }, { durable: false }).catch(() => undefined);
+    const { name: inProgress, record } = applyingRecord({
+      folders: foldersOf(toApply),
+      save: saver.id,
+      restoreOf: plan.checkpointId as CheckpointId,
+      ...(options.saveLabel !== undefined ? { label: options.saveLabel } : {}),
+      writes: toApply.map((entry) => [entry.path, targetFingerprint(entry.target, entry.action)]),
+    });
+    await this.store.writeState(inProgress, record, { durable: false }).catch(() => undefined);
     const applied = await applyRestore(
       {
         fs: this.capture.fs,
