@@ -23,6 +23,12 @@ interface Planned {
   irreversible: IrreversibleCall[];
 }
 
+/**
+ * State documents (`made-folders-<save id>`) naming the folders a restore made, so the restore of
+ * its save (a redo) removes them once emptied without asking the clock which came first.
+ */
+export const MADE_FOLDERS_PREFIX = 'made-folders-';
+
 /** Disk states read for a plan at once (small files are hashed synchronously). */
 const PLAN_READS_IN_FLIGHT = 32;
 /** The event loop gets a turn at least this often (ms) while a plan reads the disk. */
@@ -313,13 +319,26 @@ export class Restorer {
     if (plan.options.created === 'delete' && !applied.rolledBack) {
       const deleted = applied.restored.filter((entry) => entry.action === 'delete').map((entry) => entry.path);
       const since = Date.parse((await this.store.list()).find((m) => m.id === plan.checkpointId)?.createdAt ?? '');
-      if (deleted.length > 0 && Number.isFinite(since)) report.removedFolders = await removeEmptiedFolders(this.capture.fs, this.projectRoot, deleted, since);
+      // Restoring a save (a redo): the folders its own restore made are newer than it by sequence,
+      // whatever the clocks say (a folder's birth time comes from the file system's coarse clock,
+      // and can read as older than the save opened a moment before it).
+      const madeAfter = await this.#foldersMadeAfter(plan.checkpointId as CheckpointId);
+      if (deleted.length > 0 && Number.isFinite(since)) report.removedFolders = await removeEmptiedFolders(this.capture.fs, this.projectRoot, deleted, since, madeAfter);
+    }
+    if (applied.madeFolders !== undefined && !applied.rolledBack) {
+      await this.store.writeState(`${MADE_FOLDERS_PREFIX}${saver.id}`, { version: 1, folders: applied.madeFolders }, { durable: false }).catch(() => undefined);
     }
     report.refused.push(...applied.refused);
     report.skipped.push(...applied.skipped);
     report.failed = applied.failed;
     report.cleanupPending = [...applied.cleanupPending, ...(await this.#strayTempFiles(plan.entries, applied.cleanupPending))];
     return report;
+  }
+
+  /** The folders the restore that made save `id` created (its record), or none. */
+  async #foldersMadeAfter(id: CheckpointId): Promise<ReadonlySet<string>> {
+    const record = (await this.store.readState(`${MADE_FOLDERS_PREFIX}${id}`).catch(() => undefined)) as { folders?: unknown } | undefined;
+    return new Set(Array.isArray(record?.folders) ? record.folders.filter((f): f is string => typeof f === 'string') : []);
   }
 
   /**
