@@ -67,7 +67,7 @@ export async function openForRestore(options: GlobalOptions, io: Io): Promise<{ 
 }
 
 /** Plans one restore step and builds its preview. */
-export async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
+export async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete' | 'own', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
   const plan = await observer.plan(meta.id, { created, modePolicy: 'exact', ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}) });
   const label = displayLabel(meta);
   const preview = buildUndoPreview(label, plan.entries, maxFileMib, title);
@@ -100,7 +100,7 @@ export function personOf(io: Io): { input: NodeJS.ReadStream; output: NodeJS.Wri
 export type RestoreVerb = 'undo' | 'redo' | 'revert';
 
 /** Applies the previewed steps, each bound to its preview; prints the receipts. */
-export async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete', verb: RestoreVerb = 'undo'): Promise<number> {
+export async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete' | 'own', verb: RestoreVerb = 'undo'): Promise<number> {
   const reports: { checkpoint: string; label: string; report: RestoreReport }[] = [];
   let failed = false;
   // Ctrl-C (or a TERM or HUP) during the restore cancels it before its commit point, which rolls
@@ -150,7 +150,7 @@ function isCancelled(report: RestoreReport): boolean {
 }
 
 /** The paths of `meta`'s plan that `patterns` (files, folders, globs) match; exits when none does. */
-async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', patterns: string[]): Promise<string[]> {
+async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete' | 'own', patterns: string[]): Promise<string[]> {
   const matches = pathMatcher(patterns);
   const plan = await observer.plan(meta.id as CheckpointId, { created, modePolicy: 'exact' });
   const chosen = plan.entries.map((entry) => entry.path).filter(matches);
@@ -176,11 +176,14 @@ export async function withNotes(store: StoreView, step: Step, only = false): Pro
 
 /**
  * `turnback undo [ID] [--path P]… [--yes] [--dry-run] [--delete-created]`: preview, ask, restore.
- * Never deletes unless `--delete-created`; modes are never widened; saves first.
+ * Deletes only what the picture itself created and nobody changed since, unless
+ * `--delete-created`; modes are never widened; saves first.
  */
 export async function undoCommand(id: string | undefined, options: UndoOptions, io: Io): Promise<number> {
   const { context, store, observer } = await openForRestore(options, io);
-  const created = options.deleteCreated === true ? 'delete' : 'keep';
+  // What the undone picture itself created, still as it left it, goes (saved first); files others
+  // created since stay, unless --delete-created.
+  const created = options.deleteCreated === true ? 'delete' : 'own';
   const maxFileMib = context.config.resolved.maxFileMib;
   let lines: LineReader | undefined;
   const reader = (): LineReader => (lines ??= new LineReader(personOf(io).input));

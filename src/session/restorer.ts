@@ -165,7 +165,7 @@ export class Restorer {
   async #planFrom(id: CheckpointId, manifests: CheckpointManifest[], options: RestoreOptions, anyKind: boolean): Promise<Planned> {
     const created = options.created ?? 'delete';
     const modePolicy = options.modePolicy ?? 'exact';
-    if (created !== 'delete' && created !== 'keep') throw new CheckpointError('INVALID_ARGUMENT', `created must be 'delete' or 'keep'`);
+    if (created !== 'delete' && created !== 'keep' && created !== 'own') throw new CheckpointError('INVALID_ARGUMENT', `created must be 'delete', 'keep' or 'own'`);
     if (modePolicy !== 'exact' && modePolicy !== 'never-widen') throw new CheckpointError('INVALID_ARGUMENT', `modePolicy must be 'exact' or 'never-widen'`);
     const only = this.pathFilter(options.paths);
     const force = options.force === undefined ? undefined : this.pathFilter(options.force);
@@ -193,7 +193,9 @@ export class Restorer {
       },
       { yieldEveryMs: YIELD_EVERY_MS },
     );
-    let entries = planRestore(inputs, { created, modePolicy, ...(force !== undefined ? { force } : {}) });
+    const ownCreated = created === 'own' ? ownCreations(manifests) : undefined;
+    const planOptions = { created: created === 'own' ? ('keep' as const) : created, modePolicy, ...(ownCreated !== undefined ? { ownCreated } : {}) };
+    let entries = planRestore(inputs, { ...planOptions, ...(force !== undefined ? { force } : {}) });
     if (options.expect !== undefined) entries = holdToPreview(entries, options.expect);
     if (only !== undefined) {
       const covered = new Set(selected.map((p) => p.path));
@@ -203,7 +205,7 @@ export class Restorer {
       entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     }
     return {
-      plan: { checkpointId: id, workspace: this.projectRoot, createdAt: new Date().toISOString(), options: { created, modePolicy }, entries },
+      plan: { checkpointId: id, workspace: this.projectRoot, createdAt: new Date().toISOString(), options: planOptions, entries },
       irreversible,
     };
   }
@@ -316,7 +318,7 @@ export class Restorer {
     report.restored = applied.restored;
     // With created files deleted, the folders those deletes emptied that were made since the
     // checkpoint go too: an undo leaves no empty folder behind.
-    if (plan.options.created === 'delete' && !applied.rolledBack) {
+    if ((plan.options.created === 'delete' || plan.options.ownCreated !== undefined) && !applied.rolledBack) {
       const deleted = applied.restored.filter((entry) => entry.action === 'delete').map((entry) => entry.path);
       const since = Date.parse((await this.store.list()).find((m) => m.id === plan.checkpointId)?.createdAt ?? '');
       // Restoring a save (a redo): the folders its own restore made are newer than it by sequence,
@@ -405,6 +407,21 @@ export class Restorer {
     }
     return strays.sort();
   }
+}
+
+/**
+ * The paths the span's first checkpoint itself created that no later turn, call or snapshot
+ * changed (a restore's save does not count: an undo and its redo leave the file as the checkpoint
+ * did, and the guard still checks it is exactly that).
+ */
+function ownCreations(manifests: readonly CheckpointManifest[]): Set<string> {
+  const [anchor, ...later] = manifests;
+  const own = new Set((anchor?.entries ?? []).filter((entry) => entry.before.type === 'absent').map((entry) => entry.path));
+  for (const manifest of later) {
+    if (manifest.kind === 'pre-restore') continue;
+    for (const entry of manifest.entries) own.delete(entry.path);
+  }
+  return own;
 }
 
 /** The folders (project paths, `''` for the root) the entries live in. */

@@ -150,7 +150,9 @@ describe('a SIGKILLed restore leaves no stage for the next command to find (issu
   it('list removes the dead restore\'s stage files and says so once; a live process\'s are never touched, a reused pid\'s are', () =>
     withSeed(2028, async (random) => {
       const { CLI } = await import('../cli/harness.js');
-      const { processStartTime } = await import('../../src/core/pid.js');
+      // This process's start time as /proc/PID/stat gives it (field 22).
+      const stat = await fs.readFile(`/proc/${process.pid}/stat`, 'utf8');
+      const startTime = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
       const { base, project, storeDir } = await sandbox();
       await writeTree(project, Object.fromEntries(Array.from({ length: 1500 }, (_, i) => [`d${i % 15}/f${i}.txt`, `original ${i}`])));
       const script = path.join(base, 'child.mjs');
@@ -163,7 +165,7 @@ describe('a SIGKILLed restore leaves no stage for the next command to find (issu
       }
       expect(left.length).toBeGreaterThan(0);
       // A restore of this (live) process, and one whose pid lives on in another process (its start time differs).
-      const live = { pid: process.pid, startTime: processStartTime(process.pid), base: 'aaaaaaaaaaaa', folders: ['d1'] };
+      const live = { pid: process.pid, startTime, base: 'aaaaaaaaaaaa', folders: ['d1'] };
       const reused = { pid: process.pid, startTime: '1', base: 'bbbbbbbbbbbb', folders: ['d2'] };
       for (const record of [live, reused]) {
         await fs.writeFile(path.join(storeDir, 'state', `applying-${record.pid}-${record.base}.json`), JSON.stringify(record));
