@@ -8,7 +8,7 @@ import { handleInterrupted, printInterrupted, refuseWhileRunning } from './inter
 import { CliExit, type Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
-import { bareUndoTarget, redoStack } from './undo-stack.js';
+import { bareUndoTarget, emptyLastPicture, redoStack } from './undo-stack.js';
 import { agentTurns, turnsAsTargets } from './agent-turns.js';
 import { callNotesSince, displayLabel, displayTime, latestCheckpointFor, resolveId, shortId, shortLabel, stateText, undoablePictures, withoutBefore, type Picture } from './pictures.js';
 
@@ -191,7 +191,8 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
     // An undone picture cannot be restored until the undo is redone: it is not offered. An agent's
     // turn is one entry (its boundary), in place of its tool calls.
     const all = await undoablePictures(store);
-    const pictures = turnsAsTargets(all, await agentTurns(store, all)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
+    const targets = turnsAsTargets(all, await agentTurns(store, all));
+    const pictures = targets.filter((m) => m.entryCount > 0 && m.state !== 'undone');
     const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const forced = options.force === undefined ? undefined : options.force.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const steps: Step[] = [];
@@ -221,6 +222,12 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
       if (pictures.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
       let chosen: CheckpointMeta | undefined;
       if (options.yes === true || options.dryRun === true || io.json) {
+        // The last turn changed nothing: say so, never quietly take back the one before it.
+        const empty = emptyLastPicture(targets);
+        if (empty !== undefined) {
+          const before = bareUndoTarget(pictures);
+          throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to undo: the last picture (${displayLabel(empty)} · ${displayTime(empty.shownAt)}) changed no file${before !== undefined ? `; turnback undo ${shortId(before.id)} takes back the one before it (${displayLabel(before)})` : ''}`);
+        }
         // Like an editor's undo: the newest picture still in effect, never a save an undo made.
         chosen = bareUndoTarget(pictures);
         if (chosen === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', 'nothing to undo: every picture here was already undone (turnback redo brings the last one back)');
