@@ -1,10 +1,10 @@
 import { realpathSync, statSync } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { defaultStoreDir, openObserver, openStore as openStoreView, recoverInterruptedRestores } from '../admin.js';
 import { renderRecoveredRestore } from '../report/interrupted.js';
-import { shownText } from '../report/escape.js';
+import { shownPath, shownText } from '../report/escape.js';
 import { CheckpointError, type CheckpointObserver, type StoreView } from '../index.js';
 import { loadCliConfig, type CliConfig } from './config-file.js';
 import { gitRepoOf, type GitRepo } from './git.js';
@@ -179,6 +179,23 @@ export async function openStore(context: CliContext): Promise<StoreView> {
  */
 export async function closeOpenedStores(invocation: Invocation): Promise<void> {
   for (const store of invocation.opened.splice(0)) await store.close().catch(() => undefined);
+}
+
+/**
+ * Why the store folder cannot become a store, read-only (nothing is created): it exists, is not
+ * empty and holds no `STORE.json` — a folder `TURNBACK_DIR`, `--store` or the config points at by
+ * mistake. `undefined` when it is a store, empty, or not there yet.
+ */
+export async function storeFolderProblem(context: CliContext): Promise<string | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(context.storeDir);
+  } catch {
+    return undefined;
+  }
+  if (names.length === 0 || names.includes('STORE.json')) return undefined;
+  const from = context.storeFrom === 'TURNBACK_DIR' ? 'TURNBACK_DIR' : context.storeFrom === 'config' ? 'the config\'s dir' : context.storeFrom === '--store' ? '--store' : 'the default store folder';
+  return `${shownPath(context.storeDir)} (${from}) is not a turnback store and not empty`;
 }
 
 /** True when the store folder exists, so read-only commands can avoid creating one. */

@@ -20,8 +20,9 @@ import {
   type HookJsonObject,
 } from '../hooks.js';
 import { shownPath, shownText } from '../report/escape.js';
+import { isCheckpointError } from '../index.js';
 import { shellQuote } from '../report/turn-end-list.js';
-import { loadContext, observerFor, openStore, type CliContext, type GlobalOptions } from './context.js';
+import { loadContext, observerFor, openStore, storeFolderProblem, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { startBackgroundPush } from './background-push.js';
@@ -301,7 +302,9 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
     io.out(last === undefined ? '  no event yet' : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
     if (lastFailure !== undefined && lastFailure !== last) io.out(`  last failure: ${shownText(lastFailure.event)} ${displayTime(lastFailure.at)}: ${shownText(lastFailure.error ?? '')}`);
   }
-  io.emit({ agents: rows, log: hookLogPath(context) });
+  const storeProblem = await storeFolderProblem(context);
+  if (storeProblem !== undefined) io.out(io.style.warn(`⚠ ${storeProblem}: every hook event fails until it names a turnback store or an empty folder`));
+  io.emit({ agents: rows, log: hookLogPath(context), ...(storeProblem !== undefined ? { storeProblem } : {}) });
   if (rows.length === 0) io.out('no agent hooks installed here (turnback hooks install AGENT)');
   return EXIT.ok;
 }
@@ -357,6 +360,12 @@ export async function hookCommand(name: string, eventName: string, options: Glob
       }
     }
     if (context.refusal === undefined && context.config.enabled) {
+      // A store that cannot be opened fails every event: the agent's stderr hears it once (the
+      // first event failing so), not only the hook log.
+      const previous = (await readLog(context)).filter((line) => line.agent === name).at(-1);
+      if (isCheckpointError(error, 'STORE_UNAVAILABLE') && !(previous?.ok === false && previous.error === failure)) {
+        io.invocation.stderr.write(`turnback: no checkpoints for this project: ${shownText(failure)}${context.storeFrom === 'TURNBACK_DIR' ? ' (the folder TURNBACK_DIR names)' : ''}; every hook event fails until it is fixed (turnback hooks status)\n`);
+      }
       await appendLog(context, { at: new Date().toISOString(), agent: name, event: eventName, ...(session !== undefined ? { session } : {}), ok: false, error: failure, ms: Date.now() - started });
     }
   }
