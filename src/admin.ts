@@ -27,6 +27,7 @@ export {
   type ChangesSinceInterrupted,
   type InterruptedCall,
 } from './session/interrupted.js';
+export { recoverInterruptedRestores, type RecoveredRestore } from './session/interrupted-restore.js';
 export { discardedCheckpoints, type DiscardedOptions } from './session/discards.js';
 export type { StoreView } from './store/view.js';
 export { unpushedCheckpoints, type UnpushedReport } from './remote/sync.js';

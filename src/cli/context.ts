@@ -1,8 +1,10 @@
 import { realpathSync, statSync } from 'node:fs';
-import { realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { defaultStoreDir, openObserver, openStore as openStoreView } from '../admin.js';
+import { defaultStoreDir, openObserver, openStore as openStoreView, recoverInterruptedRestores } from '../admin.js';
+import { renderRecoveredRestore } from '../report/interrupted.js';
+import { shownPath, shownText } from '../report/escape.js';
 import { CheckpointError, type CheckpointObserver, type StoreView } from '../index.js';
 import { loadCliConfig, type CliConfig } from './config-file.js';
 import { gitRepoOf, type GitRepo } from './git.js';
@@ -156,10 +158,18 @@ export async function loadContext(options: GlobalOptions, invocation: Invocation
   return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), invocation, ...(refusal !== undefined ? { refusal } : {}) };
 }
 
-/** Opens the store (creating it when missing); the command's end closes it. */
+/**
+ * Opens the store (creating it when missing); the command's end closes it. A restore a killed
+ * process left half done is rolled back first, and its stage and displaced files removed, and
+ * the command says so on stderr: the first command after the kill, whichever it is, does it once.
+ */
 export async function openStore(context: CliContext): Promise<StoreView> {
   const store = await openStoreView(context.storeDir, { projectRoot: context.projectRoot });
   context.invocation.opened.push(store);
+  const { recovered, problem } = await recoverInterruptedRestores(store);
+  const lines = recovered.flatMap((restore) => renderRecoveredRestore(restore));
+  if (problem !== undefined) lines.push(`turnback: a killed restore could not be put right yet: ${shownText(problem)}`);
+  for (const line of lines) context.invocation.stderr.write(`${line}\n`);
   return store;
 }
 
@@ -169,6 +179,23 @@ export async function openStore(context: CliContext): Promise<StoreView> {
  */
 export async function closeOpenedStores(invocation: Invocation): Promise<void> {
   for (const store of invocation.opened.splice(0)) await store.close().catch(() => undefined);
+}
+
+/**
+ * Why the store folder cannot become a store, read-only (nothing is created): it exists, is not
+ * empty and holds no `STORE.json` — a folder `TURNBACK_DIR`, `--store` or the config points at by
+ * mistake. `undefined` when it is a store, empty, or not there yet.
+ */
+export async function storeFolderProblem(context: CliContext): Promise<string | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(context.storeDir);
+  } catch {
+    return undefined;
+  }
+  if (names.length === 0 || names.includes('STORE.json')) return undefined;
+  const from = context.storeFrom === 'TURNBACK_DIR' ? 'TURNBACK_DIR' : context.storeFrom === 'config' ? 'the config\'s dir' : context.storeFrom === '--store' ? '--store' : 'the default store folder';
+  return `${shownPath(context.storeDir)} (${from}) is not a turnback store and not empty`;
 }
 
 /** True when the store folder exists, so read-only commands can avoid creating one. */

@@ -22,7 +22,7 @@ import {
 import { shownPath, shownText } from '../report/escape.js';
 import { shellQuote } from '../report/turn-end-list.js';
 import { openObserver } from '../admin.js';
-import { loadContext, openStore, type CliContext, type GlobalOptions } from './context.js';
+import { loadContext, openStore, storeFolderProblem, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { startBackgroundPush } from './background-push.js';
@@ -346,7 +346,9 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
   const blockedBy = address === undefined ? undefined : socketBlocker(address.socket);
   const server = address !== undefined && blockedBy !== undefined ? blockedLine(address.socket, blockedBy) : null;
   if (server !== null) io.out(`server: ${shownText(server)}`);
-  io.emit({ agents: rows, log: hookLogPath(context), server });
+  const storeProblem = await storeFolderProblem(context);
+  if (storeProblem !== undefined) io.out(io.style.warn(`⚠ ${storeProblem}: every hook event fails until it names a turnback store or an empty folder`));
+  io.emit({ agents: rows, log: hookLogPath(context), server, ...(storeProblem !== undefined ? { storeProblem } : {}) });
   if (rows.length === 0) io.out('no agent hooks installed here (turnback hooks install AGENT)');
   return EXIT.ok;
 }
@@ -410,6 +412,12 @@ export async function hookCommand(name: string, eventName: string, options: Glob
       }
     }
     if (context.refusal === undefined && context.config.enabled) {
+      // A store that cannot be opened fails every event: the agent's stderr hears it once (the
+      // first event failing so), not only the hook log.
+      const previous = (await readLog(context)).filter((line) => line.agent === name).at(-1);
+      if (isCheckpointError(error, 'STORE_UNAVAILABLE') && !(previous?.ok === false && previous.error === failure)) {
+        io.invocation.stderr.write(`turnback: no checkpoints for this project: ${shownText(failure)}${context.storeFrom === 'TURNBACK_DIR' ? ' (the folder TURNBACK_DIR names)' : ''}; every hook event fails until it is fixed (turnback hooks status)\n`);
+      }
       await appendLog(context, { at: new Date().toISOString(), agent: name, event: eventName, ...(session !== undefined ? { session } : {}), ok: false, error: failure, code, ms: Date.now() - started });
     }
   }

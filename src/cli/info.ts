@@ -67,7 +67,9 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
     return EXIT.ok;
   }
   const row = async (meta: Picture, indent: string): Promise<string> => {
-    const files = `${meta.entryCount} ${meta.entryCount === 1 ? 'file' : 'files'} changed`;
+    // A cancelled restore's save lists what it saved, none of which it changed.
+    const count = meta.state === 'cancelled' ? 0 : meta.entryCount;
+    const files = `${count} ${count === 1 ? 'file' : 'files'} changed`;
     const state = stateText(meta.state);
     const ran = store === undefined ? '' : await runText(store, meta);
     return `${indent}${io.style.dim(shortId(meta.id))}  ${displayLabel(meta)} · ${displayTime(meta.shownAt)}   ${files}${ran}${state === '' ? '' : io.style.dim(`   (${state})`)}`;

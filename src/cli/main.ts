@@ -106,7 +106,7 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
   common(
     program
       .command('undo')
-      .description('bring files back to a picture: preview, confirm, restore (never deletes new files unless --delete-created)')
+      .description('bring files back to a picture: preview, confirm, restore (removes what the picture itself created and nobody changed since; --delete-created removes every file created since)')
       .argument('[id]', 'the picture (default: pick one; with --yes or --dry-run, the newest)')
       .addOption(new Option('--path <path>', 'restore only this path (a file, a folder or a glob), to its state before its latest change (repeatable)').argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]))
       .option('--yes', 'do not ask')

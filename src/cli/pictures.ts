@@ -4,7 +4,7 @@ import { shownText } from '../report/escape.js';
 import { processesOfRun } from './command-process.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit } from './io.js';
-import { CheckpointError, type CheckpointId, type CheckpointMeta, type StoreView } from '../index.js';
+import { CheckpointError, type CheckpointId, type CheckpointManifest, type CheckpointMeta, type StoreView } from '../index.js';
 
 /** Checkpoint kinds the user can undo to: runs, restores' saves, and calls attributed after a restart. */
 const UNDOABLE = new Set<CheckpointMeta['kind']>(['turn', 'pre-restore', 'call']);
@@ -58,9 +58,10 @@ export function shortId(id: string): string {
  * - `interrupted`: the changes of a run whose turnback was killed, recorded afterwards;
  * - `cut-short`: a run's checkpoint whose turnback died before sealing it;
  * - `open`: open, written by another kind of session (a library observer);
- * - `undone`: a later undo took its changes back; `turnback redo` brings them back.
+ * - `undone`: a later undo took its changes back; `turnback redo` brings them back;
+ * - `cancelled`: an undo, redo or revert cancelled (Ctrl-C) or killed, and rolled back: it changed nothing.
  */
-export type PictureState = 'complete' | 'partial' | 'running' | 'interrupted' | 'cut-short' | 'open' | 'undone';
+export type PictureState = 'complete' | 'partial' | 'running' | 'interrupted' | 'cut-short' | 'open' | 'undone' | 'cancelled';
 
 /** An undoable checkpoint as lists show it. */
 export interface Picture extends CheckpointMeta {
@@ -109,6 +110,7 @@ export async function undoablePictures(store: StoreView): Promise<Picture[]> {
       else if ((processesOfRun(meta.sessionId as string)?.length ?? 0) > 0) state = 'running';
     }
     if (state === 'cut-short' && meta.kind === 'turn' && meta.entryCount === 0) continue;
+    if (meta.kind === 'pre-restore' && !meta.complete && state !== 'running' && changedNothing(await store.manifest(meta.id).catch(() => undefined))) state = 'cancelled';
     let shownAt = meta.createdAt;
     if (meta.kind === 'call') {
       const started = (await store.manifest(meta.id).catch(() => undefined))?.calls[0]?.startedAt;
@@ -117,6 +119,20 @@ export async function undoablePictures(store: StoreView): Promise<Picture[]> {
     pictures.push({ ...meta, shownAt, state });
   }
   return pictures;
+}
+
+/**
+ * True for a save whose every path's closing record is the state it saved: its restore was rolled
+ * back (cancelled, or killed and rolled back by the next command) and changed nothing.
+ */
+function changedNothing(manifest: CheckpointManifest | undefined): boolean {
+  if (manifest === undefined || manifest.entries.length === 0) return false;
+  return manifest.entries.every(({ before, after }) => {
+    if (after === undefined) return false;
+    if (before.type === 'file') return after === `file:${before.hash}`;
+    if (before.type === 'symlink') return after === `symlink:${before.target}`;
+    return before.type === 'absent' && after === 'absent';
+  });
 }
 
 /** The words a list adds after a row's file count, or `''` for a complete picture. */
@@ -136,6 +152,8 @@ export function stateText(state: PictureState): string {
       return 'open or cut short';
     case 'undone':
       return 'undone: `turnback redo` brings it back';
+    case 'cancelled':
+      return 'cancelled, nothing changed';
   }
 }
 

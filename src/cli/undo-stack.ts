@@ -53,3 +53,19 @@ export type UndoCandidate = StackMeta & { state: string };
 export function bareUndoTarget<M extends UndoCandidate>(newestFirst: readonly M[]): M | undefined {
   return newestFirst.find((m) => m.kind !== 'pre-restore' && m.state !== 'undone' && m.entryCount > 0);
 }
+
+/**
+ * The newest picture when it changed no file and nothing was undone or redone after it: a bare
+ * `undo` then says so instead of quietly taking back the picture before it (the person asked to
+ * undo what just happened, and nothing happened). Once an undo came after it, stepping back goes
+ * on past it.
+ */
+export function emptyLastPicture<M extends UndoCandidate>(newestFirst: readonly M[]): M | undefined {
+  for (const meta of newestFirst) {
+    if (meta.kind === 'pre-restore' || meta.state === 'undone') return undefined;
+    // Still running, or cut short: its count is not final, and it is not what "just happened".
+    if (meta.state !== 'complete') continue;
+    return meta.entryCount === 0 ? meta : undefined;
+  }
+  return undefined;
+}

@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import type { CheckpointId, CheckpointMeta, CheckpointObserver, StoreView, RestorePlan, RestoreReport } from '../index.js';
-import { buildUndoPreview, renderReceipt, renderUndoPreview, skippedSummary, type UndoPreview } from '../report/preview.js';
+import { buildUndoPreview, renderCancelledReceipt, renderReceipt, renderUndoPreview, skippedSummary, type UndoPreview } from '../report/preview.js';
 import { loadContext, observerFor, openStore, storeExists, type CliContext, type GlobalOptions } from './context.js';
 import { isYes, LineReader, parsePick, TerminalPicker } from './dialogue.js';
 import { EXIT } from './exit-codes.js';
@@ -8,7 +8,7 @@ import { handleInterrupted, printInterrupted, refuseWhileRunning } from './inter
 import { CliExit, type Io } from './io.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { pathMatcher } from './path-patterns.js';
-import { bareUndoTarget, redoStack } from './undo-stack.js';
+import { bareUndoTarget, emptyLastPicture, redoStack } from './undo-stack.js';
 import { agentTurns, endOpenAgentCalls, sessionScope, turnsAsTargets } from './agent-turns.js';
 import { parseAgentSessionId } from '../hooks.js';
 import { rowsShown } from '../report/folding.js';
@@ -44,7 +44,7 @@ export interface Step {
  * project too, only that session's own changes (theirs left, the ones both could have made
  * refused unless forced); else the restore to `meta`.
  */
-async function undoStep(io: Io, store: StoreView, observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', maxFileMib: number, forced: string[] | undefined, maxRows: number): Promise<Step> {
+async function undoStep(io: Io, store: StoreView, observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete' | 'own', maxFileMib: number, forced: string[] | undefined, maxRows: number): Promise<Step> {
   const scope = await sessionScope(store, meta, forced ?? []);
   if (scope === undefined) return planStep(observer, meta, created, undefined, maxFileMib, undefined, forced);
   if (scope.paths.length === 0) {
@@ -90,7 +90,7 @@ export async function openForRestore(options: GlobalOptions, io: Io): Promise<{ 
 }
 
 /** Plans one restore step and builds its preview. */
-export async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
+export async function planStep(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete' | 'own', paths: string[] | undefined, maxFileMib: number, title?: string, force?: string[]): Promise<Step> {
   const plan = await observer.plan(meta.id, { created, modePolicy: 'exact', ...(paths !== undefined ? { paths } : {}), ...(force !== undefined ? { force } : {}) });
   const label = displayLabel(meta);
   const preview = buildUndoPreview(label, plan.entries, maxFileMib, title);
@@ -123,7 +123,7 @@ export function personOf(io: Io): { input: NodeJS.ReadStream; output: NodeJS.Wri
 export type RestoreVerb = 'undo' | 'redo' | 'revert';
 
 /** Applies the previewed steps, each bound to its preview; prints the receipts. */
-export async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete', verb: RestoreVerb = 'undo'): Promise<number> {
+export async function applySteps(io: Io, context: CliContext, observer: CheckpointObserver, steps: readonly Step[], created: 'keep' | 'delete' | 'own', verb: RestoreVerb = 'undo'): Promise<number> {
   const reports: { checkpoint: string; label: string; report: RestoreReport }[] = [];
   let failed = false;
   // Ctrl-C (or a TERM or HUP) during the restore cancels it before its commit point, which rolls
@@ -148,28 +148,35 @@ export async function applySteps(io: Io, context: CliContext, observer: Checkpoi
         signal: abort.signal,
       });
       reports.push({ checkpoint: step.meta.id, label: step.label, report });
-      io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
-      if (report.failed.length > 0) failed = true;
+      // Cancelled before its commit point: rolled back, so nothing failed and nothing needs undoing.
+      if (isCancelled(report)) io.out(...renderCancelledReceipt(step.label, report, io.style));
+      else io.out(...renderReceipt(step.label, report, io.style, { maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }));
+      if (report.failed.length > 0 && !isCancelled(report)) failed = true;
     }
   } finally {
     stopListening();
   }
   await observer.close();
-  const rolledBack = reports.some(({ report }) => report.failed.some((failure) => failure.code === 'ABORT_ERR'));
+  const rolledBack = reports.some(({ report }) => isCancelled(report));
   // A file left behind is never only a row among others: the last line counts them, and the exit says so.
   const skipped = rolledBack ? undefined : skippedSummary(reports.map(({ report }) => report), context.config.resolved.maxFileMib);
   if (skipped !== undefined) io.out(io.style.warn(skipped));
   io.emit({ restored: !rolledBack, cancelled: rolledBack, restores: reports, ...(skipped !== undefined ? { notBroughtBack: skipped } : {}) });
   if (rolledBack) {
-    io.err('turnback: the restore was cancelled and rolled back: the files are as they were before it');
+    io.err('turnback: cancelled, nothing changed: the restore was cancelled and rolled back, the files are as they were before it');
     // The shell's convention for a command ended by Ctrl-C.
     return 130;
   }
   return failed ? EXIT.error : skipped !== undefined ? EXIT.skipped : EXIT.ok;
 }
 
+/** True for a restore a signal cancelled before its commit point (and so rolled back). */
+function isCancelled(report: RestoreReport): boolean {
+  return report.failed.some((failure) => failure.code === 'ABORT_ERR');
+}
+
 /** The paths of `meta`'s plan that `patterns` (files, folders, globs) match; exits when none does. */
-async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete', patterns: string[]): Promise<string[]> {
+async function matchingInPlan(observer: CheckpointObserver, meta: CheckpointMeta, created: 'keep' | 'delete' | 'own', patterns: string[]): Promise<string[]> {
   const matches = pathMatcher(patterns);
   const plan = await observer.plan(meta.id as CheckpointId, { created, modePolicy: 'exact' });
   const chosen = plan.entries.map((entry) => entry.path).filter(matches);
@@ -209,11 +216,14 @@ export async function withNotes(store: StoreView, step: Step, only = false): Pro
 
 /**
  * `turnback undo [ID] [--path P]… [--yes] [--dry-run] [--delete-created]`: preview, ask, restore.
- * Never deletes unless `--delete-created`; modes are never widened; saves first.
+ * Deletes only what the picture itself created and nobody changed since, unless
+ * `--delete-created`; modes are never widened; saves first.
  */
 export async function undoCommand(id: string | undefined, options: UndoOptions, io: Io): Promise<number> {
   const { context, store, observer } = await openForRestore(options, io);
-  const created = options.deleteCreated === true ? 'delete' : 'keep';
+  // What the undone picture itself created, still as it left it, goes (saved first); files others
+  // created since stay, unless --delete-created.
+  const created = options.deleteCreated === true ? 'delete' : 'own';
   const maxFileMib = context.config.resolved.maxFileMib;
   let lines: LineReader | undefined;
   const reader = (): LineReader => (lines ??= new LineReader(personOf(io).input));
@@ -226,7 +236,8 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
       io.err(`turnback: ${shownText(agent?.agent ?? '')} ${shownText(agent?.session ?? sessionId)}: recorded the ${ended === 1 ? 'call' : `${ended} calls`} its hooks left open, so its turn can be undone`);
     }
     const all = await undoablePictures(store);
-    const pictures = turnsAsTargets(all, await agentTurns(store, all)).filter((m) => m.entryCount > 0 && m.state !== 'undone');
+    const targets = turnsAsTargets(all, await agentTurns(store, all));
+    const pictures = targets.filter((m) => m.entryCount > 0 && m.state !== 'undone');
     const paths = (options.path ?? []).map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const forced = options.force === undefined ? undefined : options.force.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd));
     const steps: Step[] = [];
@@ -256,6 +267,12 @@ export async function undoCommand(id: string | undefined, options: UndoOptions, 
       if (pictures.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', 'no checkpoints in this project');
       let chosen: CheckpointMeta | undefined;
       if (options.yes === true || options.dryRun === true || io.json) {
+        // The last turn changed nothing: say so, never quietly take back the one before it.
+        const empty = emptyLastPicture(targets);
+        if (empty !== undefined) {
+          const before = bareUndoTarget(pictures);
+          throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to undo: the last picture (${displayLabel(empty)} · ${displayTime(empty.shownAt)}) changed no file${before !== undefined ? `; turnback undo ${shortId(before.id)} takes back the one before it (${displayLabel(before)})` : ''}`);
+        }
         // Like an editor's undo: the newest picture still in effect, never a save an undo made.
         chosen = bareUndoTarget(pictures);
         if (chosen === undefined) throw new CliExit(EXIT.nothing, 'NOTHING', 'nothing to undo: every picture here was already undone (turnback redo brings the last one back)');
@@ -322,7 +339,9 @@ export async function redoCommand(options: GlobalOptions & { yes?: boolean; dryR
     const metas = await store.list();
     // Redo walks forward through the undos not yet redone, newest first; a change made since the
     // last undo ends that walk, as in an editor.
-    const stack = redoStack(metas);
+    // A cancelled undo (rolled back) changed nothing: there is nothing of it to redo.
+    const cancelledSaves = new Set((await undoablePictures(store)).filter((p) => p.state === 'cancelled').map((p) => p.id));
+    const stack = redoStack(metas.filter((m) => !cancelledSaves.has(m.id)));
     const last = stack.saves.at(-1);
     if (last === undefined) {
       const why = stack.clearedBy !== undefined

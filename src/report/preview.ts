@@ -203,3 +203,19 @@ export function skippedSummary(reports: readonly Pick<RestoreReport, 'refused' |
   const reasons = [...byReason].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([words, count]) => `${count} ${shownText(words)}`);
   return `not brought back: ${total} ${total === 1 ? 'file' : 'files'} (${reasons.join('; ')})`;
 }
+
+/**
+ * The receipt of a restore cancelled before its commit point (Ctrl-C): every write was rolled
+ * back, so nothing failed and there is nothing to undo — only what the rollback could not clean,
+ * if anything, is listed.
+ *
+ * ```
+ * cancelled, nothing changed: undo to before ./tidy.sh was stopped and rolled back
+ * ```
+ */
+export function renderCancelledReceipt(label: string, report: Pick<RestoreReport, 'cleanupPending'>, style: LineStyle = plainStyle): string[] {
+  const whole = report.cleanupPending.length === 0;
+  const lines = [style.bold(`${whole ? 'cancelled, nothing changed' : 'cancelled and rolled back'}: the restore to ${shownText(label)} was stopped before it finished`)];
+  for (const leftover of report.cleanupPending) lines.push(`  ${'leftover'.padEnd(10)}  ${shownPath(leftover)}   ${style.warn('the rollback could not clean this; inspect and remove it by hand')}`);
+  return lines;
+}

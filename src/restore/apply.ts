@@ -56,6 +56,8 @@ export interface ApplyResult {
   cleanupPending: string[];
   /** True when a failure or cancellation undid every completed write. */
   rolledBack: boolean;
+  /** Folders the restore made that it left holding what it wrote (project paths), after a commit. */
+  madeFolders?: string[];
 }
 
 /**
@@ -170,6 +172,7 @@ export async function applyRestore(
   }
   result.cleanupPending.push(...(await tx.commit()));
   result.restored = done;
+  if (tx.made.length > 0) result.madeFolders = [...tx.made].sort();
   return result;
 }
 

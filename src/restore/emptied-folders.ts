@@ -11,10 +11,11 @@ import type { FileSystem } from '../fs/file-system.js';
 
 /**
  * Removes, deepest first, the folders above `deleted` (project paths the restore deleted) that
- * are now empty and were born after `sinceMs`. Returns the project paths removed; a folder that
- * cannot be judged or removed is left as it is.
+ * are now empty and were born after `sinceMs` — or that `madeAfter` names (known newer than the
+ * checkpoint by sequence: the folders the restore that made a save created). Returns the project
+ * paths removed; a folder that cannot be judged or removed is left as it is.
  */
-export async function removeEmptiedFolders(fs: FileSystem, projectRoot: string, deleted: readonly string[], sinceMs: number): Promise<string[]> {
+export async function removeEmptiedFolders(fs: FileSystem, projectRoot: string, deleted: readonly string[], sinceMs: number, madeAfter: ReadonlySet<string> = new Set()): Promise<string[]> {
   const candidates = new Set<string>();
   for (const projectPath of deleted) {
     for (let slash = projectPath.lastIndexOf('/'); slash > 0; slash = projectPath.lastIndexOf('/', slash - 1)) candidates.add(projectPath.slice(0, slash));
@@ -30,7 +31,7 @@ export async function removeEmptiedFolders(fs: FileSystem, projectRoot: string, 
         const through = await anchors.at(abs);
         const stats = await fs.lstat(through);
         // Only a real folder made after the checkpoint (a birth time of 0 means none is kept).
-        if (!stats.isDirectory() || !(stats.birthtimeMs > sinceMs)) continue;
+        if (!stats.isDirectory() || !(madeAfter.has(folder) || stats.birthtimeMs > sinceMs)) continue;
         if ((await fs.readdir(through)).length > 0) continue;
         await fs.rmdir(through);
         removed.push(folder);

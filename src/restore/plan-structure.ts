@@ -2,6 +2,11 @@ import { diskFingerprint } from '../fs/disk-state.js';
 import { restoredMode } from './modes.js';
 import type { PlanEntry, PlanInput, PlanOptions } from './plan.js';
 
+/** True when the plan removes `path`, created since the checkpoint, instead of keeping it. */
+export function deletesCreated(options: PlanOptions, path: string): boolean {
+  return options.created === 'delete' || options.ownCreated?.has(path) === true;
+}
+
 // The plan across paths (pure): a file swapped for a folder, or a folder for a link or a file,
 // comes back in one restore. Planned one by one, each path of such a swap looks changed by
 // someone else (a folder stands where the session saw the file vanish; a link stands on the way
@@ -45,7 +50,9 @@ export function planStructure(entries: PlanEntry[], inputs: readonly PlanInput[]
     if (!toPutBack(input) || input.objectMissing === true || input.disk.type !== 'other' || input.disk.kind !== 'unknown') continue;
     const blocker = blockerOf(input.path, inputOf);
     if (blocker === undefined) continue;
-    if (blocker.disk.type === 'symlink' || options.created === 'delete') {
+    // A link holds no data; a file goes when this restore removes what was created (the file is
+    // the checkpoint's own creation, or `created: 'delete'`), as any created file would.
+    if (blocker.disk.type === 'symlink' || deletesCreated(options, blocker.path)) {
       planned.set(blocker.path, { path: blocker.path, action: 'delete', reason: 'in-the-way', target: { type: 'absent' }, expectedHash: diskFingerprint(blocker.disk) });
       planned.set(input.path, recreateEntry(input, options, { action: 'recreate', expectedHash: 'absent', afterRemovalOf: blocker.path }));
     } else {

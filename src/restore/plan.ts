@@ -5,7 +5,7 @@ import type { DiskState } from '../fs/disk-state.js';
 import { diskFingerprint } from '../fs/disk-state.js';
 import type { ModePolicy } from './modes.js';
 import { restoredMode } from './modes.js';
-import { planStructure } from './plan-structure.js';
+import { deletesCreated, planStructure } from './plan-structure.js';
 
 /** One path to plan: where it should go back to, what the session last recorded, what is on disk now. */
 export interface PlanInput {
@@ -38,6 +38,11 @@ export interface PlanOptions {
    * the plan found. @default none
    */
   force?: ReadonlySet<string>;
+  /**
+   * Paths the checkpoint itself created (and nothing later changed): with `created: 'keep'` they
+   * are deleted all the same, while still exactly what was recorded (the guard). @default none
+   */
+  ownCreated?: ReadonlySet<string>;
 }
 
 /** What restore does with one path. `restore`, `recreate` and `delete` write; the rest do not. */
@@ -212,7 +217,7 @@ function planWrite(
   switch (target.type) {
     case 'absent':
       // disk is not absent here: equal fingerprints were skipped above.
-      return options.created === 'delete'
+      return deletesCreated(options, path)
         ? { path, action: 'delete', target, expectedHash: found }
         : { path, action: 'leave', reason: 'created-since', target };
     case 'symlink':

@@ -53,6 +53,8 @@ export function tempName(kind: 'stage' | 'displaced'): string {
 export class Transaction {
   protected readonly steps: Step[] = [];
   protected readonly touchedDirs: Set<string> = new Set();
+  /** Folders this restore made that hold what it wrote, known once it commits (project paths). */
+  readonly made: string[] = [];
   /** Leftovers of entries refused mid-apply, reported with the final outcome. */
   protected readonly leftovers: string[] = [];
   protected readonly fs: FileSystem;
@@ -295,6 +297,8 @@ export class Transaction {
         await twice(() => ignoreMissing(() => this.fast.rmdir(step.abs)));
       } catch (error) {
         if (errnoCode(error) !== 'ENOTEMPTY' && errnoCode(error) !== 'EEXIST') pending.push(this.relative(step.abs));
+        // Kept, holding what was restored: a folder this restore made, which its own undo removes once emptied.
+        else this.made.push(this.relative(step.abs));
       }
     }
     this.steps.length = 0;

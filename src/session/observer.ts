@@ -197,9 +197,9 @@ export class CheckpointObserver implements WriteObserver {
     // Writes made after a restore must capture the restored content as their pre-image.
     await this.#turns.seal();
     return this.#store.withLock(async () => {
-      const removedLeftovers = await this.#restorer.removeInterruptedLeftovers();
+      const recovered = await this.#restorer.recoverInterrupted();
       const report = await this.#restorer.restoreLocked(id, options);
-      return { ...report, removedLeftovers };
+      return { ...report, removedLeftovers: recovered.flatMap((r) => r.removedLeftovers).sort() };
     }, { timeoutMs: this.#restoreLockTimeoutMs });
   }
 

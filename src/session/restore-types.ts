@@ -12,10 +12,12 @@ export interface RestoreOptions {
   /** Restore only these paths (absolute or project-relative). Must be non-empty when given. */
   paths?: string[];
   /**
-   * What happens to files created since the checkpoint: `delete` (rewind) or `keep` (undo).
+   * What happens to files created since the checkpoint: `delete` (rewind), `keep`, or `own`
+   * (undo): the files the checkpoint itself created, still exactly as recorded and changed by no
+   * later turn, are deleted (saved first, like every write); those created later are kept.
    * @default 'delete'
    */
-  created?: 'delete' | 'keep';
+  created?: 'delete' | 'keep' | 'own';
   /**
    * Mode policy: `exact` puts back the recorded mode (minus set-id and sticky bits);
    * `never-widen` keeps owner read/write and never grants exec, group-write or other-write.

@@ -7,14 +7,13 @@ import { parseCheckpointId, type CheckpointId } from '../core/id.js';
 import { fingerprintOf, type CheckpointManifest, type Fingerprint, type PathState } from '../core/model.js';
 import type { Change } from '../capture/diff.js';
 import { readDiskState, type DiskState } from '../fs/disk-state.js';
-import { resolveInsideRoot, toProjectPath, type AncestorMemo } from '../fs/paths.js';
-import { isPidAlive } from '../core/pid.js';
-import { tempNameBase } from '../restore/transaction.js';
+import { toProjectPath, type AncestorMemo } from '../fs/paths.js';
 import { removeEmptiedFolders } from '../restore/emptied-folders.js';
 import { applyRestore, type GuardSight, type SwapDecision } from '../restore/apply.js';
 import { planRestore, type PlanEntry, type PlanInput, type RestorePlan } from '../restore/plan.js';
 import type { CheckpointStore, CheckpointWriter } from '../store/store.js';
 import { readDiscards } from './discards.js';
+import { applyingRecord, recoverInterruptedRestoresLocked, type RecoveredRestore } from './interrupted-restore.js';
 import type { PostWriteHasher } from './post-write.js';
 import type { RestoreOptions, RestoreReport } from './restore-types.js';
 import { DISCARDS_STATE, discardHolding, foldTimeline, isTimelineKind, recordDiscard, withoutDiscarded, type Discard, type IrreversibleCall } from './timeline.js';
@@ -24,8 +23,11 @@ interface Planned {
   irreversible: IrreversibleCall[];
 }
 
-/** State documents that record an apply in progress (its name base and folders). */
-const APPLYING_STATE_PREFIX = 'applying-';
+/**
+ * State documents (`made-folders-<save id>`) naming the folders a restore made, so the restore of
+ * its save (a redo) removes them once emptied without asking the clock which came first.
+ */
+export const MADE_FOLDERS_PREFIX = 'made-folders-';
 
 /** Disk states read for a plan at once (small files are hashed synchronously). */
 const PLAN_READS_IN_FLIGHT = 32;
@@ -61,40 +63,11 @@ export class Restorer {
   }
 
   /**
-   * Removes what restores of dead processes left in the project: the stage and displaced files
-   * named with the base their record gives, in the folders it lists (never anything else).
-   * Returns the project paths removed. The caller holds the store lock.
+   * Rolls back every restore a dead process left half done and removes its stage and displaced
+   * files (see interrupted-restore.ts). The caller holds the store lock.
    */
-  async removeInterruptedLeftovers(): Promise<string[]> {
-    const removed: string[] = [];
-    for (const name of await this.store.listState(APPLYING_STATE_PREFIX).catch(() => [] as string[])) {
-      const record = (await this.store.readState(name).catch(() => undefined)) as { pid?: unknown; base?: unknown; folders?: unknown } | undefined;
-      const pid = typeof record?.pid === 'number' ? record.pid : undefined;
-      if (pid === process.pid || (pid !== undefined && isPidAlive(pid))) continue;
-      const base = typeof record?.base === 'string' && /^[0-9a-f]{12}$/.test(record.base) ? record.base : undefined;
-      const folders = Array.isArray(record?.folders) ? (record.folders as unknown[]).filter((f): f is string => typeof f === 'string') : [];
-      if (base !== undefined) {
-        const ours = (file: string): boolean => file.startsWith(`.turnback-stage-${base}`) || file.startsWith(`.turnback-displaced-${base}`);
-        for (const folder of folders) {
-          let projectFolder: string;
-          try {
-            projectFolder = folder === '' ? '' : toProjectPath(this.projectRoot, folder);
-            // Never through a link: every folder on the way must still be a real folder inside the root.
-            if (projectFolder !== '') await resolveInsideRoot(this.capture.fs, this.projectRoot, `${projectFolder}/x`);
-          } catch {
-            continue;
-          }
-          const abs = projectFolder === '' ? this.projectRoot : `${this.projectRoot}/${projectFolder}`;
-          for (const file of await this.capture.fs.readdir(abs).catch(() => [] as string[])) {
-            if (!ours(file)) continue;
-            const rel = projectFolder === '' ? file : `${projectFolder}/${file}`;
-            await this.capture.fs.unlink(`${abs}/${file}`).then(() => removed.push(rel), () => undefined);
-          }
-        }
-      }
-      await this.store.deleteState(name).catch(() => undefined);
-    }
-    return removed.sort();
+  recoverInterrupted(): Promise<RecoveredRestore[]> {
+    return recoverInterruptedRestoresLocked(this.store, this.capture.fs);
   }
 
   /** Restores to `id`; the caller holds the store lock. */
@@ -194,7 +167,7 @@ export class Restorer {
   async #planFrom(id: CheckpointId, manifests: CheckpointManifest[], options: RestoreOptions, anyKind: boolean): Promise<Planned> {
     const created = options.created ?? 'delete';
     const modePolicy = options.modePolicy ?? 'exact';
-    if (created !== 'delete' && created !== 'keep') throw new CheckpointError('INVALID_ARGUMENT', `created must be 'delete' or 'keep'`);
+    if (created !== 'delete' && created !== 'keep' && created !== 'own') throw new CheckpointError('INVALID_ARGUMENT', `created must be 'delete', 'keep' or 'own'`);
     if (modePolicy !== 'exact' && modePolicy !== 'never-widen') throw new CheckpointError('INVALID_ARGUMENT', `modePolicy must be 'exact' or 'never-widen'`);
     const only = this.pathFilter(options.paths);
     const force = options.force === undefined ? undefined : this.pathFilter(options.force);
@@ -222,7 +195,9 @@ export class Restorer {
       },
       { yieldEveryMs: YIELD_EVERY_MS },
     );
-    let entries = planRestore(inputs, { created, modePolicy, ...(force !== undefined ? { force } : {}) });
+    const ownCreated = created === 'own' ? ownCreations(manifests) : undefined;
+    const planOptions = { created: created === 'own' ? ('keep' as const) : created, modePolicy, ...(ownCreated !== undefined ? { ownCreated } : {}) };
+    let entries = planRestore(inputs, { ...planOptions, ...(force !== undefined ? { force } : {}) });
     if (options.expect !== undefined) entries = holdToPreview(entries, options.expect);
     if (only !== undefined) {
       const covered = new Set(selected.map((p) => p.path));
@@ -232,7 +207,7 @@ export class Restorer {
       entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     }
     return {
-      plan: { checkpointId: id, workspace: this.projectRoot, createdAt: new Date().toISOString(), options: { created, modePolicy }, entries },
+      plan: { checkpointId: id, workspace: this.projectRoot, createdAt: new Date().toISOString(), options: planOptions, entries },
       irreversible,
     };
   }
@@ -308,8 +283,14 @@ export class Restorer {
     // Recorded before any stage exists: if this process dies mid-apply, the next restore (of any
     // process) finds the folders and the name base, and removes what was left (its content is in
     // the pre-restore checkpoint, saved before each swap).
-    const inProgress = `${APPLYING_STATE_PREFIX}${process.pid}-${tempNameBase()}`;
-    await this.store.writeState(inProgress, { pid: process.pid, base: tempNameBase(), folders: foldersOf(toApply) }, { durable: false }).catch(() => undefined);
+    const { name: inProgress, record } = applyingRecord({
+      folders: foldersOf(toApply),
+      save: saver.id,
+      restoreOf: plan.checkpointId as CheckpointId,
+      ...(options.saveLabel !== undefined ? { label: options.saveLabel } : {}),
+      writes: toApply.map((entry) => [entry.path, targetFingerprint(entry.target, entry.action)]),
+    });
+    await this.store.writeState(inProgress, record, { durable: false }).catch(() => undefined);
     const applied = await applyRestore(
       {
         fs: this.capture.fs,
@@ -339,16 +320,29 @@ export class Restorer {
     report.restored = applied.restored;
     // With created files deleted, the folders those deletes emptied that were made since the
     // checkpoint go too: an undo leaves no empty folder behind.
-    if (plan.options.created === 'delete' && !applied.rolledBack) {
+    if ((plan.options.created === 'delete' || plan.options.ownCreated !== undefined) && !applied.rolledBack) {
       const deleted = applied.restored.filter((entry) => entry.action === 'delete').map((entry) => entry.path);
       const since = Date.parse((await this.store.list()).find((m) => m.id === plan.checkpointId)?.createdAt ?? '');
-      if (deleted.length > 0 && Number.isFinite(since)) report.removedFolders = await removeEmptiedFolders(this.capture.fs, this.projectRoot, deleted, since);
+      // Restoring a save (a redo): the folders its own restore made are newer than it by sequence,
+      // whatever the clocks say (a folder's birth time comes from the file system's coarse clock,
+      // and can read as older than the save opened a moment before it).
+      const madeAfter = await this.#foldersMadeAfter(plan.checkpointId as CheckpointId);
+      if (deleted.length > 0 && Number.isFinite(since)) report.removedFolders = await removeEmptiedFolders(this.capture.fs, this.projectRoot, deleted, since, madeAfter);
+    }
+    if (applied.madeFolders !== undefined && !applied.rolledBack) {
+      await this.store.writeState(`${MADE_FOLDERS_PREFIX}${saver.id}`, { version: 1, folders: applied.madeFolders }, { durable: false }).catch(() => undefined);
     }
     report.refused.push(...applied.refused);
     report.skipped.push(...applied.skipped);
     report.failed = applied.failed;
     report.cleanupPending = [...applied.cleanupPending, ...(await this.#strayTempFiles(plan.entries, applied.cleanupPending))];
     return report;
+  }
+
+  /** The folders the restore that made save `id` created (its record), or none. */
+  async #foldersMadeAfter(id: CheckpointId): Promise<ReadonlySet<string>> {
+    const record = (await this.store.readState(`${MADE_FOLDERS_PREFIX}${id}`).catch(() => undefined)) as { folders?: unknown } | undefined;
+    return new Set(Array.isArray(record?.folders) ? record.folders.filter((f): f is string => typeof f === 'string') : []);
   }
 
   /**
@@ -415,6 +409,21 @@ export class Restorer {
     }
     return strays.sort();
   }
+}
+
+/**
+ * The paths the span's first checkpoint itself created that no later turn, call or snapshot
+ * changed (a restore's save does not count: an undo and its redo leave the file as the checkpoint
+ * did, and the guard still checks it is exactly that).
+ */
+function ownCreations(manifests: readonly CheckpointManifest[]): Set<string> {
+  const [anchor, ...later] = manifests;
+  const own = new Set((anchor?.entries ?? []).filter((entry) => entry.before.type === 'absent').map((entry) => entry.path));
+  for (const manifest of later) {
+    if (manifest.kind === 'pre-restore') continue;
+    for (const entry of manifest.entries) own.delete(entry.path);
+  }
+  return own;
 }
 
 /** The folders (project paths, `''` for the root) the entries live in. */

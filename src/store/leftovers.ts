@@ -43,8 +43,11 @@ export async function removeLeftovers(ctx: StoreContext, now: number): Promise<n
     const alive = header !== undefined && header.hostname === HOSTNAME && isPidAlive(header.pid);
     if (!alive) await removeIf(file, () => true);
   }
+  const ids = new Set<string>(catalog.entries.map((entry) => entry.id));
   for (const name of await listNames(fs, layout.stateDir)) {
     if (!name.endsWith('.json')) await removeIf(path.join(layout.stateDir, name), old);
+    // The folders a restore made, kept for its save's redo: gone with the save.
+    else if (name.startsWith('made-folders-') && !ids.has(name.slice('made-folders-'.length, -'.json'.length))) await removeIf(path.join(layout.stateDir, name), () => true);
   }
   const packNames = new Set(await listNames(fs, layout.packsDir));
   for (const name of packNames) {

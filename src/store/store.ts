@@ -9,7 +9,7 @@ import { newCheckpointId, parseCheckpointId, type CheckpointId } from '../core/i
 import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
-import { JournalWriter, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
+import { JournalWriter, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
@@ -351,6 +351,28 @@ export class CheckpointStore {
     if (options.scopeId !== undefined) meta.scopeId = options.scopeId;
     const journal = await JournalWriter.create(this.fs, this.layout, meta);
     return new OpenCheckpoint(this.fs, this.layout, meta, journal);
+  }
+
+  /**
+   * Seals the open checkpoint a dead process left (an interrupted restore's save), with `records`
+   * appended after its journal's, as its own seal would have. The caller holds the lock and has
+   * checked the writer is dead.
+   * @throws CheckpointError `UNKNOWN_CHECKPOINT` (no journal), `CORRUPT_MANIFEST`, `INVALID_ARGUMENT`.
+   */
+  async sealLeftOpen(id: CheckpointId, records: readonly JournalRecord[], patch: SealPatch = {}): Promise<CheckpointManifest> {
+    const problem = records.map(journalRecordProblem).find((p) => p !== undefined);
+    if (problem !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `invalid journal record: ${problem}`);
+    const file = this.layout.journalPath(parseCheckpointId(id));
+    const contents = await readJournal(this.fs, file).catch((error: unknown) => {
+      throw new CheckpointError('UNKNOWN_CHECKPOINT', `checkpoint ${id} has no open journal`, { cause: error });
+    });
+    // Validated as any read of it is (header, workspace), then folded with the new records.
+    const base = this.journalManifest(id, contents);
+    const manifest = buildManifest((contents.header as JournalHeader).meta, [...contents.records, ...records], patch);
+    manifest.gaps.push(...base.gaps.filter((gap) => gap.reason === 'journal-corrupt'));
+    await writeManifest(this.layout, manifest);
+    await this.fs.unlink(file).catch(() => undefined);
+    return manifest;
   }
 
   /** Runs `fn` holding the inter-process store lock (reentrant). @throws CheckpointError `STORE_BUSY`. */

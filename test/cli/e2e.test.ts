@@ -265,19 +265,20 @@ describe('turnback undo and redo', () => {
 
     const no = tb(['undo'], { input: '1\nn\n' });
     expect(no.code).toBe(3);
-    expect(no.stdout).toContain('1 to write back, 4 to recreate, 1 kept');
+    // Issue #26 point 7: the file the turn itself created goes with its undo (saved first).
+    expect(no.stdout).toContain('1 to write back, 4 to recreate, 1 to delete');
     expect(no.stdout).toContain('restore? type y to confirm');
     expect(no.stdout).toContain('undo cancelled');
     expect(existsSync(path.join(proj, 'docs'))).toBe(false);
 
     const yes = tb(['undo'], { input: '1\nYes\n' });
     expect(yes.code).toBe(0);
-    expect(yes.stdout).toContain('restored 5 files to before sh -c');
-    expect(yes.stdout).toContain('  kept        tidy.sh');
+    expect(yes.stdout).toContain('restored 6 files to before sh -c');
+    expect(yes.stdout).toContain('  deleted     tidy.sh');
     expect(yes.stdout).toContain('  saved first: turnback undo can undo this');
     expect(await readFile(path.join(proj, 'docs', 'notes', 'draft.md'), 'utf8')).toBe('not committed\n');
     expect(await readFile(path.join(proj, 'src', 'parser.rs'), 'utf8')).toContain('two();');
-    expect(existsSync(path.join(proj, 'tidy.sh'))).toBe(true);
+    expect(existsSync(path.join(proj, 'tidy.sh'))).toBe(false);
 
     const list = tb(['list']);
     // The undo's save goes under the row it undid (issue #26 point 8), not in a row of its own.
@@ -288,6 +289,7 @@ describe('turnback undo and redo', () => {
     expect(redo.code).toBe(0);
     expect(existsSync(path.join(proj, 'docs', 'notes', 'draft.md'))).toBe(false);
     expect(await readFile(path.join(proj, 'src', 'parser.rs'), 'utf8')).toContain('TWO();');
+    expect(existsSync(path.join(proj, 'tidy.sh'))).toBe(true);
     const again = tb(['redo', '--yes']);
     expect(again.code).toBe(3);
     expect(again.stderr).toContain('nothing to redo');
@@ -520,7 +522,8 @@ describe('signals, crashes and concurrency', () => {
     expect(undo.code, undo.stderr).toBe(0);
     expect(await readFile(path.join(proj, 'Cargo.toml'), 'utf8')).toBe('[package]\nname = "p"\n');
     expect(await readFile(path.join(proj, 'docs', 'notes', 'draft.md'), 'utf8')).toBe('not committed\n');
-    expect(existsSync(path.join(proj, 'started'))).toBe(true);
+    // The file the killed run itself created, still as it left it, goes with its undo (issue #26 point 7).
+    expect(existsSync(path.join(proj, 'started'))).toBe(false);
   });
 
   it('prints a progress line on stderr when a picture takes longer than the threshold', () => {

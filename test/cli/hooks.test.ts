@@ -230,7 +230,7 @@ describe('turnback hooks: Claude Code', () => {
     expect(repo.tb(['list']).stdout).toMatch(/claude sub-sess… · turn 1 "from a subfolder"/);
   });
 
-  it('never blocks the agent: a malformed payload and a broken store exit 0, print nothing, and are logged', async () => {
+  it('never blocks the agent: a malformed payload and a broken store exit 0, print nothing but one line for the broken store, and are logged', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
@@ -248,7 +248,9 @@ describe('turnback hooks: Claude Code', () => {
     await writeFile(blocker, 'x');
     const broken = { TURNBACK_DIR: blocker };
     const r = fire(repo, commands.UserPromptSubmit, { session_id: 's1', cwd: repo.proj, hook_event_name: 'UserPromptSubmit', prompt: 'hi' }, broken);
-    expect([r.code, r.stdout, r.stderr]).toEqual([0, '', '']);
+    // Issue #27: a store that fails every event is said once on the agent's stderr, not only in the log.
+    expect([r.code, r.stdout]).toEqual([0, '']);
+    expect(r.stderr).toMatch(/^turnback: no checkpoints for this project: .+ \(the folder TURNBACK_DIR names\); every hook event fails until it is fixed \(turnback hooks status\)\n$/);
     const brokenLog = (await readFile(`${blocker}.hooks.log`, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { ok: boolean; error: string });
     expect(brokenLog).toHaveLength(1);
     expect(brokenLog[0]?.ok).toBe(false);

@@ -25,7 +25,9 @@ describe('Ctrl-C during an undo', () => {
     for (let attempt = 0; attempt < 3 && rolledBack === 0; attempt++) {
       const child = spawn(process.execPath, ['--no-warnings', CLI, 'undo', '--yes'], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
+      let stdout = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
       const watcher = watch(path.join(repo.proj, 'd'), (_event, name) => {
         if (String(name).startsWith('.turnback-')) {
           watcher.close();
@@ -43,6 +45,13 @@ describe('Ctrl-C during an undo', () => {
         rolledBack += 1;
         expect([...versions]).toEqual(['agent']);
         expect(stderr).toContain('cancelled and rolled back');
+        // Issue #27: nothing was killed and nothing failed, and there is nothing to undo.
+        expect(stdout).toContain('cancelled, nothing changed');
+        expect(stdout).not.toContain('saved first');
+        expect(stdout).not.toMatch(/failed|rolled back after/);
+        const list = repo.tb(['list']).stdout;
+        expect(list).toContain('cancelled, nothing changed');
+        expect(list).not.toContain('cut short');
       } else {
         // The signal came after the commit point: the undo finished. Put the agent's version back for the next try.
         expect(code).toBe(0);

@@ -17,17 +17,23 @@ async function swapped(): Promise<Awaited<ReturnType<typeof cliRepo>>> {
 }
 
 describe('swaps between files, folders and links', () => {
-  it('undo puts a folder back where a link replaced it; a file under a folder of new files is skipped with the reason and the new files kept', async () => {
+  // Issue #26 point 7 and #27: what the turn itself created, still as it left it, goes with a plain
+  // undo — a link over a folder and a file over a folder alike; what a later turn created is kept.
+  it('a plain undo takes back what the turn itself created (a link or a file where a folder was, new folders); a later turn\'s new file is kept and listed', async () => {
     const repo = await swapped();
-    const undo = repo.tb(['undo', '--yes']);
-    // Issue #27: `a` and `k` are left behind, and the exit code and last line say so.
-    expect(undo.code).toBe(6);
-    expect(undo.stdout.trimEnd().split('\n').at(-1)).toBe('not brought back: 2 files (2 a folder with other files is in the way (--delete-created removes files created since))');
+    const turn = repo.newestId();
+    expect(repo.tb(['run', '--', 'sh', '-c', 'echo l > later.txt']).code).toBe(0);
+    const undo = repo.tb(['undo', turn, '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     expect(undo.stdout).toMatch(/deleted +d +\(it stands where a folder was; saved first\)/);
-    expect(undo.stdout).toMatch(/skipped +a +a folder with other files is in the way \(--delete-created removes files created since\)/);
+    expect(undo.stdout).toMatch(/written +a +\(replaces the folder emptied by this undo\)/);
+    expect(undo.stdout).toMatch(/kept +later\.txt/);
     expect((await lstat(path.join(repo.proj, 'd'))).isDirectory()).toBe(true);
     expect(await readFile(path.join(repo.proj, 'd', 'x'), 'utf8')).toBe('x\n');
-    expect(await readFile(path.join(repo.proj, 'a', 'b'), 'utf8')).toBe('n\n');
+    expect(await readFile(path.join(repo.proj, 'a'), 'utf8')).toBe('a\n');
+    expect(await readFile(path.join(repo.proj, 'k'), 'utf8')).toBe('k\n');
+    expect(existsSync(path.join(repo.proj, 'newdir'))).toBe(false);
+    expect(await readFile(path.join(repo.proj, 'later.txt'), 'utf8')).toBe('l\n');
   });
 
   it('undo --delete-created brings every swap back in one undo, leaves no empty folder, and redo returns the swapped tree exactly', async () => {

@@ -114,3 +114,34 @@ describe('redoStack and bareUndoTarget (pure)', () => {
     expect(bareUndoTarget(newestFirst.slice(0, 3))).toBeUndefined();
   });
 });
+
+describe('bare undo --yes over turns that only created files or changed nothing (issues #26, #27)', () => {
+  it('undo --yes, undo --yes steps back past a turn that only created files: its files go, then the turn before', async () => {
+    const repo = await cliRepo({ 'log.txt': 'base\n' });
+    expect(repo.tb(['run', '--', 'sh', '-c', 'echo A >> log.txt']).code).toBe(0);
+    expect(repo.tb(['run', '--', 'sh', '-c', 'mkdir -p gen && echo x > gen/new.txt && echo y > made.txt']).code).toBe(0);
+    const first = repo.tb(['undo', '--yes']);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    await expect(readFile(path.join(repo.proj, 'made.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    await expect(readFile(path.join(repo.proj, 'gen', 'new.txt'), 'utf8')).rejects.toThrow(/ENOENT/);
+    const second = repo.tb(['undo', '--yes']);
+    expect(second.code, second.stdout + second.stderr).toBe(0);
+    expect(second.stdout).toContain('echo A');
+    expect(await readFile(path.join(repo.proj, 'log.txt'), 'utf8')).toBe('base\n');
+    // redo, redo walks forward again, the created files included.
+    expect(repo.tb(['redo', '--yes']).code).toBe(0);
+    expect(repo.tb(['redo', '--yes']).code).toBe(0);
+    expect(await readFile(path.join(repo.proj, 'gen', 'new.txt'), 'utf8')).toBe('x\n');
+    expect(await readFile(path.join(repo.proj, 'log.txt'), 'utf8')).toBe('base\nA\n');
+  });
+
+  it('undo --yes after a turn that changed nothing says so and takes nothing back', async () => {
+    const repo = await cliRepo({ 'log.txt': 'base\n' });
+    expect(repo.tb(['run', '--', 'sh', '-c', 'echo A >> log.txt']).code).toBe(0);
+    expect(repo.tb(['run', '--', 'true']).code).toBe(0);
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code).toBe(3);
+    expect(undo.stderr).toMatch(/nothing to undo: the last picture \(.*true.*\) changed no file; turnback undo [0-9a-f]{8} takes back the one before it/);
+    expect(await readFile(path.join(repo.proj, 'log.txt'), 'utf8')).toBe('base\nA\n');
+  });
+});
