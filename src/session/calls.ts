@@ -76,6 +76,11 @@ export interface CallBeginResult {
   summary: string;
   /** What the picture covered and left out on purpose (ignored, credential, over the size limit). */
   coverage?: CoverageCounts;
+  /**
+   * Set when files git does not hold were copied past the copy budget (their bytes exist nowhere
+   * else, so no budget leaves them): the sentence saying how many, for a person to be told.
+   */
+  pastBudget?: string;
 }
 
 /**
@@ -147,7 +152,7 @@ export class CallAttributor {
       this.#calls.delete(callId);
       throw error;
     }
-    return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage };
+    return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage, ...(picture.pastBudget !== undefined ? { pastBudget: picture.pastBudget } : {}) };
   }
 
   /**

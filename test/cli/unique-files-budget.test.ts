@@ -1,0 +1,75 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { canMountSmallDisk, mountSmallDisk } from '../helpers/small-disk.js';
+import { seededRandom, testSeed } from '../helpers/seed.js';
+import { cliRepo } from './harness.js';
+
+// Issue #27: a file whose bytes exist nowhere else (modified tracked, untracked) is never left to
+// the copy budget. It is copied past the budget, said in one line before the command runs; when it
+// cannot be copied (the store is full), run refuses to start the command (exit 5).
+
+const TRACKED = 40;
+const BUDGET = 10;
+
+function trackedFiles(): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < TRACKED; i++) files[`src/f${i}.txt`] = `committed ${i}\n`;
+  return files;
+}
+
+/** Every tracked file edited (never committed) and as many untracked notes: four times the budget. */
+async function dirtyTree(proj: string): Promise<Record<string, string>> {
+  const dirty: Record<string, string> = {};
+  for (let i = 0; i < TRACKED; i++) dirty[`src/f${i}.txt`] = `uncommitted edit ${i}\n${'y'.repeat(i * 13)}\n`;
+  for (let i = 0; i < TRACKED; i++) dirty[`notes/n${i}.md`] = `untracked note ${i}\n`;
+  await mkdir(path.join(proj, 'notes'), { recursive: true });
+  for (const [name, text] of Object.entries(dirty)) await writeFile(path.join(proj, name), text);
+  return dirty;
+}
+
+const unmounts: (() => void)[] = [];
+afterEach(() => {
+  for (const unmount of unmounts.splice(0)) unmount();
+});
+
+describe('files whose bytes exist nowhere else, past the copy budget', () => {
+  it('are copied all the same: run says so in one line, and undo brings every deleted one back byte for byte', async () => {
+    const repo = await cliRepo(trackedFiles());
+    await writeFile(path.join(repo.proj, 'turnback.toml'), `[checkpoints]\nmax_picture_files = ${BUDGET}\n`);
+    const dirty = await dirtyTree(repo.proj);
+    const removed = Object.keys(dirty).filter((_, i) => i % 3 === 0);
+    const run = repo.tb(['run', '--', 'rm', ...removed]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/turnback: \d+ files git does not hold copied past the copy budget \(10 files\): they have no other copy/);
+    expect(run.stderr).not.toContain('no copy (picture budget)');
+    expect(run.stderr).not.toContain('cut short');
+    for (const name of removed) expect(existsSync(path.join(repo.proj, name))).toBe(false);
+
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    for (const [name, text] of Object.entries(dirty)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+  });
+
+  it.skipIf(!canMountSmallDisk)('that cannot be copied (the store is full): run refuses to start the command, exit 5, in one line', async () => {
+    const repo = await cliRepo(trackedFiles());
+    const disk = mountSmallDisk(path.join(path.dirname(repo.proj), 'disk'), 2048);
+    if (disk === undefined) throw new Error('cannot mount a tmpfs');
+    unmounts.push(disk.unmount);
+    const store = path.join(disk.dir, 'store');
+    await writeFile(path.join(repo.proj, 'turnback.toml'), `[checkpoints]\nmax_picture_files = ${BUDGET}\n`);
+    expect(repo.tb(['run', '--store', store, '--', 'true']).code).toBe(0);
+    // Forty untracked files of 64 KiB that do not compress: 2.5 MiB on a 2 MiB disk. The budget's
+    // ten would fit; all forty cannot.
+    const random = seededRandom(testSeed(27));
+    await mkdir(path.join(repo.proj, 'data'));
+    for (let i = 0; i < 40; i++) await writeFile(path.join(repo.proj, 'data', `d${i}.bin`), Buffer.from(Array.from({ length: 64 * 1024 }, () => random.int(0, 255))));
+    const refused = repo.tb(['run', '--store', store, '--', 'sh', '-c', 'rm -r data; touch ran']);
+    expect(refused.code, refused.stderr).toBe(5);
+    expect(refused.stderr).toMatch(/^turnback: cannot take a picture: .*(full|no space left)/m);
+    expect(refused.stderr).toContain('the command did not run');
+    expect(existsSync(path.join(repo.proj, 'ran'))).toBe(false);
+    expect(existsSync(path.join(repo.proj, 'data', 'd0.bin'))).toBe(true);
+  });
+});
