@@ -1,12 +1,13 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Gap, PathState, UncopiedReason } from '../core/model.js';
+import type { Gap, LeftByLimit, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
-import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
+import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRecord, type UncheckedPath } from './scan.js';
 import { withThousands } from '../core/numbers.js';
+import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
 import { blobState, orderForBudget, stillTheSameBlob } from './picture-coverage.js';
@@ -47,6 +48,10 @@ export interface Picture {
   gaps: Gap[];
   /** Folders (or files) not checked. */
   unchecked: UncheckedPath[];
+  /** Tracked paths under folders a stopped walk left, statted from git's index (see {@link ScanResult.vouched}). */
+  vouched?: ReadonlySet<string>;
+  /** What a walk stopped by a limit left, as counts (see {@link LeftByLimit}). */
+  left?: LeftByLimit;
   /** Files read into the store by this picture. */
   copied: number;
   /**
@@ -326,11 +331,13 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     partial,
     gaps,
     unchecked: scan.unchecked,
+    ...(scan.vouched !== undefined ? { vouched: scan.vouched } : {}),
+    ...(scan.left !== undefined ? { left: scan.left } : {}),
     copied,
     copiedBytes,
     copiedPastBudget,
     ...(copiedPastBudget > 0 ? { pastBudget: `${withThousands(copiedPastBudget)} file${copiedPastBudget === 1 ? '' : 's'} git does not hold copied past the ${describeBudget(budgetStops, coverage)}: they have no other copy` } : {}),
-    summary: summarize(records.size, copied, partial, scan.unchecked),
+    summary: summarize(records.size, copied, partial, scan.unchecked, scan.left),
     ignored: scan.ignored.length,
   };
 }
@@ -416,7 +423,7 @@ const UNCHECKED_WORDS: Record<UncheckedPath['reason'], string> = {
 };
 
 /** Builds the one-line summary: what was copied, and the folders a limit left unchecked. */
-function summarize(total: number, copied: number, partial: boolean, unchecked: UncheckedPath[]): string {
+function summarize(total: number, copied: number, partial: boolean, unchecked: UncheckedPath[], left: LeftByLimit | undefined): string {
   if (!partial) return `checkpoint: ${withThousands(total)} file${total === 1 ? '' : 's'}, ${withThousands(copied)} copied`;
   const parts: string[] = [];
   parts.push(`${withThousands(copied)} copied`);
@@ -434,5 +441,6 @@ function summarize(total: number, copied: number, partial: boolean, unchecked: U
     );
     sentence += `; not checked: ${clauses.join(', ')}`;
   }
+  if (left !== undefined) sentence += ` — ${leftText(left)}`;
   return sentence;
 }

@@ -4,6 +4,7 @@ import type { CheckpointId } from '../core/id.js';
 import type { Change } from '../capture/diff.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import { pairingKey, promptLabel, type HookEvent } from './events.js';
+import { shownText } from '../report/escape.js';
 
 // What each hook event does to the agent session's observer. Every event runs in a process of
 // its own (a hook is a new process per event, served or not), so nothing is kept in memory
@@ -167,7 +168,9 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
       const counts = changeCounts(own);
       const action = `turn ${turns.length} ended: ${counts}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
       if (own.length === 0) return { action };
-      const gaps = attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
+      // A walk stopped by a limit says how much it left, in the line the person sees.
+      const stopped = attribution.gaps.find((gap) => gap.reason === 'walk-entries' || gap.reason === 'time-limit');
+      const gaps = stopped !== undefined ? ` (picture cut short: ${shownText(stopped.detail)})` : attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
       return { action, message: `turnback: ${counts}${gaps} · turnback undo ${shortIdOf(last.id)}` };
     }
     case 'session-end': {

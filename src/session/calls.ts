@@ -144,7 +144,7 @@ export class CallAttributor {
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
     // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
     // Counted once, for the picture a call rests on (not for every picture a session takes).
-    const coverage = countCoverage(picture.records, picture.ignored ?? 0);
+    const coverage = countCoverage(picture.records, picture.ignored ?? 0, picture.left);
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt, coverage });
     try {
       await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });

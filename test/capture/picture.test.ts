@@ -91,7 +91,7 @@ describe('takePicture', () => {
     expect(p.partial).toBe(true);
     expect(p.records.size).toBe(0);
     expect(p.unchecked).toEqual([{ path: '.', reason: 'time-limit' }]);
-    expect(p.summary).toBe('checkpoint partial: 0 copied; not checked: the project (time limit)');
+    expect(p.summary).toBe('checkpoint partial: 0 copied; not checked: the project (time limit) — 1 folder not walked: the files in it are not pictured');
   });
 
   it('maxWalkEntries and maxDepth make the picture partial and name the folders', async () => {
@@ -102,7 +102,7 @@ describe('takePicture', () => {
     await makeTree(root, { 'd1/x': 'x', 'd2/x': 'x', 'd3/x': 'x' });
     const q = await picture({ maxWalkEntries: 5 });
     expect(q.partial).toBe(true);
-    expect(q.summary).toMatch(/; not checked: \d+ folders \(walk limit\) such as \S+\/$/);
+    expect(q.summary).toMatch(/; not checked: \d+ folders \(walk limit\) such as \S+\/ — \d+ folders not walked: the files in them are not pictured$/);
     expect(q.unchecked.every((u) => u.reason === 'walk-entries')).toBe(true);
   });
 

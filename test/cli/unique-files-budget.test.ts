@@ -4,7 +4,8 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { canMountSmallDisk, mountSmallDisk } from '../helpers/small-disk.js';
 import { seededRandom, testSeed } from '../helpers/seed.js';
-import { cliRepo } from './harness.js';
+import { cliRepo, type CliRepo } from './harness.js';
+import { fire, installedCommands, sh } from './hook-play.js';
 
 // Issue #27: a file whose bytes exist nowhere else (modified tracked, untracked) is never left to
 // the copy budget. It is copied past the budget, said in one line before the command runs; when it
@@ -29,6 +30,22 @@ async function dirtyTree(proj: string): Promise<Record<string, string>> {
   return dirty;
 }
 
+/** One Claude Code turn that runs `script` as a Bash tool, through the hooks install wrote; returns the Stop hook's output. */
+async function hookedTurn(repo: CliRepo, script: string): Promise<string> {
+  expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+  const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+  const env = { CLAUDE_PROJECT_DIR: repo.proj };
+  const common = { session_id: '0b5e27a1-27aa-4c27-9d27-27e5f1a2b3c4', transcript_path: path.join(repo.home, 't.jsonl'), cwd: repo.proj, permission_mode: 'default' };
+  const tool = { ...common, tool_name: 'Bash', tool_input: { command: script }, tool_use_id: 'toolu_27' };
+  expect(fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt: 'tidy up' }, env).code).toBe(0);
+  expect(fire(repo, commands.PreToolUse, { ...tool, hook_event_name: 'PreToolUse' }, env).code).toBe(0);
+  sh(repo, script);
+  expect(fire(repo, commands.PostToolUse, { ...tool, hook_event_name: 'PostToolUse', tool_response: { success: true } }, env).code).toBe(0);
+  const stop = fire(repo, commands.Stop, { ...common, hook_event_name: 'Stop', stop_hook_active: false }, env);
+  expect(stop.code).toBe(0);
+  return stop.stdout;
+}
+
 const unmounts: (() => void)[] = [];
 afterEach(() => {
   for (const unmount of unmounts.splice(0)) unmount();
@@ -47,6 +64,20 @@ describe('files whose bytes exist nowhere else, past the copy budget', () => {
     expect(run.stderr).not.toContain('cut short');
     for (const name of removed) expect(existsSync(path.join(repo.proj, name))).toBe(false);
 
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    for (const [name, text] of Object.entries(dirty)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+  });
+
+  it('in a hook they are copied too (a hook never refuses): undo brings every deleted one back byte for byte', async () => {
+    const repo = await cliRepo(trackedFiles());
+    await writeFile(path.join(repo.proj, 'turnback.toml'), `[checkpoints]\nmax_picture_files = ${BUDGET}\n`);
+    const dirty = await dirtyTree(repo.proj);
+    const removed = Object.keys(dirty).filter((_, i) => i % 2 === 1);
+    const said = await hookedTurn(repo, `rm ${removed.join(' ')}`);
+    expect(said).not.toContain('no copy');
+    expect(said).not.toContain('cut short');
+    for (const name of removed) expect(existsSync(path.join(repo.proj, name))).toBe(false);
     const undo = repo.tb(['undo', '--yes']);
     expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     for (const [name, text] of Object.entries(dirty)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
