@@ -95,8 +95,10 @@ export interface PictureCache {
 export interface PictureProgress {
   /** `scan`: the tree was walked; `copy`: files are being copied. */
   phase: 'scan' | 'copy';
-  /** Folder entries listed. */
+  /** Folder entries listed (files and folders). */
   walked: number;
+  /** Files (and links) the walk found to cover: what a person calls "files seen". */
+  files: number;
   /** Files that need a copy (stat changed or never copied). */
   toCopy: number;
   /** Files copied so far. */
@@ -205,9 +207,10 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const restOnGit = orderForBudget(toCopy, root, coverage, cached);
   for (const { stat, blob } of restOnGit) records.set(stat.path, withState(stat, blobState(stat, blob)));
   const walked = scan.walked;
+  const files = scan.list.length;
   // The scan's list is no longer needed; free it before the copies allocate.
   scan.list = [];
-  onProgress?.({ phase: 'scan', walked: walked, toCopy: toCopy.length, copied: 0 });
+  onProgress?.({ phase: 'scan', walked, files, toCopy: toCopy.length, copied: 0 });
 
   let copied = 0;
   let copiedBytes = 0;
@@ -259,7 +262,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       results[index] = withState(stat, uncopiedState(reason, stat));
     }
     if (onProgress !== undefined && copied % PROGRESS_EVERY === 0) {
-      onProgress({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
+      onProgress({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
     }
   };
   const absOf = (stat: StatRecord): string => (path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/')));
@@ -321,7 +324,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   signal?.throwIfAborted();
   for (const record of results) if (record !== undefined) records.set(record.path, record);
   results.length = 0;
-  if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
+  if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
 
   cache?.memo?.bind(scan.memoGeneration, records);
   const partial = scan.partial;

@@ -87,7 +87,8 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
       if (unwritable !== undefined) throw new CheckpointError('STORE_UNAVAILABLE', `the store cannot be written: ${unwritable.detail}`);
       if (begin.pastBudget !== undefined) io.err(`turnback: ${shownText(begin.pastBudget)}`);
     } catch (error) {
-      progress?.done();
+      // No "picture taken" line before the failure is said.
+      progress?.abandon();
       if (abort.signal.aborted) {
         await observer?.close().catch(() => undefined);
         io.err('turnback: interrupted while taking a checkpoint; the command did not run');

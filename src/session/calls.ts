@@ -33,7 +33,7 @@ export interface CallBeginOptions {
   /** Aborts the picture. */
   signal?: AbortSignal;
   /** Progress of a long picture. */
-  onProgress?: (progress: { walked: number; copied: number; toCopy: number }) => void;
+  onProgress?: (progress: { walked: number; files: number; copied: number; toCopy: number }) => void;
   /**
    * Only these paths (absolute, or relative to the project): the call's pictures, before and
    * after, hold them alone instead of the whole tree — for a tool that names the files it writes

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as nodeFs from 'node:fs';
 import { IgnoreStack, resolveCoverage, type CoverageOptions } from '../../src/capture/coverage.js';
-import { takePicture, type Picture, type PictureCache, type PictureRecord } from '../../src/capture/picture.js';
+import { takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from '../../src/capture/picture.js';
 import { loadPictureCache, prunePictureBases, readPictureBase, savePictureCache, writePictureBase } from '../../src/capture/picture-persist.js';
 import { ScanMemo } from '../../src/capture/scan.js';
 import { CheckpointError } from '../../src/core/errors.js';
@@ -21,7 +21,7 @@ afterEach(async () => {
 
 async function picture(
   options: CoverageOptions = {},
-  extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal; readDir?: (abs: string) => nodeFs.Dirent[] } = {},
+  extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal; readDir?: (abs: string) => nodeFs.Dirent[]; onProgress?: TakePictureOptions['onProgress'] } = {},
 ): Promise<Picture> {
   return takePicture({ store, projectRoot: root, coverage: resolveCoverage(options), ...extra });
 }
@@ -44,6 +44,14 @@ describe('takePicture', () => {
     if (a?.state.type !== 'file') throw new Error('expected a file');
     expect(store.objects.get(a.state.object)?.toString()).toBe('alpha');
     expect(p.records.get('link')?.state).toEqual({ type: 'symlink', target: 'a.txt' });
+  });
+
+  it('reports the files the walk found, not the folders beside them, as its progress', async () => {
+    await makeTree(root, { 'a/b/c/one.txt': '1', 'a/two.txt': '2' });
+    const seen: { phase: string; walked: number; files: number }[] = [];
+    await picture({}, { onProgress: (p) => seen.push(p) });
+    expect(seen[0]).toMatchObject({ phase: 'scan', files: 2 });
+    expect(seen[0]?.walked).toBeGreaterThan(2);
   });
 
   it('records credential files and too-large files without reading them', async () => {

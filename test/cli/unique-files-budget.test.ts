@@ -96,7 +96,11 @@ describe('files whose bytes exist nowhere else, past the copy budget', () => {
     const random = seededRandom(testSeed(27));
     await mkdir(path.join(repo.proj, 'data'));
     for (let i = 0; i < 40; i++) await writeFile(path.join(repo.proj, 'data', `d${i}.bin`), Buffer.from(Array.from({ length: 64 * 1024 }, () => random.int(0, 255))));
+    // The progress line at once: a failed picture must not say "picture taken" before "cannot take a picture".
+    repo.env.TURNBACK_PROGRESS_AFTER_MS = '0';
     const refused = repo.tb(['run', '--store', store, '--', 'sh', '-c', 'rm -r data; touch ran']);
+    expect(refused.stderr).toContain('taking a picture');
+    expect(refused.stderr).not.toContain('picture taken');
     expect(refused.code, refused.stderr).toBe(5);
     expect(refused.stderr).toMatch(/^turnback: cannot take a picture: .*(full|no space left)/m);
     expect(refused.stderr).toContain('the command did not run');
