@@ -7,6 +7,7 @@
  * @packageDocumentation
  */
 export { DEFAULTS } from './core/defaults.js';
+export { leftText } from './core/left-text.js';
 export { isPidAlive } from './core/pid.js';
 export { warmStatHelper } from './fs/parallel-lstat.js';
 export { workspaceRefusal, type WorkspaceRefusal } from './capture/coverage.js';

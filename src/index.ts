@@ -20,6 +20,7 @@ export type {
   Fingerprint,
   Gap,
   GapReason,
+  LeftByLimit,
   ManifestEntry,
   PathState,
   SideEffect,

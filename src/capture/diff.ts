@@ -27,13 +27,18 @@ export interface PictureLike {
   readonly records: ReadonlyMap<string, DiffRecord>;
   /** Paths the picture did not check (`'.'` is the whole project); nothing under them is new or deleted. */
   readonly unchecked?: readonly { path: string }[];
+  /**
+   * Paths under `unchecked` folders that were checked all the same (tracked files statted from
+   * git's index): such a path with no record is gone.
+   */
+  readonly vouched?: ReadonlySet<string>;
 }
 
 /**
  * Lists what changed from `before` to `after`, sorted by path. Pure.
  *
  * A path under a folder either picture left unchecked is never reported created or deleted
- * (its presence there is unknown). Two records with the same stat (size, mtime, inode, mode) are
+ * (its presence there is unknown), unless that picture vouches for it ({@link PictureLike.vouched}). Two records with the same stat (size, mtime, inode, mode) are
  * unchanged without looking further; otherwise content fingerprints decide, and a changed mode
  * or type counts as a change. When a side's content is unknown (an uncopied file with no hash)
  * and its stat moved, the path is reported changed: unknown is not the same as unchanged.
@@ -45,13 +50,13 @@ export function diffPictures(before: PictureLike, after: PictureLike): Change[] 
   for (const [path, next] of after.records) {
     const previous = before.records.get(path);
     if (previous === undefined) {
-      if (!isUnder(beforeUnchecked, path)) changes.push({ path, kind: 'created', after: next.state });
+      if (!isUnder(beforeUnchecked, path) || before.vouched?.has(path) === true) changes.push({ path, kind: 'created', after: next.state });
       continue;
     }
     if (differs(previous, next)) changes.push({ path, kind: 'changed', before: previous.state, after: next.state });
   }
   for (const [path, previous] of before.records) {
-    if (after.records.has(path) || isUnder(afterUnchecked, path)) continue;
+    if (after.records.has(path) || (isUnder(afterUnchecked, path) && after.vouched?.has(path) !== true)) continue;
     changes.push({ path, kind: 'deleted', before: previous.state });
   }
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

@@ -1,7 +1,7 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { gitBlobIdOf, gitObjectKey, isGitBlob } from '../core/git-blob.js';
-import type { CoverageCounts, PathState } from '../core/model.js';
+import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
@@ -49,7 +49,7 @@ export function blobState(stat: StatRecord, blob: string): PathState {
 }
 
 /** The picture's coverage by kind: one pass over its records. */
-export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number): CoverageCounts {
+export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number, left?: LeftByLimit): CoverageCounts {
   let credential = 0;
   let tooLarge = 0;
   let onGit = 0;
@@ -60,7 +60,7 @@ export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignor
     if (state.reason === 'credential') credential += 1;
     else if (state.reason === 'too-large') tooLarge += 1;
   }
-  return { files: records.size, ignored, credential, tooLarge, onGit };
+  return { files: records.size, ignored, credential, tooLarge, onGit, ...(left !== undefined ? { left: { ...left } } : {}) };
 }
 
 /**

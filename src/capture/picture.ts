@@ -1,12 +1,13 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Gap, PathState, UncopiedReason } from '../core/model.js';
+import type { Gap, LeftByLimit, PathState, UncopiedReason } from '../core/model.js';
 import { errnoCode, isCheckpointError } from '../core/errors.js';
 import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
-import { scanTree, type ScanMemo, type ScanOptions, type StatRecord, type UncheckedPath } from './scan.js';
+import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRecord, type UncheckedPath } from './scan.js';
 import { withThousands } from '../core/numbers.js';
+import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
 import { cleanTrackedBlob } from './tracked-files.js';
 import { blobState, orderForBudget, stillTheSameBlob } from './picture-coverage.js';
@@ -53,12 +54,23 @@ export interface Picture {
   gaps: Gap[];
   /** Folders (or files) not checked. */
   unchecked: UncheckedPath[];
+  /** Tracked paths under folders a stopped walk left, statted from git's index (see {@link ScanResult.vouched}). */
+  vouched?: ReadonlySet<string>;
+  /** What a walk stopped by a limit left, as counts (see {@link LeftByLimit}). */
+  left?: LeftByLimit;
   /** Files read into the store by this picture. */
   copied: number;
+  /**
+   * Of `copied`, the files git does not hold (untracked, modified, or no repository at all) that
+   * were copied past the copy budget: their bytes exist nowhere else, so no budget leaves them.
+   */
+  copiedPastBudget: number;
   /** Bytes read into the store by this picture. */
   copiedBytes: number;
-  /** One human sentence, e.g. "checkpoint partial: 48,000 new files in out/, 10,000 copied". */
+  /** One human sentence, e.g. "checkpoint partial: 10,000 copied; not checked: out/ (walk limit)". */
   summary: string;
+  /** When {@link Picture.copiedPastBudget} is not 0, the sentence saying so (a person is told before the command runs). */
+  pastBudget?: string;
   /** The `.gitignore` epoch the walk ended at (see {@link PictureCache.ignoreEpoch}). */
   ignoreEpoch?: number;
   /** Entries the ignore rules, `skip` and the default skipped folders left out (a folder counts once). */
@@ -89,8 +101,10 @@ export interface PictureCache {
 export interface PictureProgress {
   /** `scan`: the tree was walked; `copy`: files are being copied. */
   phase: 'scan' | 'copy';
-  /** Folder entries listed. */
+  /** Folder entries listed (files and folders). */
   walked: number;
+  /** Files (and links) the walk found to cover: what a person calls "files seen". */
+  files: number;
   /** Files that need a copy (stat changed or never copied). */
   toCopy: number;
   /** Files copied so far. */
@@ -136,8 +150,9 @@ type BudgetStop = 'files' | 'bytes' | 'time';
  * Takes a whole-tree picture: walks the covered tree ({@link scanTree}), reuses the cached state
  * of every file whose (size, mtime, inode, mode) is unchanged, and copies the rest into the store
  * within the picture's budgets. Credential files and files over `maxFileMib` are recorded, never
- * read. Files past a budget are recorded `uncopied: 'picture-budget'` with no object, so the next
- * picture tries them again.
+ * read. The budgets govern only files git holds: a clean tracked file past them is recorded by its
+ * blob id (a later picture copies it in); every other file is copied past them, since its bytes
+ * exist nowhere else ({@link Picture.copiedPastBudget}).
  *
  * Known limit: a same-size edit within one file-system mtime tick is invisible to the stat check.
  *
@@ -199,16 +214,17 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const restOnGit = orderForBudget(toCopy, root, coverage, cached);
   for (const { stat, blob } of restOnGit) records.set(stat.path, withState(stat, blobState(stat, blob)));
   const walked = scan.walked;
+  const files = scan.list.length;
   // The scan's list is no longer needed; free it before the copies allocate.
   scan.list = [];
-  onProgress?.({ phase: 'scan', walked: walked, toCopy: toCopy.length, copied: 0 });
+  onProgress?.({ phase: 'scan', walked, files, toCopy: toCopy.length, copied: 0 });
 
   let copied = 0;
   let copiedBytes = 0;
   let reservedFiles = 0;
   let reservedBytes = 0;
   const budgetStops = new Set<BudgetStop>();
-  const budgetSkipped: string[] = [];
+  let copiedPastBudget = 0;
   /** Files recorded by their git blob id instead of a copy. */
   let onGit = restOnGit.length;
   const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
@@ -232,10 +248,9 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
         onGit += 1;
         return false;
       }
+      // Any other file's bytes exist nowhere else: the budget governs only what git holds.
       budgetStops.add(stop);
-      budgetSkipped.push(stat.path);
-      results[index] = withState(stat, uncopiedState('picture-budget', stat));
-      return false;
+      copiedPastBudget += 1;
     }
     reservedFiles += 1;
     reservedBytes += stat.size;
@@ -254,7 +269,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
       results[index] = withState(stat, uncopiedState(reason, stat));
     }
     if (onProgress !== undefined && copied % PROGRESS_EVERY === 0) {
-      onProgress({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
+      onProgress({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
     }
   };
   const absOf = (stat: StatRecord): string => (path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/')));
@@ -316,25 +331,23 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   signal?.throwIfAborted();
   for (const record of results) if (record !== undefined) records.set(record.path, record);
   results.length = 0;
-  if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked: walked, toCopy: toCopy.length, copied });
+  if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
 
-  if (budgetStops.size > 0) {
-    gaps.push({
-      reason: 'picture-budget',
-      detail: `${describeBudget(budgetStops, coverage)}: ${withThousands(budgetSkipped.length)} file${budgetSkipped.length === 1 ? '' : 's'} not copied; a later picture copies them`,
-    });
-  }
   cache?.memo?.bind(scan.memoGeneration, records);
-  const partial = scan.partial || budgetStops.size > 0;
+  const partial = scan.partial;
   return {
     ignoreEpoch: scan.ignoreEpoch,
     records,
     partial,
     gaps,
     unchecked: scan.unchecked,
+    ...(scan.vouched !== undefined ? { vouched: scan.vouched } : {}),
+    ...(scan.left !== undefined ? { left: scan.left } : {}),
     copied,
     copiedBytes,
-    summary: summarize(records.size, copied, partial, budgetSkipped, scan.unchecked),
+    copiedPastBudget,
+    ...(copiedPastBudget > 0 ? { pastBudget: `${withThousands(copiedPastBudget)} file${copiedPastBudget === 1 ? '' : 's'} git does not hold copied past the ${describeBudget(budgetStops, coverage)}: they have no other copy` } : {}),
+    summary: summarize(records.size, copied, partial, scan.unchecked, scan.left),
     ignored: scan.ignored.length,
   };
 }
@@ -408,7 +421,7 @@ function describeBudget(stops: Set<BudgetStop>, coverage: ResolvedCoverage): str
   if (stops.has('files')) parts.push(`${withThousands(coverage.maxPictureFiles)} files`);
   if (stops.has('bytes')) parts.push(`${coverage.maxPictureMib} MiB`);
   if (stops.has('time')) parts.push(`${coverage.maxPictureSeconds} s`);
-  return `copy budget reached (${parts.join(', ')})`;
+  return `copy budget (${parts.join(', ')})`;
 }
 
 const UNCHECKED_WORDS: Record<UncheckedPath['reason'], string> = {
@@ -420,25 +433,10 @@ const UNCHECKED_WORDS: Record<UncheckedPath['reason'], string> = {
   'time-limit': 'time limit',
 };
 
-/** Builds the one-line summary; uncopied-by-budget files are grouped by their top folder. */
-function summarize(total: number, copied: number, partial: boolean, budgetSkipped: string[], unchecked: UncheckedPath[]): string {
+/** Builds the one-line summary: what was copied, and the folders a limit left unchecked. */
+function summarize(total: number, copied: number, partial: boolean, unchecked: UncheckedPath[], left: LeftByLimit | undefined): string {
   if (!partial) return `checkpoint: ${withThousands(total)} file${total === 1 ? '' : 's'}, ${withThousands(copied)} copied`;
   const parts: string[] = [];
-  if (budgetSkipped.length > 0) {
-    const groups = new Map<string, number>();
-    for (const p of budgetSkipped) {
-      const slash = p.indexOf('/');
-      const top = slash === -1 ? './' : `${p.slice(0, slash)}/`;
-      groups.set(top, (groups.get(top) ?? 0) + 1);
-    }
-    const sorted = [...groups].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
-    const shown = sorted.slice(0, 3);
-    shown.forEach(([top, count], i) => {
-      parts.push(`${withThousands(count)}${i === 0 ? ` new file${count === 1 ? '' : 's'}` : ''} in ${top}`);
-    });
-    const rest = sorted.slice(3).reduce((sum, [, count]) => sum + count, 0);
-    if (rest > 0) parts.push(`${withThousands(rest)} elsewhere`);
-  }
   parts.push(`${withThousands(copied)} copied`);
   let sentence = `checkpoint partial: ${parts.join(', ')}`;
   if (unchecked.length > 0) {
@@ -454,5 +452,6 @@ function summarize(total: number, copied: number, partial: boolean, budgetSkippe
     );
     sentence += `; not checked: ${clauses.join(', ')}`;
   }
+  if (left !== undefined) sentence += ` — ${leftText(left)}`;
   return sentence;
 }

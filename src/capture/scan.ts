@@ -3,15 +3,16 @@
 // a dozen variables back and forth.
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
-import type { Gap } from '../core/model.js';
+import type { Gap, LeftByLimit } from '../core/model.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
 import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, type ParallelLstat } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, ScanMemo, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
-import { trackedBeyondWalk } from './tracked-files.js';
+import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 import { withThousands } from '../core/numbers.js';
+import { leftText } from '../core/left-text.js';
 
 export { ScanMemo } from './scan-memo.js';
 export type { StatRecord } from './stat-record.js';
@@ -43,6 +44,13 @@ export interface ScanResult {
   gaps: Gap[];
   /** True when anything was left unchecked: the index must not be read as the whole tree. */
   partial: boolean;
+  /**
+   * Tracked paths under folders a stopped walk left that were statted from git's index, found or
+   * gone: such a path with no record is deleted, though its folder is unchecked.
+   */
+  vouched?: ReadonlySet<string>;
+  /** What a walk stopped by a limit left, when it stopped. */
+  left?: LeftByLimit;
   /** Folder entries listed. */
   walked: number;
   /** Entries the ignore rules, `skip` and the default skipped folders left out; a folder ends with `/` and counts once. */
@@ -410,14 +418,26 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   if (isRepository && stopped === undefined) {
     for (const record of trackedBeyondWalk(root, ignored, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) })) list.push(record);
   }
+  let vouched: Set<string> | undefined;
+  let left: LeftByLimit | undefined;
   if (stopped !== undefined) {
     const reason = stopped;
+    const folders = pending.map((folder) => folder.rel);
+    // In a repository, the files git tracks under the folders left are statted by the index's
+    // paths, so the limit leaves only untracked files unknown (and a dirty tracked file, whose
+    // bytes exist nowhere else, is pictured all the same). Asked of the index even when the
+    // root listing did not say "repository": the walk may have stopped before listing the root.
+    let tracked: { pictured: number; missed: number } | undefined;
+    const beyond = trackedUnderUnchecked(root, folders, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), deadline, ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) });
+    if (beyond !== undefined) {
+      for (const record of beyond.records) list.push(record);
+      vouched = beyond.vouched;
+      tracked = { pictured: beyond.records.length, missed: beyond.missed };
+    }
     for (const folder of pending) unchecked.push({ path: folder.rel === '' ? '.' : folder.rel, reason });
+    left = { reason, folders: pending.length, ...(tracked !== undefined ? { trackedPictured: tracked.pictured, trackedMissed: tracked.missed } : {}) };
     const limit = reason === 'walk-entries' ? `${withThousands(coverage.maxWalkEntries)} entries` : `${coverage.maxPictureSeconds} s`;
-    gaps.push({
-      reason,
-      detail: `${STOP_DETAIL[reason]} (${limit}); ${withThousands(pending.length)} folder${pending.length === 1 ? '' : 's'} not checked`,
-    });
+    gaps.push({ reason, detail: `${STOP_DETAIL[reason]} (${limit}); ${leftText(left)}` });
   }
   if (tooDeep.length > 0) {
     gaps.push({
@@ -443,6 +463,8 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     unchecked,
     gaps,
     partial: unchecked.length > 0,
+    ...(vouched !== undefined ? { vouched } : {}),
+    ...(left !== undefined ? { left } : {}),
     walked,
     ignored,
     ignoreEpoch: ignores.epoch,

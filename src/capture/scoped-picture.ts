@@ -55,5 +55,5 @@ export async function takeScopedPicture(context: PathCaptureContext, projectPath
       state,
     });
   }
-  return { records, partial: gaps.length > 0, gaps, unchecked: [], copied, copiedBytes, summary: gaps.length > 0 ? `${gaps.length} of the named paths not captured` : '' };
+  return { records, partial: gaps.length > 0, gaps, unchecked: [], copied, copiedBytes, copiedPastBudget: 0, summary: gaps.length > 0 ? `${gaps.length} of the named paths not captured` : '' };
 }

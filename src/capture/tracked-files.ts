@@ -151,6 +151,77 @@ export function trackedBeyondWalk(root: string, hidden: readonly string[], conte
   return extra;
 }
 
+/** What {@link trackedUnderUnchecked} found under the folders a stopped walk left. */
+export interface TrackedUnderUnchecked {
+  /** Records of the tracked files there, statted from the index's paths (no folder listed). */
+  records: StatRecord[];
+  /**
+   * Every tracked path there that was statted, found or gone: a path in it that has no record
+   * was deleted, though its folder was never walked.
+   */
+  vouched: Set<string>;
+  /** Tracked paths there left without a stat (the deadline passed first). */
+  missed: number;
+}
+
+/**
+ * When a walk stopped at a limit, the files git tracks under the folders it left (`folders`,
+ * project paths, `''` for the root), each statted by the path the index names — so what the limit
+ * leaves unknown is only the untracked files there (git's index says which files are tracked; the
+ * walk cannot know which are dirty without a stat, and a dirty tracked file's bytes exist nowhere
+ * else). Reached through real folders only, as {@link trackedBeyondWalk}; `skip` patterns and
+ * excluded paths still hold. Stops at `deadline` and counts what it left. `undefined` outside a
+ * work tree's top or when the index cannot be read.
+ */
+export function trackedUnderUnchecked(root: string, folders: readonly string[], context: WalkContext & { deadline: number }): TrackedUnderUnchecked | undefined {
+  const reading = readingOf(root);
+  const entries = reading?.entries;
+  if (reading === undefined || entries === undefined) return undefined;
+  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  const whole = folders.includes('');
+  const set = new Set(folders);
+  const ancestors: AncestorMemo = new Map();
+  const records: StatRecord[] = [];
+  const vouched = new Set<string>();
+  let missed = 0;
+  let since = 0;
+  for (const projectPath of reading.paths) {
+    if (!whole && !set.has(projectPath) && !underAny(projectPath, set)) continue;
+    if (!coverable(projectPath, context)) continue;
+    if (missed > 0 || (since++ % 512 === 0 && Date.now() > context.deadline)) {
+      missed += 1;
+      continue;
+    }
+    let resolved;
+    try {
+      resolved = resolveInsideRootSync(nodeFs, root, projectPath, ancestors);
+    } catch {
+      // A link or a file on the way, or a name turnback never touches: not followed.
+      continue;
+    }
+    vouched.add(projectPath);
+    if (resolved.missingDirs.length > 0) continue;
+    const slash = projectPath.lastIndexOf('/');
+    const record = statEntry(resolved.absolute, projectPath.slice(0, slash + 1), projectPath.slice(slash + 1), context.previous?.get(projectPath), context.reuse);
+    if (typeof record !== 'string') records.push(record);
+    else if (record !== 'gone') vouched.delete(projectPath);
+  }
+  return { records, vouched, missed };
+}
+
+/** How many tracked paths lie under `folders` (project paths, `''` for the root); `undefined` without a readable index. */
+export function trackedCountUnder(root: string, folders: readonly string[]): number | undefined {
+  const reading = readingOf(root);
+  const entries = reading?.entries;
+  if (reading === undefined || entries === undefined) return undefined;
+  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  if (folders.includes('')) return reading.paths.length;
+  const set = new Set(folders);
+  let count = 0;
+  for (const projectPath of reading.paths) if (set.has(projectPath) || underAny(projectPath, set)) count += 1;
+  return count;
+}
+
 /**
  * The tracked paths that `hidden` (files, and folders ending with `/`) covers, matched once per
  * index and set of hidden entries: a session's repeat walks hide the same entries, so a call pair

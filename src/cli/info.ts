@@ -15,7 +15,7 @@ import { parseAgentSessionId } from '../hooks.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
-import { unpushedCheckpoints, type UnpushedReport } from '../admin.js';
+import { leftText, unpushedCheckpoints, type UnpushedReport } from '../admin.js';
 
 function refusalNotice(context: CliContext, io: Io): void {
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
@@ -204,7 +204,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   const coverage = store === undefined ? undefined : await lastCoverage(store);
   const remote = context.config.resolved.remote;
   const unpushed: UnpushedReport | undefined = remote === undefined ? undefined : store === undefined ? { location: remote.location, unpushed: 0, lastPushAt: undefined } : await unpushedCheckpoints(store, remote.location);
-  const cutShort = last === undefined || store === undefined ? [] : ((await store.manifest(last.id as CheckpointId).catch(() => undefined))?.gaps ?? []).filter((gap) => gap.reason === 'picture-budget').slice(0, 1);
+  const cutShort = last === undefined || store === undefined ? [] : ((await store.manifest(last.id as CheckpointId).catch(() => undefined))?.gaps ?? []).filter((gap) => CUT_SHORT.has(gap.reason)).slice(0, 1);
   io.emit({
     enabled: on,
     ...(why !== undefined ? { why } : {}),
@@ -225,7 +225,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     const when = unpushed.lastPushAt === undefined ? 'never pushed from here' : `last push ${displayTime(unpushed.lastPushAt)}`;
     io.out(`remote: ${shownText(unpushed.location)} · ${unpushed.unpushed === 0 ? 'every checkpoint pushed' : `${withThousands(unpushed.unpushed)} ${unpushed.unpushed === 1 ? 'checkpoint' : 'checkpoints'} not pushed yet (turnback push)`} · ${when}`);
   }
-  for (const gap of cutShort) io.out(`⚠ last picture cut short: ${shownText(gap.detail)} (max_picture_files and max_picture_mib in turnback.toml raise the budget)`);
+  for (const gap of cutShort) io.out(`⚠ last picture cut short: ${shownText(gap.detail)} (${CUT_SHORT.get(gap.reason) ?? ''})`);
   for (const report of interrupted) {
     if (report.running !== undefined) io.out(`${runningText(report)}; undo waits until it ends`);
     else io.out(...renderInterruptedNotice({ ...report, maxFileMib: context.config.resolved.maxFileMib, maxRows: context.maxRows }, io.style));
@@ -233,6 +233,13 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   return EXIT.ok;
 }
 
+
+/** Gaps that say a picture was cut short by a limit, and the setting that raises it. */
+const CUT_SHORT: ReadonlyMap<string, string> = new Map([
+  ['picture-budget', 'max_picture_files and max_picture_mib in turnback.toml raise the budget'],
+  ['walk-entries', 'max_walk_entries in turnback.toml raises the limit'],
+  ['time-limit', 'max_picture_seconds in turnback.toml raises the limit'],
+]);
 
 /** What the newest run's picture covered (the call records keep it), looking back over a few pictures. */
 async function lastCoverage(store: StoreView): Promise<CoverageCounts | undefined> {
@@ -255,6 +262,8 @@ export function coverageLine(counts: CoverageCounts, maxFileMib: number, copyCre
   if (counts.ignored > 0) parts.push(`${n(counts.ignored)} ignored (.gitignore, skip; files git tracks are covered all the same)`);
   if (counts.credential > 0) parts.push(`${n(counts.credential)} credential ${counts.credential === 1 ? 'file' : 'files'} recorded without a copy${copyCredentials ? '' : ' (copy_credentials = true copies them)'}`);
   if (counts.tooLarge > 0) parts.push(`${n(counts.tooLarge)} over ${maxFileMib} MiB recorded without a copy (max_file_mib)`);
+  // A walk stopped by a limit: never "nothing left out".
+  if (counts.left !== undefined) parts.push(`${leftText(counts.left)} (${counts.left.reason === 'walk-entries' ? 'max_walk_entries' : 'max_picture_seconds'})`);
   const onGit = counts.onGit ?? 0;
   const resting = onGit > 0 ? ` (${n(onGit)} tracked ${onGit === 1 ? 'file rests' : 'files rest'} on git's objects: past the copy budget, later pictures copy them in)` : '';
   return `coverage: ${n(counts.files)} ${counts.files === 1 ? 'file' : 'files'} pictured${resting}${parts.length > 0 ? `; left out: ${parts.join(', ')}` : '; nothing left out'}`;

@@ -17,7 +17,10 @@ export function progressDelayMs(env: NodeJS.ProcessEnv = process.env): number {
 
 /** Counts a picture reports while it runs. */
 export interface PictureProgress {
+  /** Folder entries listed, folders included. */
   walked: number;
+  /** Files the walk found (folders not counted); `walked` stands in when a picture does not say. */
+  files?: number;
   copied: number;
   toCopy: number;
 }
@@ -51,7 +54,7 @@ export class Progress {
 
   /** New counts from the picture. */
   update(progress: PictureProgress): void {
-    this.#last = `turnback: taking a picture… ${withThousands(progress.walked)} files seen, ${withThousands(progress.copied)} of ${withThousands(progress.toCopy)} copied`;
+    this.#last = `turnback: taking a picture… ${withThousands(progress.files ?? progress.walked)} files seen, ${withThousands(progress.copied)} of ${withThousands(progress.toCopy)} copied`;
     if (this.#shown && this.#tty) this.#show();
   }
 
@@ -59,6 +62,16 @@ export class Progress {
     if (this.#tty) this.#stream.write(`\r\u001b[K${this.#last}`);
     else if (!this.#shown) this.#stream.write(`${this.#last}\n`);
     this.#shown = true;
+  }
+
+  /**
+   * Ends the line without a "taken" line: the picture failed, and what follows says why. Safe to
+   * call twice, and before or after {@link Progress.done}.
+   */
+  abandon(): void {
+    clearTimeout(this.#timer);
+    if (this.#shown && this.#tty) this.#stream.write('\r\u001b[K');
+    this.#shown = false;
   }
 
   /** Ends the line (if one was shown) with the time taken. Safe to call twice. */

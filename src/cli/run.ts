@@ -81,12 +81,14 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
       checkpoint = await observer.beginTurn({ label });
       const begin = await observer.callBegin('run', { command: commandLine, signal: abort.signal, onProgress: (p) => progress?.update(p) });
       baselineGaps = begin.gaps;
-      // Said before the command runs, not after a loss: some files have no copy this time.
-      for (const gap of begin.gaps) if (gap.reason === 'picture-budget') io.err(`turnback: ⚠ the picture before the command is cut short: ${shownText(gap.detail)} (max_picture_files and max_picture_mib in turnback.toml raise the budget)`);
+      // A file git does not hold is copied whatever the budget, or the command does not run:
+      // one line says which (this one, or "cannot take a picture" below).
       const unwritable = begin.gaps.find((gap) => gap.reason === 'store-full' || gap.reason === 'journal-write-failed');
       if (unwritable !== undefined) throw new CheckpointError('STORE_UNAVAILABLE', `the store cannot be written: ${unwritable.detail}`);
+      if (begin.pastBudget !== undefined) io.err(`turnback: ${shownText(begin.pastBudget)}`);
     } catch (error) {
-      progress?.done();
+      // No "picture taken" line before the failure is said.
+      progress?.abandon();
       if (abort.signal.aborted) {
         await observer?.close().catch(() => undefined);
         io.err('turnback: interrupted while taking a checkpoint; the command did not run');

@@ -174,6 +174,20 @@ export interface CoverageCounts {
   tooLarge: number;
   /** Clean tracked files past the copy budget, recorded by their git blob id until a later picture copies them in. */
   onGit?: number;
+  /** Set when the walk stopped at its entry or time limit: what it left, as counts. */
+  left?: LeftByLimit;
+}
+
+/** What a walk stopped by its entry or time limit left uncovered. */
+export interface LeftByLimit {
+  /** The limit that stopped it. */
+  reason: 'walk-entries' | 'time-limit';
+  /** Folders not walked (their untracked files are not pictured). */
+  folders: number;
+  /** In a repository: the files git tracks under them, pictured from the index's paths. */
+  trackedPictured?: number;
+  /** In a repository: the files git tracks under them that the deadline left without a stat. */
+  trackedMissed?: number;
 }
 
 /** The most notes one call record keeps. */

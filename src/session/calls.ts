@@ -33,7 +33,7 @@ export interface CallBeginOptions {
   /** Aborts the picture. */
   signal?: AbortSignal;
   /** Progress of a long picture. */
-  onProgress?: (progress: { walked: number; copied: number; toCopy: number }) => void;
+  onProgress?: (progress: { walked: number; files: number; copied: number; toCopy: number }) => void;
   /**
    * Only these paths (absolute, or relative to the project): the call's pictures, before and
    * after, hold them alone instead of the whole tree — for a tool that names the files it writes
@@ -92,6 +92,11 @@ export interface CallBeginResult {
   summary: string;
   /** What the picture covered and left out on purpose (ignored, credential, over the size limit). */
   coverage?: CoverageCounts;
+  /**
+   * Set when files git does not hold were copied past the copy budget (their bytes exist nowhere
+   * else, so no budget leaves them): the sentence saying how many, for a person to be told.
+   */
+  pastBudget?: string;
 }
 
 /**
@@ -179,7 +184,7 @@ export class CallAttributor {
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
     // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
     // Counted once, for the picture a call rests on (not for every picture a session takes).
-    const coverage = countCoverage(picture.records, picture.ignored ?? 0);
+    const coverage = countCoverage(picture.records, picture.ignored ?? 0, picture.left);
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt, coverage });
     try {
       await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
@@ -187,7 +192,7 @@ export class CallAttributor {
       this.#calls.delete(callId);
       throw error;
     }
-    return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage };
+    return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage, ...(picture.pastBudget !== undefined ? { pastBudget: picture.pastBudget } : {}) };
   }
 
   /**

@@ -92,9 +92,17 @@ export function validateGap(value: unknown): string | undefined {
 }
 
 function validCoverage(value: unknown): boolean {
-  if (!isObj(value) || extraKey(value, ['files', 'ignored', 'credential', 'tooLarge', 'onGit'])) return false;
+  if (!isObj(value) || extraKey(value, ['files', 'ignored', 'credential', 'tooLarge', 'onGit', 'left'])) return false;
   if (value.onGit !== undefined && !(Number.isSafeInteger(value.onGit) && (value.onGit as number) >= 0)) return false;
+  if (value.left !== undefined && !validLeft(value.left)) return false;
   return ['files', 'ignored', 'credential', 'tooLarge'].every((key) => Number.isSafeInteger(value[key]) && (value[key] as number) >= 0);
+}
+
+function validLeft(value: unknown): boolean {
+  if (!isObj(value) || extraKey(value, ['reason', 'folders', 'trackedPictured', 'trackedMissed'])) return false;
+  if (value.reason !== 'walk-entries' && value.reason !== 'time-limit') return false;
+  const count = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0;
+  return count(value.folders) && (value.trackedPictured === undefined || count(value.trackedPictured)) && (value.trackedMissed === undefined || count(value.trackedMissed));
 }
 
 /** Checks a {@link CallRecord}; returns a reason when invalid. */

@@ -23,6 +23,15 @@ describe('diffPictures', () => {
     ]);
   });
 
+  it('under an unchecked folder, a path the picture vouches for (a tracked file statted from the index) is deleted or created; others stay unknown', () => {
+    const before = { ...pic({ 'deep/kept.txt': file('1'), 'deep/gone.txt': file('2'), 'deep/untracked.txt': file('3') }, ['deep']), vouched: new Set(['deep/kept.txt', 'deep/gone.txt']) };
+    const after = { ...pic({ 'deep/kept.txt': file('1'), 'deep/new.txt': file('4') }, ['deep']), vouched: new Set(['deep/kept.txt', 'deep/gone.txt', 'deep/new.txt']) };
+    expect(diffPictures(before, after).map((c) => [c.path, c.kind])).toEqual([['deep/gone.txt', 'deleted']]);
+    const restored = { ...pic({ 'deep/new.txt': file('4') }, ['deep']), vouched: new Set(['deep/new.txt']) };
+    expect(diffPictures(after, restored).map((c) => [c.path, c.kind])).toEqual([]);
+    expect(diffPictures({ ...pic({}, ['deep']), vouched: new Set(['deep/new.txt']) }, restored).map((c) => [c.path, c.kind])).toEqual([['deep/new.txt', 'created']]);
+  });
+
   it('a changed mode counts as changed', () => {
     expect(diffPictures(pic({ x: file('1', 0o644) }), pic({ x: file('1', 0o755) }))).toEqual([
       { path: 'x', kind: 'changed', before: file('1', 0o644), after: file('1', 0o755) },

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import * as nodeFs from 'node:fs';
 import { IgnoreStack, resolveCoverage, type CoverageOptions } from '../../src/capture/coverage.js';
-import { takePicture, type Picture, type PictureCache, type PictureRecord } from '../../src/capture/picture.js';
+import { takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from '../../src/capture/picture.js';
 import { loadPictureCache, prunePictureBases, readPictureBase, savePictureCache, writePictureBase } from '../../src/capture/picture-persist.js';
 import { ScanMemo } from '../../src/capture/scan.js';
 import { CheckpointError } from '../../src/core/errors.js';
@@ -21,7 +21,7 @@ afterEach(async () => {
 
 async function picture(
   options: CoverageOptions = {},
-  extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal; readDir?: (abs: string) => nodeFs.Dirent[] } = {},
+  extra: { cache?: PictureCache; deadline?: number; signal?: AbortSignal; readDir?: (abs: string) => nodeFs.Dirent[]; onProgress?: TakePictureOptions['onProgress'] } = {},
 ): Promise<Picture> {
   return takePicture({ store, projectRoot: root, coverage: resolveCoverage(options), ...extra });
 }
@@ -46,6 +46,14 @@ describe('takePicture', () => {
     expect(p.records.get('link')?.state).toEqual({ type: 'symlink', target: 'a.txt' });
   });
 
+  it('reports the files the walk found, not the folders beside them, as its progress', async () => {
+    await makeTree(root, { 'a/b/c/one.txt': '1', 'a/two.txt': '2' });
+    const seen: { phase: string; walked: number; files: number }[] = [];
+    await picture({}, { onProgress: (p) => seen.push(p) });
+    expect(seen[0]).toMatchObject({ phase: 'scan', files: 2 });
+    expect(seen[0]?.walked).toBeGreaterThan(2);
+  });
+
   it('records credential files and too-large files without reading them', async () => {
     await makeTree(root, { '.env': 'SECRET=1', 'certs/tls.pem': 'pem', '.env.example': 'SECRET=', 'big.bin': Buffer.alloc(2000), 'small.txt': 's' });
     const p = await picture({ maxFileMib: 0.001 });
@@ -57,39 +65,32 @@ describe('takePicture', () => {
     expect(p.partial).toBe(false);
   });
 
-  it('maxPictureFiles: stops copying, says what it left, and a later picture copies the rest', async () => {
+  // Issue #27: outside git (as here) every file's bytes exist nowhere else, so no budget leaves one.
+  it('maxPictureFiles: files git does not hold are copied past it, and the picture says how many', async () => {
     await manyFiles(12, 'out');
     await makeTree(root, { 'src/a.ts': 'a' });
     const first = await picture({ maxPictureFiles: 5 });
-    expect(first.partial).toBe(true);
-    expect(first.copied).toBe(5);
+    expect(first.partial).toBe(false);
+    expect(first.copied).toBe(13);
+    expect(first.copiedPastBudget).toBe(8);
     expect(first.records.size).toBe(13);
-    const budget = [...first.records.values()].filter((r) => r.state.type === 'uncopied' && r.state.reason === 'picture-budget');
-    expect(budget).toHaveLength(8);
-    expect(first.summary).toMatch(/^checkpoint partial: \d+ new files in (out|src)\/.*, 5 copied$/);
-    expect(first.gaps).toContainEqual({ reason: 'picture-budget', detail: expect.stringContaining('8 files not copied') });
+    expect([...first.records.values()].every((r) => r.state.type === 'file')).toBe(true);
+    expect(first.gaps).toEqual([]);
+    expect(first.pastBudget).toBe('8 files git does not hold copied past the copy budget (5 files): they have no other copy');
 
-    const second = await picture({ maxPictureFiles: 5 }, { cache: first });
-    expect(second.copied).toBe(5);
-    const third = await picture({ maxPictureFiles: 5 }, { cache: second });
-    expect(third.copied).toBe(3);
-    expect(third.partial).toBe(false);
-    expect([...third.records.values()].every((r) => r.state.type === 'file')).toBe(true);
+    const second = await picture({ maxPictureFiles: 0 }, { cache: first });
+    expect(second.copied).toBe(0);
+    expect(second.copiedPastBudget).toBe(0);
+    expect(second.pastBudget).toBeUndefined();
   });
 
-  it('groups budget-uncopied files by top folder in the summary', async () => {
-    await manyFiles(6, 'out');
-    await manyFiles(2, 'gen');
-    const p = await picture({ maxPictureFiles: 0 });
-    expect(p.summary).toBe('checkpoint partial: 6 new files in out/, 2 in gen/, 0 copied');
-  });
-
-  it('maxPictureMib: bytes past the budget are not copied', async () => {
+  it('maxPictureMib: bytes past the budget are copied all the same when git does not hold them', async () => {
     await makeTree(root, { 'a.bin': Buffer.alloc(600), 'b.bin': Buffer.alloc(600) });
     const p = await picture({ maxPictureMib: 1000 / (1024 * 1024) });
-    expect(p.copied).toBe(1);
-    expect(p.partial).toBe(true);
-    expect(p.gaps.some((g) => g.reason === 'picture-budget' && g.detail.includes('MiB'))).toBe(true);
+    expect(p.copied).toBe(2);
+    expect(p.copiedPastBudget).toBe(1);
+    expect(p.partial).toBe(false);
+    expect(p.pastBudget).toContain('MiB)');
   });
 
   it('maxPictureSeconds: a passed deadline yields a partial picture that never reads as complete', async () => {
@@ -98,7 +99,7 @@ describe('takePicture', () => {
     expect(p.partial).toBe(true);
     expect(p.records.size).toBe(0);
     expect(p.unchecked).toEqual([{ path: '.', reason: 'time-limit' }]);
-    expect(p.summary).toBe('checkpoint partial: 0 copied; not checked: the project (time limit)');
+    expect(p.summary).toBe('checkpoint partial: 0 copied; not checked: the project (time limit) — 1 folder not walked: the files in it are not pictured');
   });
 
   it('maxWalkEntries and maxDepth make the picture partial and name the folders', async () => {
@@ -109,7 +110,7 @@ describe('takePicture', () => {
     await makeTree(root, { 'd1/x': 'x', 'd2/x': 'x', 'd3/x': 'x' });
     const q = await picture({ maxWalkEntries: 5 });
     expect(q.partial).toBe(true);
-    expect(q.summary).toMatch(/; not checked: \d+ folders \(walk limit\) such as \S+\/$/);
+    expect(q.summary).toMatch(/; not checked: \d+ folders \(walk limit\) such as \S+\/ — \d+ folders not walked: the files in them are not pictured$/);
     expect(q.unchecked.every((u) => u.reason === 'walk-entries')).toBe(true);
   });
 
@@ -185,9 +186,11 @@ describe('stat cache', () => {
     expect((await loadPictureCache(store, 'other')).records.size).toBe(0);
   });
 
-  it('budget-uncopied files have no cached object, so the next picture copies them', async () => {
+  it('files a busy store left uncopied have no cached object, so the next picture copies them', async () => {
     await manyFiles(3);
-    const first = await picture({ maxPictureFiles: 1 });
+    for (const name of ['f1.txt', 'f2.txt']) store.failures.set(path.join(root, 'out', name), new CheckpointError('STORE_BUSY', 'busy'));
+    const first = await picture();
+    store.failures.clear();
     await savePictureCache(store, 'c', first);
     const cache = await loadPictureCache(store, 'c');
     expect(cache.records.size).toBe(1);
@@ -257,11 +260,13 @@ describe('repeat pictures reuse what did not change', () => {
     expect([...third.records.keys()].sort()).toEqual(['.gitignore', 'keep.ts', 'sub/.gitignore', 'sub/run.log']);
   });
 
-  it('a file left by the copy budget is copied by the next picture even with an unchanged stat', async () => {
+  it('a file a busy store left uncopied is copied by the next picture even with an unchanged stat', async () => {
     await manyFiles(3);
     const keep = keeper();
-    const first = await takePicture({ store, projectRoot: root, coverage: resolveCoverage({ maxPictureFiles: 1 }), cache: { records: new Map(), ignores: keep.ignores, memo: keep.memo } });
-    expect(first.partial).toBe(true);
+    for (const name of ['f1.txt', 'f2.txt']) store.failures.set(path.join(root, 'out', name), new CheckpointError('STORE_BUSY', 'busy'));
+    const first = await takePicture({ store, projectRoot: root, coverage, cache: { records: new Map(), ignores: keep.ignores, memo: keep.memo } });
+    store.failures.clear();
+    expect(first.gaps.map((g) => g.reason)).toEqual(['store-busy', 'store-busy']);
     store.putFileCalls = [];
     const second = await take(keep.next(first), keep);
     expect(store.putFileCalls).toHaveLength(2);

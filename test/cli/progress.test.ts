@@ -57,6 +57,27 @@ describe('the picture progress line', () => {
     );
   });
 
+  it('counts files seen, not the folders listed beside them', () => {
+    const { stream, text } = fakeStream(true);
+    const progress = new Progress(stream, 'turnback: taking a picture before make…', 'picture taken');
+    vi.advanceTimersByTime(1000);
+    progress.update({ walked: 12_696, files: 10_102, copied: 0, toCopy: 3 });
+    expect(text()).toContain('turnback: taking a picture… 10,102 files seen, 0 of 3 copied');
+    expect(text()).not.toContain('12,696');
+  });
+
+  it('a picture that failed ends its line with no "picture taken" (the failure is said next)', () => {
+    for (const tty of [false, true]) {
+      const { stream, text } = fakeStream(tty);
+      const progress = new Progress(stream, 'turnback: taking a picture before make…', 'picture taken');
+      vi.advanceTimersByTime(3200);
+      progress.abandon();
+      progress.done();
+      expect(text()).not.toContain('picture taken');
+      expect(text()).toContain('taking a picture before make');
+    }
+  });
+
   it('TURNBACK_PROGRESS_AFTER_MS sets the delay; anything but a whole number is ignored', () => {
     expect(progressDelayMs({})).toBe(1000);
     expect(progressDelayMs({ TURNBACK_PROGRESS_AFTER_MS: '0' })).toBe(0);
