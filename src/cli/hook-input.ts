@@ -6,8 +6,16 @@
 /** The largest payload read (the same limit `parseHookEvent` applies): a tool input may hold a whole file's new text. */
 export const HOOK_INPUT_LIMIT_BYTES: number = 8 * 1024 * 1024;
 
-/** How long a hook waits for its payload (agents write it at once; a stdin never closed must not hold the agent). */
+/**
+ * How long a hook's stdin may stay quiet before the read gives up (agents write a payload at once;
+ * a stdin never closed must not hold the agent). Counted from the last byte, not from the start:
+ * on a loaded machine a big payload arrives in pieces over seconds, and a read that gave up while
+ * bytes were still coming lost half the parallel calls of the fault campaign.
+ */
 export const HOOK_INPUT_DEADLINE_MS: number = 2000;
+
+/** The longest a hook's read of its stdin lasts however its bytes trickle in, so the hook stays within its picture budget. */
+export const HOOK_INPUT_CAP_MS: number = 8000;
 
 /** What was read, and why it is not a whole payload when it is not. */
 export interface HookInput {
@@ -62,9 +70,10 @@ export class JsonEnd {
  * Node's own stream for its kind, never a synchronous read of a descriptor another part of Node
  * made non-blocking). Never rejects: a payload it cannot have whole comes back with its `gap`.
  */
-export function readHookInput(stream: NodeJS.ReadableStream, options: { limitBytes?: number; deadlineMs?: number } = {}): Promise<HookInput> {
+export function readHookInput(stream: NodeJS.ReadableStream, options: { limitBytes?: number; deadlineMs?: number; capMs?: number } = {}): Promise<HookInput> {
   const limit = options.limitBytes ?? HOOK_INPUT_LIMIT_BYTES;
   const deadlineMs = options.deadlineMs ?? HOOK_INPUT_DEADLINE_MS;
+  const capMs = options.capMs ?? HOOK_INPUT_CAP_MS;
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -74,6 +83,7 @@ export function readHookInput(stream: NodeJS.ReadableStream, options: { limitByt
       if (done) return;
       done = true;
       clearTimeout(timer);
+      clearTimeout(cap);
       stream.removeListener('data', onData);
       stream.removeListener('end', onEnd);
       stream.removeListener('error', onError);
@@ -94,10 +104,12 @@ export function readHookInput(stream: NodeJS.ReadableStream, options: { limitByt
       chunks.push(at >= 0 ? chunk.subarray(0, at) : chunk);
       size += take;
       if (at >= 0) finish();
+      else timer.refresh();
     };
     const onEnd = (): void => finish();
     const onError = (error: Error): void => finish(`the hook's stdin could not be read: ${error.message}`);
-    const timer = setTimeout(() => finish(`the hook's stdin was not closed within ${deadlineMs / 1000} s and held no whole JSON document (${size} bytes read)`), deadlineMs);
+    const timer = setTimeout(() => finish(`the hook's stdin was quiet for ${deadlineMs / 1000} s, not closed, and held no whole JSON document (${size} bytes read)`), deadlineMs);
+    const cap = setTimeout(() => finish(`the hook's stdin was still arriving after ${capMs / 1000} s and held no whole JSON document (${size} bytes read)`), capMs);
     stream.on('data', onData);
     stream.on('end', onEnd);
     stream.on('error', onError);
