@@ -108,8 +108,8 @@ export function readHookInput(stream: NodeJS.ReadableStream, options: { limitByt
     };
     const onEnd = (): void => finish();
     const onError = (error: Error): void => finish(`the hook's stdin could not be read: ${error.message}`);
-    const timer = setTimeout(() => finish(`the hook's stdin was quiet for ${deadlineMs / 1000} s, not closed, and held no whole JSON document (${size} bytes read)`), deadlineMs);
-    const cap = setTimeout(() => finish(`the hook's stdin was still arriving after ${capMs / 1000} s and held no whole JSON document (${size} bytes read)`), capMs);
+    const timer = setTimeout(() => finish(`the hook's stdin was not closed and went quiet for ${deadlineMs / 1000} s with no whole JSON document (${size} bytes read)`), deadlineMs);
+    const cap = setTimeout(() => finish(`the hook's stdin was not closed and still arriving after ${capMs / 1000} s with no whole JSON document (${size} bytes read)`), capMs);
     stream.on('data', onData);
     stream.on('end', onEnd);
     stream.on('error', onError);
