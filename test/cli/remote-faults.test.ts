@@ -1,16 +1,15 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
-import * as net from 'node:net';
-import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { remoteIsWhole } from '../remote/scenarios.js';
+import { relayTo } from '../remote/relay.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
 import { workspaceIdentity } from '../../src/remote/workspace-identity.js';
 import { withSeed } from '../helpers/seed.js';
 import { ensureBucket, s3TestServer, type S3TestServer } from '../remote/s3-server.js';
 import { S3_SKIPPED } from '../remote/s3-needs.js';
-import { CLI, cliRepo, type CliRepo } from './harness.js';
+import { CLI } from './harness.js';
+import { remoteRepos } from './remote-repos.js';
 
 // A push that dies — SIGKILLed at seeded random points, or cut off from the server mid-transfer —
 // leaves the local store whole and the remote never showing a checkpoint whose copies are not
@@ -26,85 +25,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => server?.stop());
 
-/** A repository with `turns` runs, each rewriting 40 files of 16 KiB; its remote set only afterwards (no background pushes). */
-async function repoWithTurns(turns: number, prefix: string, endpoint = server.endpoint): Promise<CliRepo> {
-  const files: Record<string, string> = {};
-  for (let i = 0; i < 40; i++) files[`data/f${i}.txt`] = `original ${i}\n`;
-  const repo = await cliRepo(files);
-  for (let t = 0; t < turns; t++) {
-    const script = `for i in $(seq 0 39); do head -c 16384 /dev/urandom | base64 > data/f$i.txt; done`;
-    expect(repo.tb(['run', '--', 'sh', '-c', script]).code).toBe(0);
-  }
-  Object.assign(repo.env, { AWS_ACCESS_KEY_ID: server.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: server.credentials.secretAccessKey, AWS_REGION: server.region });
-  await configure(repo, prefix, endpoint);
-  return repo;
-}
-
-async function configure(repo: CliRepo, prefix: string, endpoint: string, extra = ''): Promise<void> {
-  const dir = path.join(repo.home, 'config', 'turnback');
-  await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, 'config.toml'), `[checkpoints]\ndir = "s3://${BUCKET}/${prefix}"\nendpoint = "${endpoint}"\nforce_path_style = true\n${extra}`);
-}
-
-/** `turnback ARGS` without blocking this process (the relay below runs in it). */
-function tbAsync(repo: CliRepo, args: string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--no-warnings', CLI, ...args], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr })));
-}
-
-function sealedCount(repo: CliRepo): number {
-  return (JSON.parse(repo.tb(['list', '--json', '--all']).stdout) as { checkpoints: unknown[] }).checkpoints.length;
-}
-
-/**
- * A relay in front of the S3 server, counting the bytes a client sends through it; `onBytes`
- * hears the running total after each chunk is forwarded. `cut()` drops every connection and
- * refuses new ones, as a network that goes away; `freeze()` keeps every connection open and takes
- * new ones, but forwards nothing more either way, as a server that hangs.
- */
-async function relayToServer(onBytes: (total: number) => void = () => undefined): Promise<{ endpoint: string; total(): number; cut(): void; freeze(): void; close(): void }> {
-  const [host, port] = new URL(server.endpoint).host.split(':') as [string, string];
-  let forwarded = 0;
-  let gone = false;
-  let frozen = false;
-  const sockets = new Set<net.Socket>();
-  const relay = net.createServer((inbound) => {
-    if (gone) {
-      inbound.destroy();
-      return;
-    }
-    const outbound = net.connect(Number(port), host);
-    sockets.add(inbound).add(outbound);
-    inbound.on('data', (chunk: Buffer) => {
-      if (gone || frozen) return;
-      outbound.write(chunk);
-      forwarded += chunk.length;
-      onBytes(forwarded);
-    });
-    outbound.on('data', (chunk: Buffer) => {
-      if (!frozen) inbound.write(chunk);
-    });
-    for (const socket of [inbound, outbound]) socket.on('error', () => undefined).on('close', () => [inbound, outbound].forEach((s) => s.destroy()));
-  });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-  return {
-    endpoint: `http://127.0.0.1:${(relay.address() as net.AddressInfo).port}`,
-    total: () => forwarded,
-    cut: () => {
-      gone = true;
-      for (const socket of sockets) socket.destroy();
-    },
-    freeze: () => {
-      frozen = true;
-    },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      relay.close();
-    },
-  };
-}
+const { repoWithTurns, configure, tbAsync, sealedCount } = remoteRepos(() => server, BUCKET);
 
 describe.skipIf(S3_SKIPPED !== undefined)('a push that dies', () => {
   it('SIGKILLed at seeded random points: the remote never shows a checkpoint missing a copy, the local store verifies, the next push completes', async () => {
@@ -114,7 +35,7 @@ describe.skipIf(S3_SKIPPED !== undefined)('a push that dies', () => {
       // number of bytes (somewhere in a push of ~6 MB), not after a guessed time.
       let killAt = Number.POSITIVE_INFINITY;
       let kill: () => void = () => undefined;
-      const relay = await relayToServer((total) => {
+      const relay = await relayTo(server.endpoint, (total) => {
         if (total >= killAt) kill();
       });
       const repo = await repoWithTurns(6, prefix, relay.endpoint);
@@ -149,7 +70,7 @@ describe.skipIf(S3_SKIPPED !== undefined)('a push that dies', () => {
 
   it('a server that stops answering mid-transfer, connections left open: the push fails at its deadline naming the request, nothing half-published, and the next push completes', async () => {
     let frozen = false;
-    const relay = await relayToServer((total) => {
+    const relay = await relayTo(server.endpoint, (total) => {
       if (total <= 200 * 1024 || frozen) return;
       frozen = true;
       relay.freeze();
@@ -180,7 +101,7 @@ describe.skipIf(S3_SKIPPED !== undefined)('a push that dies', () => {
   it('cut off from the server mid-transfer: a typed failure, nothing half-published, and the next push completes', async () => {
     // The network goes away once 200 KiB have gone through.
     let cut = false;
-    const relay = await relayToServer((total) => {
+    const relay = await relayTo(server.endpoint, (total) => {
       if (total <= 200 * 1024 || cut) return;
       cut = true;
       relay.cut();
