@@ -4,7 +4,7 @@ import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'nod
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { CLI, TEST_SERVER_IDLE_SECONDS, type CliResult } from '../cli/harness.js';
+import { CLI, TEST_SERVER_IDLE_SECONDS, turnbackBin, type CliResult } from '../cli/harness.js';
 import { tempFolder } from '../helpers/temp.js';
 import { startModelServer, type ModelServer, type Script, type Step, type WireFormat } from './model-server.js';
 
@@ -85,8 +85,11 @@ export async function agentProject(agent: HarnessAgent): Promise<AgentProject> {
   const proj = path.join(root, 'proj');
   await mkdir(home);
   await mkdir(proj);
+  // `turnback` on the agent's PATH is this build, as a user's global install would be: the project's
+  // hook file names `turnback`, never this machine's paths.
+  const bin = await turnbackBin(root);
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    PATH: `${bin}${path.delimiter}${process.env.PATH ?? '/usr/bin:/bin'}`,
     HOME: home,
     XDG_DATA_HOME: path.join(home, 'data'),
     XDG_CONFIG_HOME: path.join(home, 'config'),
