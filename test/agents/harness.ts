@@ -273,6 +273,14 @@ export async function startSession(driver: AgentDriver): Promise<AgentSession & 
   const beforeInstall = await treePicture(project.proj);
   const installed = project.tb(['hooks', 'install', driver.agent]);
   expect(installed.code, installed.stderr).toBe(0);
+  // The project's hook file is committed: it names `turnback`, never this machine's paths (issue #26).
+  const written = Object.entries(await treePicture(project.proj)).filter(([name, entry]) => name.startsWith(`${driver.settingsFolder}/`) && entry.startsWith('file '));
+  expect(written.length).toBeGreaterThan(0);
+  for (const [name, entry] of written) {
+    const text = Buffer.from(entry.split(' ')[2] ?? '', 'base64').toString('utf8');
+    expect(text, name).toContain(`turnback hook ${driver.agent} `);
+    expect(text, name).not.toContain('turnback.cjs');
+  }
   const script = await loadScript(driver.fixture, project.proj);
   const server = await startModelServer(driver.format, script);
   await driver.prepare?.(project, server);
