@@ -15,12 +15,10 @@ import {
   isAgentName,
   parseHookEvent,
   uninstallHooks,
-  type AgentName,
   type AgentSpec,
   type HookJsonObject,
 } from '../hooks.js';
 import { shownPath, shownText } from '../report/escape.js';
-import { shellQuote } from '../report/turn-end-list.js';
 import { openObserver } from '../admin.js';
 import { loadContext, openStore, storeFolderProblem, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -33,6 +31,9 @@ import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
 import { readHookInput } from './hook-input.js';
 import { blockedLine, serverAddress, socketBlocker } from './server-address.js';
+import { ourCommands } from '../hooks/settings.js';
+import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
+import { codexConfigPath, trustGapOf } from './hook-trust.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
 // installed hooks run (see src/hooks/ for what each event does).
@@ -45,10 +46,6 @@ export interface HooksOptions extends GlobalOptions {
   codexFeature?: boolean;
 }
 
-/** The command an installed hook runs: this very node and turnback, by absolute path. */
-export function hookCommandLine(agent: AgentName, event: string): string {
-  return `${shellQuote(process.execPath)} ${shellQuote(path.join(__dirname, 'turnback.cjs'))} hook ${agent} ${event}`;
-}
 
 function agentOf(name: string): AgentSpec {
   if (!isAgentName(name)) throw new CliExit(EXIT.usage, 'USAGE', `unknown agent ${name}: one of ${Object.keys(AGENTS).join(', ')}`);
@@ -167,7 +164,7 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
   const { settings, text } = await readSettings(file);
   let result;
   try {
-    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event));
+    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event, options.user === true));
   } catch (error) {
     throw new CliExit(EXIT.error, 'HOOK_FILE', `${file}: ${(error as Error).message}; nothing was changed`);
   }
@@ -183,19 +180,20 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
     await mkdir(path.dirname(record), { recursive: true, mode: 0o700 });
     await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}) })}\n`, { mode: 0o600 });
   }
-  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, note: spec.installNote ?? null });
+  // Hooks the agent will skip without a word until the person trusts them: said, with the step.
+  const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user: options.user === true, hookFile: file, changed: result.added.length > 0 });
+  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, note: spec.installNote ?? null, untrusted: gap ?? null });
   if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownTarget(named, file)}: nothing changed`);
   else io.out(`turnback: added to ${shownTarget(named, file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
+  if (options.user !== true && !turnbackOnPathIsThis(process.env.PATH)) {
+    io.out('  note: `turnback` on PATH is not this install, so the hooks run `npx turnback` (the project\'s own turnback, else npm\'s): `npm install -g turnback` (or the project\'s devDependencies) makes them run without a download');
+  }
   if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
   else if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
+  if (gap !== undefined) io.out(`  not yet running: ${shownText(gap.why)}; to trust them: ${shownText(gap.step)}`);
   return EXIT.ok;
 }
 
-/** Codex's config.toml: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`. */
-function codexConfigPath(): string {
-  const home = process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '' ? process.env.CODEX_HOME : path.join(process.env.HOME ?? os.homedir(), '.codex');
-  return path.join(home, 'config.toml');
-}
 
 /** Says whether Codex will run the hooks, and with `--codex-feature` turns its `hooks` feature on. */
 async function codexFeature(options: HooksOptions, io: Io, userRoot: string): Promise<void> {
@@ -224,7 +222,6 @@ async function codexFeature(options: HooksOptions, io: Io, userRoot: string): Pr
       await writeFileAtomic(file, edit.text);
       io.out(`turnback: turned Codex's hooks feature on in ${shownPath(file)} ([features] hooks = true)`);
     } else io.out(`turnback: Codex's hooks feature is on already in ${shownPath(file)}`);
-    io.out('  note: Codex asks you once to trust new project hooks.');
     return;
   }
   if (state === false) io.out(`  note: Codex's hooks feature is off in ${shownPath(file)}, so Codex will not run these hooks: \`turnback hooks install codex --codex-feature\` turns it on`);
@@ -316,14 +313,14 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
   const log = await readLog(context);
   const rows: Record<string, unknown>[] = [];
   for (const spec of Object.values(AGENTS)) {
-    const scopes: { scope: string; file: string; installed: number }[] = [];
+    const scopes: { scope: string; file: string; installed: number; commands: string[] }[] = [];
     for (const user of [false, true]) {
       const file = hookFile(spec, context, user);
       try {
         const { settings, text } = await readSettings(file);
-        if (text !== undefined) scopes.push({ scope: user ? 'user' : 'project', file, installed: installedEvents(spec, settings).length });
+        if (text !== undefined) scopes.push({ scope: user ? 'user' : 'project', file, installed: installedEvents(spec, settings).length, commands: ourCommands(spec, settings) });
       } catch {
-        scopes.push({ scope: user ? 'user' : 'project', file, installed: -1 });
+        scopes.push({ scope: user ? 'user' : 'project', file, installed: -1, commands: [] });
       }
     }
     const mine = log.filter((l) => l.agent === spec.name);
@@ -332,12 +329,23 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
     // A file there that cannot be read (not JSON, a FIFO) is worth a line even before any event.
     if (scopes.every((s) => s.installed === 0) && mine.length === 0) continue;
     const total = Object.keys(spec.events).length;
-    rows.push({ agent: spec.name, scopes, events: total, lastEvent: last ?? null, lastFailure: lastFailure ?? null });
+    const row: Record<string, unknown> = { agent: spec.name, scopes: scopes.map(({ commands: _c, ...rest }) => rest), events: total, lastEvent: last ?? null, lastFailure: lastFailure ?? null };
+    rows.push(row);
     const where = scopes
       .filter((s) => s.installed !== 0)
       .map((s) => (s.installed < 0 ? `${s.scope}: ${shownPath(s.file)} cannot be read` : `${s.scope}: ${s.installed === total ? 'installed' : `${s.installed} of ${total} events`} (${shownPath(s.file)})`));
     io.out(`${spec.title}: ${where.length === 0 ? 'not installed' : where.join('; ')}`);
-    io.out(last === undefined ? '  no event yet' : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
+    // What keeps installed hooks from running here: a command not found, an agent's trust.
+    const problems: string[] = [];
+    for (const s of scopes.filter((x) => x.installed > 0)) {
+      const broken = [...new Set(s.commands.map((c) => commandProblem(c, process.env.PATH)).filter((p): p is string => p !== undefined))];
+      for (const p of broken) problems.push(`${s.scope}: its command would not run here: ${p}`);
+      const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user: s.scope === 'user', hookFile: path.resolve(s.file), changed: false });
+      if (gap !== undefined) problems.push(`${s.scope}: not running: ${gap.why}; to trust them: ${gap.step}`);
+    }
+    row.problems = problems;
+    io.out(last === undefined ? `  no event yet${problems.length > 0 ? ', because:' : ''}` : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
+    for (const p of problems) io.out(`  ${shownText(p)}`);
     if (lastFailure !== undefined && lastFailure !== last) io.out(`  last failure: ${shownText(lastFailure.event)} ${displayTime(lastFailure.at)}: ${shownText(lastFailure.error ?? '')}`);
     const failed = mine.filter((l) => !l.ok).length;
     if (failed > 0) io.out(`  ${failed} of the ${mine.length} events in the log were not recorded (gaps: ${shownPath(hookLogPath(context))})`);

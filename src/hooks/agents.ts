@@ -105,7 +105,7 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     readOnlyTools: /^(update_plan|view_image)$/,
     feedback: 'system-message',
     installNote:
-      'Codex runs hooks when its `hooks` feature is on (the default in current releases; older ones need `[features] codex_hooks = true` in ~/.codex/config.toml), and asks you to trust new project hooks once.',
+      'Codex runs hooks when its `hooks` feature is on (the default in current releases; older ones need `[features] codex_hooks = true` in ~/.codex/config.toml).',
   },
   gemini: {
     name: 'gemini',

@@ -8,6 +8,46 @@ import type { AgentSpec } from './agents.js';
 /** A JSON object as parsed. */
 export type JsonObject = Record<string, unknown>;
 
+/**
+ * How an installed hook reaches turnback: by name (`turnback`, on the agent's PATH), through npx
+ * (the project's own turnback, else npm's), or by this machine's paths (a file only this machine
+ * reads: the user's own settings).
+ */
+export type HookRunner = { kind: 'name' } | { kind: 'npx' } | { kind: 'path'; node: string; cli: string };
+
+/** A word as a POSIX shell reads it back: bare when it can be, else single-quoted. */
+function quoted(word: string): string {
+  return /^[A-Za-z0-9_./@%+=:,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The command line of `agent`'s hook for `event`. A file teams commit gets `turnback hook …` or
+ * `npx turnback hook …`: the same text on every machine (Codex trusts a hook by its command's text).
+ */
+export function hookCommandText(agent: string, event: string, runner: HookRunner): string {
+  const program = runner.kind === 'name' ? 'turnback' : runner.kind === 'npx' ? 'npx turnback' : `${quoted(runner.node)} ${quoted(runner.cli)}`;
+  return `${program} hook ${agent} ${event}`;
+}
+
+/** The distinct commands of turnback's hooks for `spec` in `settings`. */
+export function ourCommands(spec: AgentSpec, settings: JsonObject): string[] {
+  const hooks = settings.hooks;
+  if (!isObject(hooks)) return [];
+  const found = new Set<string>();
+  for (const event of Object.keys(spec.events)) {
+    const list = hooks[event];
+    if (!Array.isArray(list)) continue;
+    for (const item of list) {
+      const entries: unknown[] = spec.format === 'matcher-groups' ? (isObject(item) && Array.isArray(item.hooks) ? item.hooks : []) : [item];
+      for (const entry of entries) {
+        const command = commandOf(entry);
+        if (typeof command === 'string' && isOurCommand(command, spec.name)) found.add(command);
+      }
+    }
+  }
+  return [...found];
+}
+
 /** True for a command turnback's install wrote for `agent` (`… turnback.cjs' hook claude PreToolUse`). */
 export function isOurCommand(command: unknown, agent: string): boolean {
   return typeof command === 'string' && new RegExp(`turnback(?:\\.cjs)?['"]? hook ${agent} `).test(`${command} `);

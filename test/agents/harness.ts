@@ -4,7 +4,7 @@ import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'nod
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { CLI, TEST_SERVER_IDLE_SECONDS, type CliResult } from '../cli/harness.js';
+import { CLI, TEST_SERVER_IDLE_SECONDS, turnbackBin, type CliResult } from '../cli/harness.js';
 import { tempFolder } from '../helpers/temp.js';
 import { startModelServer, type ModelServer, type Script, type Step, type WireFormat } from './model-server.js';
 
@@ -85,8 +85,11 @@ export async function agentProject(agent: HarnessAgent): Promise<AgentProject> {
   const proj = path.join(root, 'proj');
   await mkdir(home);
   await mkdir(proj);
+  // `turnback` on the agent's PATH is this build, as a user's global install would be: the project's
+  // hook file names `turnback`, never this machine's paths.
+  const bin = await turnbackBin(root);
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    PATH: `${bin}${path.delimiter}${process.env.PATH ?? '/usr/bin:/bin'}`,
     HOME: home,
     XDG_DATA_HOME: path.join(home, 'data'),
     XDG_CONFIG_HOME: path.join(home, 'config'),
@@ -270,6 +273,14 @@ export async function startSession(driver: AgentDriver): Promise<AgentSession & 
   const beforeInstall = await treePicture(project.proj);
   const installed = project.tb(['hooks', 'install', driver.agent]);
   expect(installed.code, installed.stderr).toBe(0);
+  // The project's hook file is committed: it names `turnback`, never this machine's paths (issue #26).
+  const written = Object.entries(await treePicture(project.proj)).filter(([name, entry]) => name.startsWith(`${driver.settingsFolder}/`) && entry.startsWith('file '));
+  expect(written.length).toBeGreaterThan(0);
+  for (const [name, entry] of written) {
+    const text = Buffer.from(entry.split(' ')[2] ?? '', 'base64').toString('utf8');
+    expect(text, name).toContain(`turnback hook ${driver.agent} `);
+    expect(text, name).not.toContain('turnback.cjs');
+  }
   const script = await loadScript(driver.fixture, project.proj);
   const server = await startModelServer(driver.format, script);
   await driver.prepare?.(project, server);

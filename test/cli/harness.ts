@@ -39,6 +39,15 @@ export interface CliRepo {
   newestId(): string;
 }
 
+/** A folder `bin` in `root` holding `turnback`, a link to this build's command file, as `npm install -g` makes. */
+export async function turnbackBin(root: string): Promise<string> {
+  const { symlink } = await import('node:fs/promises');
+  const bin = path.join(root, 'bin');
+  await mkdir(bin, { recursive: true });
+  await symlink(CLI, path.join(bin, 'turnback'));
+  return bin;
+}
+
 /** A new repository with `files` committed (mode 0644 unless given), HOME and XDG folders outside it. */
 export async function cliRepo(files: Record<string, string | { text: string; mode: number }>): Promise<CliRepo> {
   const root = await tempFolder('turnback-cli-');
@@ -46,7 +55,10 @@ export async function cliRepo(files: Record<string, string | { text: string; mod
   const proj = path.join(root, 'proj');
   await mkdir(home);
   await mkdir(proj);
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS };
+  // `turnback` on PATH is this build, as a user's global install is (a link to the command file):
+  // the hooks a project install writes name `turnback`.
+  const bin = await turnbackBin(root);
+  const env: NodeJS.ProcessEnv = { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS };
   const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: proj, env, encoding: 'utf8' });
   const { writeFile } = await import('node:fs/promises');
   for (const [name, content] of Object.entries(files)) {

@@ -20,7 +20,7 @@ export async function installedCommands(file: string): Promise<Record<string, st
       const entries = Array.isArray(item.hooks) ? (item.hooks as Json[]) : [item];
       for (const entry of entries) {
         const command = (entry.command ?? entry.bash) as string;
-        if (/turnback\.cjs'? hook /.test(command)) commands[event] = command;
+        if (/turnback(\.cjs'?)? hook /.test(command)) commands[event] = command;
       }
     }
   }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AGENTS } from '../../src/hooks/agents.js';
-import { installedEvents, installHooks, uninstallHooks, type JsonObject } from '../../src/hooks/settings.js';
+import { hookCommandText, installedEvents, installHooks, isOurCommand, ourCommands, uninstallHooks, type JsonObject } from '../../src/hooks/settings.js';
 import { codexHooksFeature, enableCodexHooks } from '../../src/hooks/codex-config.js';
 
 // Merging turnback's hooks into an agent's file (pure): install keeps everything, is idempotent,
@@ -113,5 +113,25 @@ describe("Codex's hooks feature (config.toml, edited as text)", () => {
   it('refuses what it cannot edit safely: not TOML, features as an inline table', () => {
     expect(() => enableCodexHooks('this is = = not toml')).toThrow();
     expect(() => enableCodexHooks('features = { hooks = false }\n')).toThrow('inline table');
+  });
+});
+
+describe('the command a hook runs (issue #26: a committed file carries no machine path)', () => {
+  it('names `turnback` or `npx turnback` for a project, and this machine’s paths only when asked', () => {
+    expect(hookCommandText('codex', 'PreToolUse', { kind: 'name' })).toBe('turnback hook codex PreToolUse');
+    expect(hookCommandText('gemini', 'BeforeTool', { kind: 'npx' })).toBe('npx turnback hook gemini BeforeTool');
+    expect(hookCommandText('claude', 'Stop', { kind: 'path', node: '/usr/bin/node', cli: "/opt/it's/turnback.cjs" })).toBe(`/usr/bin/node '/opt/it'\\''s/turnback.cjs' hook claude Stop`);
+    for (const kind of ['name', 'npx'] as const) expect(isOurCommand(hookCommandText('claude', 'Stop', { kind }), 'claude')).toBe(true);
+  });
+
+  it('a machine path from an earlier install is replaced by the portable command; the file lists only that one', () => {
+    for (const spec of Object.values(AGENTS)) {
+      const old = installHooks(spec, {}, command(spec.name)).settings;
+      const portable = installHooks(spec, old, (event) => hookCommandText(spec.name, event, { kind: 'name' }));
+      expect(portable.added.sort()).toEqual(Object.keys(spec.events).sort());
+      expect(JSON.stringify(portable.settings)).not.toContain('/');
+      expect(ourCommands(spec, portable.settings).sort()).toEqual(Object.keys(spec.events).map((e) => `turnback hook ${spec.name} ${e}`).sort());
+      expect(ourCommands(spec, { hooks: { x: [] } })).toEqual([]);
+    }
   });
 });
