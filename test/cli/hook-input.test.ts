@@ -89,9 +89,11 @@ describe('a hook payload in pieces', () => {
     const log = await hookLog(repo);
     expect(log.filter((l) => !l.ok)).toEqual([]);
     expect(log).toHaveLength(turns * (2 * calls + 2));
-    // Every call has its picture: its own dry run names its file.
+    // Every call has its picture: its own dry run names its file. The calls ran at once and none
+    // names its file, so each file changed while every call was open: undo --call takes it back
+    // only when told to (--force), as a change it cannot attribute (issue #26).
     for (const c of ids) {
-      const dry = repo.tb(['undo', '--call', c.id, '--dry-run']);
+      const dry = repo.tb(['undo', '--call', c.id, '--force', c.file, '--dry-run']);
       expect([c.id, dry.code]).toEqual([c.id, 0]);
       expect(`${dry.stdout}${dry.stderr}`).toContain(c.file);
     }
