@@ -21,6 +21,7 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     const repo = await cliRepo(files);
     await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
     expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    const removal = repo.newestId();
     const status = repo.tb(['status']).stdout;
     const onGit = Number(rests.exec(status)?.[1]);
     // The first picture is a stat sweep and an index read: every tracked file rests on git (a
@@ -29,8 +30,10 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     expect(repo.tb(['run', '--', 'true']).stderr).not.toContain('cut short');
     expect(repo.tb(['verify']).code).toBe(0);
 
-    const undo = repo.tb(['undo', '--yes']);
-    expect(undo.code).toBe(0);
+    // The newest picture (`run -- true`) changed nothing: a bare undo says so (issue #26), so the
+    // removal is undone by its id.
+    const undo = repo.tb(['undo', removal, '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
     expect(repo.git('status', '--porcelain', '--', 'src')).toBe('');
 

@@ -18,9 +18,9 @@ describe('a store on S3 in the configuration', () => {
   it('an s3:// dir is the remote, the local store stays the default folder', () => {
     const resolved = resolveCheckpointConfig({ dir: 's3://my-bucket/team/proj', endpoint: 'http://127.0.0.1:7480', region: 'eu-west-1', force_path_style: true });
     expect(resolved.dir).toBeUndefined();
-    expect(resolved.remote).toEqual({ location: 's3://my-bucket/team/proj/', endpoint: 'http://127.0.0.1:7480', region: 'eu-west-1', forcePathStyle: true });
+    expect(resolved.remote).toEqual({ location: 's3://my-bucket/team/proj/', endpoint: 'http://127.0.0.1:7480', region: 'eu-west-1', forcePathStyle: true, requestTimeoutMs: 30_000 });
     expect(resolveCheckpointConfig({ dir: '/var/x' }).remote).toBeUndefined();
-    expect(resolveCheckpointConfig({ dir: 's3://bucket' }).remote).toEqual({ location: 's3://bucket/', endpoint: undefined, region: undefined, forcePathStyle: false });
+    expect(resolveCheckpointConfig({ dir: 's3://bucket' }).remote).toEqual({ location: 's3://bucket/', endpoint: undefined, region: undefined, forcePathStyle: false, requestTimeoutMs: 30_000 });
   });
 
   it('bad values and keys without an s3:// dir are INVALID_CONFIG', () => {
