@@ -32,6 +32,8 @@ export interface PictureLike {
    * git's index): such a path with no record is gone.
    */
   readonly vouched?: ReadonlySet<string>;
+  /** Entries the walk passed over by the coverage rules (a folder ends with `/`), when the picture kept their names. */
+  readonly ignoredPaths?: readonly string[];
 }
 
 /**
@@ -60,6 +62,35 @@ export function diffPictures(before: PictureLike, after: PictureLike): Change[] 
     changes.push({ path, kind: 'deleted', before: previous.state });
   }
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/**
+ * The entries `before`'s walk passed over (ignored, `skip`, default skipped folders) that `after`'s
+ * walk no longer finds, sorted: deleted with no copy, which no record can say. Empty when either
+ * picture did not keep the names. An entry under a folder `after` left unchecked is not gone (its
+ * presence is unknown), nor one `after` pictures (its rules changed), nor one `before` pictured
+ * (a tracked file the rules ignore: the diff reports it). Pure.
+ */
+export function ignoredGone(before: PictureLike, after: PictureLike): string[] {
+  if (before.ignoredPaths === undefined || after.ignoredPaths === undefined || before.ignoredPaths.length === 0) return [];
+  const still = new Set(after.ignoredPaths);
+  const afterUnchecked = uncheckedSet(after);
+  // Passed over as part of a folder now (the rules changed): not gone.
+  const afterFolders = new Set(after.ignoredPaths.filter((e) => e.endsWith('/')).map((e) => e.slice(0, -1)));
+  const gone: string[] = [];
+  for (const entry of before.ignoredPaths) {
+    if (still.has(entry)) continue;
+    const path = entry.endsWith('/') ? entry.slice(0, -1) : entry;
+    if (before.records.has(path) || after.records.has(path) || isUnder(afterUnchecked, path) || isUnder(afterFolders, path)) continue;
+    gone.push(entry);
+  }
+  // A folder now walked (its rules changed) has records under it: its files are not a loss.
+  if (gone.some((e) => e.endsWith('/'))) {
+    const walked = new Set<string>();
+    for (const path of after.records.keys()) for (let slash = path.indexOf('/'); slash > 0; slash = path.indexOf('/', slash + 1)) walked.add(path.slice(0, slash + 1));
+    return gone.filter((e) => !walked.has(e)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+  return gone.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 function differs(a: DiffRecord, b: DiffRecord): boolean {

@@ -75,6 +75,11 @@ export interface Picture {
   ignoreEpoch?: number;
   /** Entries the ignore rules, `skip` and the default skipped folders left out (a folder counts once). */
   ignored?: number;
+  /**
+   * Those entries' paths (a folder ends with `/`): the walk passes them anyway, so keeping them is
+   * free, and a later picture can tell which were deleted though neither copied them. In memory only.
+   */
+  ignoredPaths?: readonly string[];
 }
 
 /**
@@ -349,6 +354,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     ...(copiedPastBudget > 0 ? { pastBudget: `${withThousands(copiedPastBudget)} file${copiedPastBudget === 1 ? '' : 's'} git does not hold copied past the ${describeBudget(budgetStops, coverage)}: they have no other copy` } : {}),
     summary: summarize(records.size, copied, partial, scan.unchecked, scan.left),
     ignored: scan.ignored.length,
+    ignoredPaths: scan.ignored,
   };
 }
 

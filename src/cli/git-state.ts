@@ -134,9 +134,10 @@ function headText(state: Pick<GitStateReading, 'branch' | 'commit'>): string {
 /**
  * The lines that tell what a turn did to git's own state, or none: `HEAD moved: main 1a2b3c4 →
  * detached 5d6e7f8 (turnback restores files, not HEAD: git switch main)` and `index: 120 files
- * staged during this turn`. Pure.
+ * staged during this turn`; when HEAD moved, what is staged against the new HEAD
+ * (`stagedAfterMove`, when known), not what the checkout rewrote. Pure.
  */
-export function gitStateNotes(before: GitStateReading | undefined, after: GitStateReading | undefined): string[] {
+export function gitStateNotes(before: GitStateReading | undefined, after: GitStateReading | undefined, stagedAfterMove?: number): string[] {
   if (before === undefined || after === undefined) return [];
   const notes: string[] = [];
   if (before.branch !== after.branch || before.commit !== after.commit) {
@@ -146,6 +147,13 @@ export function gitStateNotes(before: GitStateReading | undefined, after: GitSta
         ? before.branch === undefined ? `git switch --detach ${before.commit.slice(0, 7)}` : `git reset --soft ${before.commit.slice(0, 7)}`
         : 'git has no commit to go back to';
     notes.push(`HEAD moved: ${headText(before)} → ${headText(after)} (turnback restores files, not HEAD: ${way})`);
+  }
+  // HEAD moved: a checkout rewrote the index to match its new HEAD, so the old index says nothing
+  // of what is staged; what differs from HEAD now does (`stagedAfterMove`, asked of git).
+  const moved = before.branch !== after.branch || before.commit !== after.commit;
+  if (moved && stagedAfterMove !== undefined) {
+    if (stagedAfterMove > 0) notes.push(`index: ${stagedAfterMove} ${stagedAfterMove === 1 ? 'file' : 'files'} staged against the new HEAD (turnback restores files, not the index)`);
+    return notes;
   }
   // The same bytes are the same index: the common case costs one comparison and no parse.
   if (before.indexBytes !== undefined && after.indexBytes !== undefined && before.indexBytes.equals(after.indexBytes)) return notes;

@@ -78,13 +78,22 @@ async function askGitForRepo(cwd: string, env: NodeJS.ProcessEnv): Promise<GitRe
   return { toplevel, gitDir, hashBytes: format === 'sha256' ? 32 : 20 };
 }
 
+/** Where else git may still hold a deleted file, besides the index and HEAD now. */
+export interface GitHolders {
+  /** Commits to look in too: HEAD before the turn, when the turn moved it (a checkout, a reset). */
+  commits?: readonly string[];
+  /** A path's blob id as the picture recorded it (`git:<id>`): a blob git still has is a copy. */
+  blobs?: ReadonlyMap<string, string>;
+}
+
 /**
- * Asks git, in one call, which of `paths` (project-relative) it holds a copy of: in the index or
- * in HEAD (`git cat-file --batch-check`, the paths on its standard input, so their number is not
- * bounded by a command line). Outside a repository git holds no copy of anything, so every path
- * is `notInGit`. A name with a newline cannot be asked line by line: it comes back `unchecked`.
+ * Asks git, in one call, which of `paths` (project-relative) it holds a copy of: in the index, in
+ * HEAD, in any of `holders.commits` (HEAD before a turn that moved it), or as the blob the picture
+ * recorded (`git cat-file --batch-check`, the questions on its standard input, so their number is
+ * not bounded by a command line). Outside a repository git holds no copy of anything, so every
+ * path is `notInGit`. A name with a newline cannot be asked line by line: it comes back `unchecked`.
  */
-export async function askGit(projectRoot: string, paths: readonly string[]): Promise<GitAnswer> {
+export async function askGit(projectRoot: string, paths: readonly string[], holders: GitHolders = {}): Promise<GitAnswer> {
   if (paths.length === 0) return { notInGit: new Set(), unchecked: new Set() };
   const inside = await git(['rev-parse', '--is-inside-work-tree'], projectRoot);
   if (!inside.ok || inside.stdout.trim() !== 'true') {
@@ -94,14 +103,37 @@ export async function askGit(projectRoot: string, paths: readonly string[]): Pro
   const askable = paths.filter((p) => !p.includes('\n'));
   const unaskable = new Set(paths.filter((p) => p.includes('\n')));
   const why = unaskable.size > 0 ? { uncheckedWhy: `${unaskable.size === 1 ? 'its name holds' : 'their names hold'} a newline` } : {};
-  // `:path` is the index entry, `HEAD:path` the committed file; each answer is one line, in order.
-  const input = askable.map((p) => `:${p}\nHEAD:${p}\n`).join('');
+  const commits = (holders.commits ?? []).filter((c) => /^[0-9a-f]{40,64}$/.test(c));
+  // `:path` is the index entry, `REV:path` the committed file, a bare id the recorded blob; each
+  // answer is one line, in order.
+  const questions = askable.map((p) => {
+    const blob = holders.blobs?.get(p);
+    return [`:${p}`, `HEAD:${p}`, ...commits.map((c) => `${c}:${p}`), ...(blob !== undefined && /^[0-9a-f]{40,64}$/.test(blob) ? [blob] : [])];
+  });
+  const input = questions.map((q) => `${q.join('\n')}\n`).join('');
+  const asked = questions.reduce((sum, q) => sum + q.length, 0);
   const result = await gitWithInput(['cat-file', '--batch-check'], projectRoot, input);
   const answers = result.stdout.split('\n');
-  if (!result.ok || answers.length < askable.length * 2) return { notInGit: new Set(), unchecked: new Set(paths), uncheckedWhy: 'git could not answer' };
+  if (!result.ok || answers.length < asked) return { notInGit: new Set(), unchecked: new Set(paths), uncheckedWhy: 'git could not answer' };
   const held = (line: string | undefined): boolean => line !== undefined && !/ (missing|ambiguous)$/.test(line);
-  const notInGit = new Set(askable.filter((_, i) => !held(answers[2 * i]) && !held(answers[2 * i + 1])));
+  const notInGit = new Set<string>();
+  let at = 0;
+  askable.forEach((p, i) => {
+    const count = (questions[i] as string[]).length;
+    if (!answers.slice(at, at + count).some(held)) notInGit.add(p);
+    at += count;
+  });
   return { notInGit, unchecked: unaskable, ...why };
+}
+
+/**
+ * How many files the index holds differently from HEAD (`git diff-index --cached`: staged, as
+ * `git status` counts them), or `undefined` when git cannot say. Read-only (no index refresh).
+ */
+export async function stagedAgainstHead(toplevel: string): Promise<number | undefined> {
+  const result = await git(['diff-index', '--cached', '--name-only', '-z', 'HEAD', '--'], toplevel);
+  if (!result.ok) return undefined;
+  return result.stdout.split('\u0000').filter((name) => name.length > 0).length;
 }
 
 /** Runs git with `input` on its standard input. */

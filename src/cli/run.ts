@@ -9,6 +9,7 @@ import { handleInterrupted, printInterrupted, type InterruptedReport } from './i
 import { CliExit, describeFailure, type Io } from './io.js';
 import type { ChildEnd } from './invocation.js';
 import { gitStateNotes, readGitState, type GitStateReading } from './git-state.js';
+import { stagedAgainstHead } from './git.js';
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
 import { turnEndListFor } from './turn-list.js';
@@ -131,7 +132,11 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
     const progress = new Progress(invocation.stderr, `turnback: taking a picture after ${commandLine}…`);
     try {
       // What the command did to git's own state, which a file restore does not undo: said now, and kept with the call for undo's preview.
-      const gitNotes = gitStateNotes(headBefore, headBefore === undefined ? undefined : await readGitState(await gitRepoFor(context), headBefore));
+      const repo = await gitRepoFor(context);
+      const headAfter = headBefore === undefined ? undefined : await readGitState(repo, headBefore);
+      const moved = headBefore !== undefined && headAfter !== undefined && headBefore.commit !== headAfter.commit;
+      // After a checkout the index matches its new HEAD: what is staged is measured against HEAD, not the old index.
+      const gitNotes = gitStateNotes(headBefore, headAfter, moved && repo !== undefined ? await stagedAgainstHead(repo.toplevel) : undefined);
       notes.push(...gitNotes);
       const attribution = await observer.callEnd('run', { sideEffect: 'filesystem', exitCode: end.code, ...(gitNotes.length > 0 ? { notes: gitNotes } : {}) });
       progress.done();
@@ -141,6 +146,9 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
         changes,
         gaps: [...baselineGaps.filter((g) => !attribution.gaps.includes(g)), ...attribution.gaps],
         partial: attribution.partial,
+        // A file the turn's checkout took away is still in the commit HEAD named before it.
+        ...(moved && headBefore?.commit !== undefined ? { commits: [headBefore.commit] } : {}),
+        ...(attribution.ignoredDeleted !== undefined ? { ignoredDeleted: attribution.ignoredDeleted } : {}),
         ...(attribution.summary !== undefined ? { summary: attribution.summary } : {}),
       });
     } catch (error) {

@@ -50,6 +50,8 @@ export interface TurnEndInput {
   maxFileMib?: number;
   /** The undo command to offer. @default 'turnback undo' */
   undoCommand?: string;
+  /** Entries the pictures left out by their coverage rules that the turn deleted (a folder ends with `/`): listed, with no copy. */
+  ignoredDeleted?: readonly string[];
 }
 
 /** A flag on a row: fixed rules, never heuristics. */
@@ -85,6 +87,10 @@ export interface TurnEndList {
   hiddenByKind: { changed: number; created: number; deleted: number };
   /** Every gap, in words, so a partial list never reads as "nothing changed". */
   notes: string[];
+  /** Entries the pictures left out (ignored, `skip`) that the turn deleted: no copy was kept (a folder ends with `/`). */
+  ignoredDeleted?: string[];
+  /** Of those, how many were not named under the row limit. */
+  ignoredDeletedHidden?: number;
 }
 
 const KIND_ORDER: Record<ReportChange['kind'], number> = { changed: 0, created: 1, deleted: 2 };
@@ -231,7 +237,19 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
     });
   }
 
-  return { counts, rows: shown, hidden, hiddenByKind, notes: notesFor(input, maxFileMib) };
+  // Under the same row limit: at least one is named, the rest counted.
+  const ignoredAll = [...(input.ignoredDeleted ?? [])].sort(compare);
+  const ignoredDeleted = ignoredAll.slice(0, rowsShown(ignoredAll.length, Math.max(1, maxRows - shown.length)));
+  const ignoredMore = ignoredAll.length - ignoredDeleted.length;
+  return {
+    counts,
+    rows: shown,
+    hidden,
+    hiddenByKind,
+    notes: notesFor(input, maxFileMib),
+    ...(ignoredDeleted.length > 0 ? { ignoredDeleted } : {}),
+    ...(ignoredMore > 0 ? { ignoredDeletedHidden: ignoredMore } : {}),
+  };
 }
 
 function notesFor(input: TurnEndInput, maxFileMib: number): string[] {
@@ -294,15 +312,15 @@ export function countsLine(counts: TurnEndList['counts']): string {
  * ```
  */
 export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainStyle): string[] {
-  const lines = [countsLine(list.counts)];
+  // The turn's total is said once, here; a row's words speak of that row only.
+  const massDelete = list.rows.some((row) => row.flags.includes('20+ deleted'));
+  const lines = [massDelete ? `${countsLine(list.counts)}   ${style.warn(`⚠ ${list.counts.deleted} files deleted by one turn: each deletion is marked ⚠`)}` : countsLine(list.counts)];
   for (const row of list.rows) {
     const marker = row.flags.length > 0 ? style.warn('⚠ ') : '  ';
     const name = row.path.endsWith('/') ? `${shownPath(row.path)} (${row.files} files)` : shownPath(row.path);
     const tail: string[] = [];
-    // In words: `21 files deleted` (this list's deletions), not the flag's name.
-    const flagText = row.flags.map((f) =>
-      f === 'not in git' && row.notInGit !== undefined ? `not in git (${row.notInGit} of ${row.files})` : f === '20+ deleted' ? `${list.counts.deleted} files deleted` : f,
-    );
+    // `20+ deleted` is the turn's, said on the counts line; the ⚠ marks the row.
+    const flagText = row.flags.filter((f) => f !== '20+ deleted').map((f) => (f === 'not in git' && row.notInGit !== undefined ? `not in git (${row.notInGit} of ${row.files})` : f));
     if (flagText.length > 0) tail.push(style.warn(flagText.join(', ')));
     if (row.noCopy !== undefined) {
       tail.push(row.files === 1 ? row.noCopy.reason : `${row.noCopy.count} of ${row.files} without a copy: ${row.noCopy.reason}`);
@@ -310,6 +328,10 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
     if (row.undo !== undefined) tail.push(style.bold(row.undo));
     lines.push(`${marker}${row.kind.padEnd(7)}  ${name}${tail.length > 0 ? `   ${tail.join('   ')}` : ''}`);
   }
+  // Never pictured, so never a change with a copy: named all the same, each with why it is lost.
+  for (const entry of list.ignoredDeleted ?? []) lines.push(`  ${'deleted'.padEnd(7)}  ${shownPath(entry)}   ${style.dim('ignored: no copy was kept')}`);
+  const more = list.ignoredDeletedHidden ?? 0;
+  if (more > 0) lines.push(style.dim(`  … and ${more} more ignored ${more === 1 ? 'entry' : 'entries'} deleted, no copy was kept (--all lists every one)`));
   if (list.hidden > 0) {
     const by = list.hiddenByKind;
     lines.push(style.dim(`  ${moreLine([['changed', by.changed], ['new', by.created], ['deleted', by.deleted]])}`));

@@ -1,5 +1,5 @@
 import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from '../capture/baseline.js';
-import { diffPictures, type Change } from '../capture/diff.js';
+import { diffPictures, ignoredGone, type Change } from '../capture/diff.js';
 import type { Picture } from '../capture/picture.js';
 import type { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
@@ -24,6 +24,12 @@ export interface CallAttribution {
   partial: boolean;
   /** One human sentence about the gaps, empty when complete. */
   summary: string;
+  /**
+   * Entries the pictures left out by the coverage rules (ignored, `skip`; a folder ends with `/`)
+   * that the call deleted: no copy was kept, and nothing else says they are gone. Known only for a
+   * call begun in this process (a persisted baseline keeps no names).
+   */
+  ignoredDeleted?: string[];
 }
 
 /** Options of {@link CheckpointObserver.callBegin}. */
@@ -105,7 +111,7 @@ export interface CallBeginResult {
  */
 export type DetachedCallBeginResult = Omit<CallBeginResult, 'checkpointId'> & { checkpointId?: CheckpointId };
 
-type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch'>;
+type CallPicture = Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'summary' | 'ignoreEpoch' | 'ignoredPaths'>;
 
 /** An open call: its baseline (the first before-picture) as persisted and as pictured. */
 interface OpenCall {
@@ -272,6 +278,7 @@ export class CallAttributor {
     const omitted = options.omit === undefined || found.length === 0 ? new Set<string>() : new Set(await options.omit(found));
     const changes = omitted.size === 0 ? found : found.filter((change) => !omitted.has(change.path));
     const incomplete = incompletePaths(call.picture, after);
+    const ignoredDeleted = scope === undefined ? ignoredGone(call.picture, after) : [];
     // The call's records go to the turn it began in, or, after a restart, to a checkpoint of its own.
     const open = this.turns.current;
     const turn = open !== undefined && call.baseline.checkpointId !== undefined && open.writer.id === call.baseline.checkpointId ? open : undefined;
@@ -324,6 +331,7 @@ export class CallAttributor {
       gaps,
       partial: after.partial || call.picture.partial,
       summary: after.summary || call.picture.summary,
+      ...(ignoredDeleted.length > 0 ? { ignoredDeleted } : {}),
     };
   }
 

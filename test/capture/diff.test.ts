@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { diffPictures, type DiffRecord, type PictureLike } from '../../src/capture/diff.js';
+import { diffPictures, ignoredGone, type DiffRecord, type PictureLike } from '../../src/capture/diff.js';
 import type { PathState } from '../../src/core/model.js';
 
 function file(hash: string, mode = 0o644): PathState {
@@ -86,5 +86,22 @@ describe('diffPictures', () => {
     const before = pic({ a: { size: 1, mode: 0o644, mtimeMs: 1, ino: 1, state: file('1') } });
     const after = pic({ a: { size: 1, mode: 0o644, mtimeMs: 2, ino: 1, state: file('1') } });
     expect(diffPictures(before, after)).toEqual([]);
+  });
+});
+
+describe('ignoredGone (issue #27: a deleted ignored file is named)', () => {
+  it('names the entries the walk passed over that are gone, and none whose presence is unknown or pictured', () => {
+    const before = { ...pic({ 'tracked.log': file('1'), 'kept.txt': file('2') }), ignoredPaths: ['debug.log', 'tracked.log', 'deep/x.log', 'build/', 'out/a.o', 'kept/', 'src/'] };
+    const after = {
+      // deep/ unchecked: unknown; out/ now ignored whole: still there; src/ now walked: its files are records.
+      ...pic({ 'kept.txt': file('2'), 'src/a.ts': file('3') }, ['deep']),
+      ignoredPaths: ['kept/', 'out/'],
+    };
+    expect(ignoredGone(before, after)).toEqual(['build/', 'debug.log']);
+  });
+
+  it('says nothing when either picture kept no names', () => {
+    expect(ignoredGone({ ...pic({}), ignoredPaths: ['debug.log'] }, pic({}))).toEqual([]);
+    expect(ignoredGone(pic({}), { ...pic({}), ignoredPaths: [] })).toEqual([]);
   });
 });
