@@ -1,3 +1,4 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as fs from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -32,6 +33,89 @@ async function connect(command: string, args: string[], cwd: string, env?: Recor
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<Result> {
   return (await client.callTool({ name, arguments: args })) as Result;
 }
+
+/** A `turnback mcp` driven line by line, for what the SDK's client would never send. */
+export interface RawMcp {
+  child: ChildProcess;
+  stderr(): string;
+  /** Writes one line (a message, or anything else). */
+  write(line: string): void;
+  /** The answer to request `id`, when it comes (the process ending first fails the wait). */
+  answer(id: string | number): Promise<Record<string, unknown>>;
+  /** Every answer that came with no id. */
+  idless(): Record<string, unknown>[];
+  /** Sends the handshake and waits for its answer. */
+  initialize(): Promise<void>;
+}
+
+export function rawMcp(cli: string, cwd: string, env: NodeJS.ProcessEnv): RawMcp {
+  const child = spawn(process.execPath, ['--no-warnings', cli, 'mcp'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  let pending = '';
+  const answers = new Map<string, Record<string, unknown>>();
+  const idless: Record<string, unknown>[] = [];
+  const waiting = new Map<string, (answer: Record<string, unknown>) => void>();
+  let ended: string | undefined;
+  const failures = new Set<(reason: Error) => void>();
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stdout.on('data', (d: Buffer) => {
+    pending += d.toString();
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      const message = JSON.parse(line) as Record<string, unknown>;
+      if (message.id === undefined) {
+        idless.push(message);
+        continue;
+      }
+      const key = JSON.stringify(message.id);
+      answers.set(key, message);
+      waiting.get(key)?.(message);
+    }
+  });
+  child.once('exit', (code, signal) => {
+    ended = `turnback mcp ended (code ${String(code)}, signal ${String(signal)}); stderr: ${stderr}`;
+    for (const fail of failures) fail(new Error(ended));
+  });
+  child.stdin.on('error', () => undefined);
+  const raw: RawMcp = {
+    child,
+    stderr: () => stderr,
+    write: (line) => void child.stdin.write(`${line}\n`),
+    idless: () => idless,
+    answer(id) {
+      const key = JSON.stringify(id);
+      const have = answers.get(key);
+      if (have !== undefined) return Promise.resolve(have);
+      if (ended !== undefined) return Promise.reject(new Error(ended));
+      return new Promise((resolve, reject) => {
+        failures.add(reject);
+        waiting.set(key, (answer) => {
+          failures.delete(reject);
+          resolve(answer);
+        });
+      });
+    },
+    async initialize() {
+      raw.write(JSON.stringify({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
+      await raw.answer('init');
+      raw.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    },
+  };
+  raws.push(raw);
+  return raw;
+}
+
+const raws: RawMcp[] = [];
+afterEach(async () => {
+  for (const raw of raws.splice(0)) {
+    if (raw.child.exitCode !== null || raw.child.signalCode !== null) continue;
+    const gone = new Promise((resolve) => raw.child.once('exit', resolve));
+    raw.child.kill();
+    await gone;
+  }
+});
 
 function report(result: Result): Record<string, unknown> {
   expect(result.isError, JSON.stringify(result.content)).not.toBe(true);
@@ -89,6 +173,47 @@ describe('turnback mcp (a child process, driven by the MCP SDK client)', () => {
     expect(restored.preRestoreId).not.toBeNull();
     expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('one\n');
     expect(nodeFs.existsSync(path.join(repo.proj, 'b.txt'))).toBe(false);
+  });
+
+  it('a message over 10 MiB is answered with an error and said on stderr; the server serves on', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const raw = rawMcp(CLI, repo.proj, repo.env);
+    await raw.initialize();
+    // 12 MiB in one line, written in pieces as a pipe delivers it.
+    raw.write(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"pad":"${'x'.repeat(12 * 1024 * 1024)}"}}`);
+    const refused = await raw.answer(7);
+    expect(refused).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32600 } });
+    expect(String((refused.error as { message: string }).message)).toMatch(/over the limit/);
+    raw.write(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} }));
+    expect(((await raw.answer(8)).result as { tools: unknown[] }).tools).toHaveLength(4);
+    expect(raw.stderr()).toMatch(/refused a message of \d+ bytes, over the limit/);
+    expect(raw.child.exitCode).toBeNull();
+  });
+
+  it('a request whose params are not an object is answered with -32602 (invalid params), and the server serves on', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const raw = rawMcp(CLI, repo.proj, repo.env);
+    await raw.initialize();
+    for (const [id, params] of [[2, 'x'], [3, 42], [4, ['a']], [5, null], [6, true]] as const) {
+      raw.write(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params }));
+      expect(await raw.answer(id), JSON.stringify(params)).toMatchObject({ id, error: { code: -32602 } });
+    }
+    raw.write(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'list_checkpoints', arguments: {} } }));
+    expect(await raw.answer(9)).toHaveProperty('result');
+  });
+
+  it('a CheckpointError reaches the host with its typed code (an unknown id is UNKNOWN_CHECKPOINT, a malformed one INVALID_ID)', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const client = await connect(process.execPath, [CLI, 'mcp'], repo.proj, repo.env as Record<string, string>);
+    const codeOf = (result: Result): unknown => {
+      expect(result.isError).toBe(true);
+      return (JSON.parse(result.content[0]?.text ?? '{}') as { error?: { code?: unknown } }).error?.code;
+    };
+    const unknown = '1700000000000-abcd-0123abcd';
+    expect(codeOf(await call(client, 'diff_checkpoint', { id: unknown }))).toBe('UNKNOWN_CHECKPOINT');
+    expect(codeOf(await call(client, 'restore_checkpoint', { id: unknown, confirm: true }))).toBe('UNKNOWN_CHECKPOINT');
+    expect(codeOf(await call(client, 'undo_savepoint', { action: 'diff', id: unknown }))).toBe('UNKNOWN_CHECKPOINT');
+    expect(codeOf(await call(client, 'diff_checkpoint', { id: 'nope' }))).toBe('INVALID_ID');
   });
 
   it('refuses to start where checkpoints are off, touching nothing', async () => {
