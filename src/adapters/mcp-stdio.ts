@@ -1,6 +1,6 @@
 import type { Readable, Writable } from 'node:stream';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ClientRequestSchema, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 // The stdio transport of `turnback mcp`, in place of the SDK's StdioServerTransport. The SDK's
 // reader closes the transport (and so ends the server, exit 0, nothing said) when its buffer
@@ -107,6 +107,30 @@ export function refusalOf(value: unknown): { why: string; answer?: { id?: Reques
   if (value.jsonrpc !== '2.0') return { why: 'a request without jsonrpc: "2.0"', answer: { id, code: INVALID_REQUEST } };
   if ('params' in value && !isPlainObject(value.params)) return { why: 'a request whose params are not an object', answer: { id, code: INVALID_PARAMS } };
   return { why: 'a request with a member JSON-RPC does not define', answer: { id, code: INVALID_REQUEST } };
+}
+
+interface RequestSchema {
+  shape: { method: { value: string } };
+  safeParse(value: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } };
+}
+let requestSchemas: Map<string, RequestSchema> | undefined;
+
+/**
+ * What is wrong with a known request's params, or undefined. The SDK checks them only inside its
+ * handler, where a failed check is answered as -32603 (an internal error) with the checker's dump;
+ * a host sending a wrong type is owed -32602 (invalid params) saying which field.
+ */
+export function paramsProblem(message: { method: string }): string | undefined {
+  requestSchemas ??= new Map((ClientRequestSchema as unknown as { options: RequestSchema[] }).options.map((schema) => [schema.shape.method.value, schema]));
+  const schema = requestSchemas.get(message.method);
+  if (schema === undefined) return undefined;
+  const parsed = schema.safeParse(message);
+  if (parsed.success) return undefined;
+  const issues = parsed.error?.issues ?? [];
+  return issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.map(String).join('.') || 'params'}: ${issue.message}`)
+    .join('; ');
 }
 
 /** What {@link BoundedStdioTransport} takes; every field has a default (the process's own streams). */
@@ -236,7 +260,10 @@ export class BoundedStdioTransport implements Transport {
     }
     const message = JSONRPCMessageSchema.safeParse(value);
     if (message.success) {
-      this.onmessage?.(message.data);
+      const request = message.data as { id?: unknown; method?: unknown };
+      const problem = typeof request.method === 'string' && isRequestId(request.id) ? paramsProblem({ method: request.method, ...message.data }) : undefined;
+      if (problem === undefined) this.onmessage?.(message.data);
+      else this.refuse(`a ${request.method as string} request with wrong params (${problem})`, { id: request.id as RequestId, code: INVALID_PARAMS });
       return;
     }
     const refusal = refusalOf(value);
@@ -244,7 +271,8 @@ export class BoundedStdioTransport implements Transport {
   }
 
   private refuse(why: string, answer: { id?: RequestId; code: number } | undefined): void {
-    this.report(`turnback mcp: refused ${why}${answer === undefined ? '' : ' (answered with an error)'}; serving on`);
+    // A field name in `why` is the host's text: no control character reaches the terminal.
+    this.report(`turnback mcp: refused ${why.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?')}${answer === undefined ? '' : ' (answered with an error)'}; serving on`);
     if (answer === undefined) return;
     const message = `${answer.code === PARSE_ERROR ? 'Parse error' : answer.code === INVALID_PARAMS ? 'Invalid params' : 'Invalid request'}: ${why}`;
     void this.send({ jsonrpc: '2.0', ...(answer.id !== undefined ? { id: answer.id } : {}), error: { code: answer.code, message } } as JSONRPCMessage);

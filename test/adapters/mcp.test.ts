@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as fs from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -9,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkpointingClient } from '../../src/adapters/mcp.js';
 import type { CheckpointObserver } from '../../src/session/observer.js';
 import { CLI, cliRepo } from '../cli/harness.js';
+import { rawMcp, stopRawMcps } from '../helpers/raw-mcp.js';
 import { listing, openObserver, sandbox, writeTree } from '../session/helpers.js';
 
 // Both sides for real: `turnback mcp` spawned as a child and driven by the MCP SDK's Client over
@@ -17,6 +17,7 @@ import { listing, openObserver, sandbox, writeTree } from '../session/helpers.js
 const clients: Client[] = [];
 const observers: CheckpointObserver[] = [];
 afterEach(async () => {
+  await stopRawMcps();
   for (const client of clients.splice(0)) await client.close();
   for (const observer of observers.splice(0)) await observer.close();
 });
@@ -33,89 +34,6 @@ async function connect(command: string, args: string[], cwd: string, env?: Recor
 async function call(client: Client, name: string, args: Record<string, unknown>): Promise<Result> {
   return (await client.callTool({ name, arguments: args })) as Result;
 }
-
-/** A `turnback mcp` driven line by line, for what the SDK's client would never send. */
-export interface RawMcp {
-  child: ChildProcess;
-  stderr(): string;
-  /** Writes one line (a message, or anything else). */
-  write(line: string): void;
-  /** The answer to request `id`, when it comes (the process ending first fails the wait). */
-  answer(id: string | number): Promise<Record<string, unknown>>;
-  /** Every answer that came with no id. */
-  idless(): Record<string, unknown>[];
-  /** Sends the handshake and waits for its answer. */
-  initialize(): Promise<void>;
-}
-
-export function rawMcp(cli: string, cwd: string, env: NodeJS.ProcessEnv): RawMcp {
-  const child = spawn(process.execPath, ['--no-warnings', cli, 'mcp'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  let pending = '';
-  const answers = new Map<string, Record<string, unknown>>();
-  const idless: Record<string, unknown>[] = [];
-  const waiting = new Map<string, (answer: Record<string, unknown>) => void>();
-  let ended: string | undefined;
-  const failures = new Set<(reason: Error) => void>();
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  child.stdout.on('data', (d: Buffer) => {
-    pending += d.toString();
-    const lines = pending.split('\n');
-    pending = lines.pop() ?? '';
-    for (const line of lines) {
-      if (line.trim() === '') continue;
-      const message = JSON.parse(line) as Record<string, unknown>;
-      if (message.id === undefined) {
-        idless.push(message);
-        continue;
-      }
-      const key = JSON.stringify(message.id);
-      answers.set(key, message);
-      waiting.get(key)?.(message);
-    }
-  });
-  child.once('exit', (code, signal) => {
-    ended = `turnback mcp ended (code ${String(code)}, signal ${String(signal)}); stderr: ${stderr}`;
-    for (const fail of failures) fail(new Error(ended));
-  });
-  child.stdin.on('error', () => undefined);
-  const raw: RawMcp = {
-    child,
-    stderr: () => stderr,
-    write: (line) => void child.stdin.write(`${line}\n`),
-    idless: () => idless,
-    answer(id) {
-      const key = JSON.stringify(id);
-      const have = answers.get(key);
-      if (have !== undefined) return Promise.resolve(have);
-      if (ended !== undefined) return Promise.reject(new Error(ended));
-      return new Promise((resolve, reject) => {
-        failures.add(reject);
-        waiting.set(key, (answer) => {
-          failures.delete(reject);
-          resolve(answer);
-        });
-      });
-    },
-    async initialize() {
-      raw.write(JSON.stringify({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
-      await raw.answer('init');
-      raw.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
-    },
-  };
-  raws.push(raw);
-  return raw;
-}
-
-const raws: RawMcp[] = [];
-afterEach(async () => {
-  for (const raw of raws.splice(0)) {
-    if (raw.child.exitCode !== null || raw.child.signalCode !== null) continue;
-    const gone = new Promise((resolve) => raw.child.once('exit', resolve));
-    raw.child.kill();
-    await gone;
-  }
-});
 
 function report(result: Result): Record<string, unknown> {
   expect(result.isError, JSON.stringify(result.content)).not.toBe(true);
