@@ -1,13 +1,13 @@
 import * as path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { z } from 'zod';
 import { isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import { createSavepointTool, savepointInput, type SavepointToolOptions } from '../tools/savepoint-tool.js';
 import { checkpointedCall } from '../tools/tool-call.js';
+import { BoundedStdioTransport } from './mcp-stdio.js';
 
 // turnback over the Model Context Protocol, both ways: a server exposing the savepoint tool and
 // read-only views of turnback's turns (plus a guarded restore) to any MCP host, and a host-side
@@ -26,7 +26,8 @@ function ok(report: object): ToolResult {
 }
 
 function failed(error: unknown): ToolResult {
-  const code = isCheckpointError(error) ? error.code : 'ERROR';
+  // Every failure carries a code of the union: one that is not a CheckpointError is a bug of ours.
+  const code = isCheckpointError(error) ? error.code : 'INTERNAL';
   const message = error instanceof Error ? error.message : String(error);
   return { isError: true, content: [{ type: 'text', text: JSON.stringify({ ok: false, error: { code, message } }) }] };
 }
@@ -54,8 +55,9 @@ export interface McpServerOptions extends SavepointToolOptions {
  * may overwrite files. Connect it to a transport, or use {@link serveMcpStdio}.
  */
 export function createMcpServer(options: McpServerOptions): McpServer {
-  const { observer } = options;
+  // The savepoint tool checks the options first: a missing observer is a typed refusal.
   const savepoints = createSavepointTool(options);
+  const { observer } = options;
   const server = new McpServer({ name: options.name ?? 'turnback', version: options.version ?? '0.0.0' });
 
   server.registerTool(
@@ -126,13 +128,17 @@ export function createMcpServer(options: McpServerOptions): McpServer {
   return server;
 }
 
-/** Serves {@link createMcpServer} on stdin/stdout until the input ends (`turnback mcp`). */
+/**
+ * Serves {@link createMcpServer} on stdin/stdout until the input ends (`turnback mcp`). One
+ * message per line, each at most 10 MiB: a line that cannot be served is answered with a JSON-RPC
+ * error (a request) and said on stderr, and the server serves on.
+ */
 export async function serveMcpStdio(options: McpServerOptions): Promise<void> {
   const server = createMcpServer(options);
   const closed = new Promise<void>((resolve) => {
     server.server.onclose = () => resolve();
   });
-  await server.connect(new StdioServerTransport());
+  await server.connect(new BoundedStdioTransport());
   await closed;
 }
 

@@ -59,6 +59,13 @@ export interface CheckpointErrorDetails {
 }
 
 /**
+ * Marks every CheckpointError, whichever copy of this module made it: the command is one bundle
+ * and the `turnback/mcp` entry it loads is another, so `instanceof` alone misses the observer's
+ * errors there (the MCP answers then said "ERROR" instead of the code).
+ */
+const BRAND = Symbol.for('turnback.CheckpointError');
+
+/**
  * The one error class of turnback. Switch on {@link CheckpointError.code}; never parse messages.
  *
  * @example
@@ -81,6 +88,7 @@ export class CheckpointError extends Error {
     this.path = details.path;
     this.expected = details.expected;
     this.found = details.found;
+    Object.defineProperty(this, BRAND, { value: true });
   }
 }
 
@@ -90,7 +98,8 @@ export class CheckpointError extends Error {
  * @example isCheckpointError(err, 'STORE_BUSY')
  */
 export function isCheckpointError(value: unknown, code?: CheckpointErrorCode): value is CheckpointError {
-  return value instanceof CheckpointError && (code === undefined || value.code === code);
+  const ours = value instanceof CheckpointError || (typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true && value instanceof Error);
+  return ours && (code === undefined || (value as CheckpointError).code === code);
 }
 
 /** Wraps an unknown thrown value as an `IO` CheckpointError unless it already is one. */

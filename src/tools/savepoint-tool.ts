@@ -1,6 +1,9 @@
+import * as path from 'node:path';
+import { types } from 'node:util';
 import { z } from 'zod';
 import { resolveSavepointLimits, type SavepointLimits } from '../capture/savepoint-walk.js';
-import { CheckpointError } from '../core/errors.js';
+import { CheckpointError, isCheckpointError } from '../core/errors.js';
+import { toProjectPath } from '../fs/paths.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import type { RestoreReport } from '../session/restore-types.js';
@@ -49,7 +52,13 @@ export const savepointInput: z.ZodType<SavepointInput> = z
 
 /** What the model and the caller read back from a call. */
 export type SavepointReport =
-  | { ok: true; action: 'save'; savepoint: SavepointInfo }
+  | {
+      ok: true;
+      action: 'save';
+      savepoint: SavepointInfo;
+      /** Set when the savepoint holds no file: what the tracked paths held and why nothing was kept. */
+      warning?: string;
+    }
   | { ok: true; action: 'list'; count: number; savepoints: SavepointInfo[] }
   | ({ ok: true; action: 'diff' } & SavepointDiff)
   | {
@@ -74,7 +83,11 @@ export type SavepointReport =
 export interface SavepointToolOptions {
   /** The session's observer: savepoints go into its store. */
   observer: CheckpointObserver;
-  /** Project-relative paths whose files a savepoint holds. @default ['.'] */
+  /**
+   * Project-relative paths whose files a savepoint holds: an array of strings, each inside the
+   * project and outside `.git` (`INVALID_ARGUMENT`, `OUTSIDE_ROOT`, `INVALID_PATH` otherwise, when
+   * the tool is made). @default ['.']
+   */
   trackedPaths?: readonly string[];
   /** Files per savepoint and bytes per file (defaults 400 and 256 KiB; ceilings 2,000 and 2 MiB). */
   limits?: Partial<SavepointLimits>;
@@ -104,6 +117,8 @@ const running = new Set<string>();
  * never called). @throws CheckpointError `INVALID_ARGUMENT`
  */
 export function plainInput(input: unknown): Record<string, unknown> {
+  // A Proxy's traps would run on the first look (its prototype, its keys): refused unlooked at.
+  if (types.isProxy(input)) throw new CheckpointError('INVALID_ARGUMENT', 'the input must be a plain JSON object, not a Proxy');
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new CheckpointError('INVALID_ARGUMENT', 'the input must be a JSON object');
   const proto: unknown = Object.getPrototypeOf(input);
   if (proto !== Object.prototype && proto !== null) throw new CheckpointError('INVALID_ARGUMENT', 'the input must be a plain JSON object');
@@ -113,7 +128,7 @@ export function plainInput(input: unknown): Record<string, unknown> {
     const descriptor = Object.getOwnPropertyDescriptor(input, key);
     if (descriptor === undefined || !('value' in descriptor)) throw new CheckpointError('INVALID_ARGUMENT', `${key} must be a plain value, not a getter`);
     const value: unknown = descriptor.value;
-    if (value !== null && typeof value === 'object') throw new CheckpointError('INVALID_ARGUMENT', `${key} must be a string or a boolean`);
+    if ((value !== null && typeof value === 'object') || typeof value === 'function') throw new CheckpointError('INVALID_ARGUMENT', `${key} must be a string or a boolean`);
     copy[key] = value;
   }
   return copy;
@@ -145,16 +160,20 @@ const DESCRIPTION = [
  * @throws CheckpointError `INVALID_ARGUMENT` for limits past their ceilings.
  */
 export function createSavepointTool(options: SavepointToolOptions): SavepointTool {
-  const { observer } = options;
+  const observer = checkedObserver(options);
   const limits = resolveSavepointLimits(options.limits);
-  const trackedPaths = options.trackedPaths ?? ['.'];
+  const trackedPaths = checkedTrackedPaths(observer.projectRoot, options.trackedPaths);
   const disposed = new AbortController();
   const inputSchema = z.toJSONSchema(savepointInput, { unrepresentable: 'any' }) as Record<string, unknown>;
 
   const run = async (input: SavepointInput, signal: AbortSignal): Promise<SavepointReport> => {
     switch (input.action) {
-      case 'save':
-        return { ok: true, action: 'save', savepoint: await observer.savepoint({ ...(input.reason !== undefined ? { reason: input.reason } : {}), trackedPaths, limits }) };
+      case 'save': {
+        const savepoint = await observer.savepoint({ ...(input.reason !== undefined ? { reason: input.reason } : {}), trackedPaths, limits });
+        if (savepoint.files > 0) return { ok: true, action: 'save', savepoint };
+        const warning = `the savepoint holds no file: ${trackedPaths.join(', ')} held no file a savepoint keeps (links, .git, credential files, dependency and build folders are never kept)`;
+        return { ok: true, action: 'save', savepoint, warning };
+      }
       case 'list': {
         const savepoints = await observer.listSavepoints();
         return { ok: true, action: 'list', count: savepoints.length, savepoints };
@@ -188,6 +207,42 @@ export function createSavepointTool(options: SavepointToolOptions): SavepointToo
       disposed.abort(new CheckpointError('CLOSED', 'the undo_savepoint tool was disposed'));
     },
   };
+}
+
+/** The options' observer, checked to be one before anything uses it. @throws CheckpointError `INVALID_ARGUMENT` */
+function checkedObserver(options: SavepointToolOptions | undefined): CheckpointObserver {
+  if (typeof options !== 'object' || options === null) throw new CheckpointError('INVALID_ARGUMENT', 'createSavepointTool takes an options object with the session\'s observer');
+  const observer: unknown = options.observer;
+  const looksLikeOne = typeof observer === 'object' && observer !== null && typeof (observer as CheckpointObserver).projectRoot === 'string' && typeof (observer as CheckpointObserver).savepoint === 'function';
+  if (!looksLikeOne) throw new CheckpointError('INVALID_ARGUMENT', `the undo_savepoint tool needs the session's observer (options.observer), got ${observer === null ? 'null' : typeof observer}`);
+  return observer as CheckpointObserver;
+}
+
+/**
+ * The tracked paths, checked whole when the tool is made: an array of strings, each the project
+ * (`.`) or a path inside it and outside `.git`. A path that would hold nothing by rule (`.git`)
+ * or could never be held (outside the project) is refused here rather than saving 0 files on
+ * every call. @throws CheckpointError `INVALID_ARGUMENT`, `INVALID_PATH`, `OUTSIDE_ROOT`
+ */
+function checkedTrackedPaths(projectRoot: string, value: unknown): readonly string[] {
+  if (value === undefined) return ['.'];
+  if (types.isProxy(value) || !Array.isArray(value)) throw new CheckpointError('INVALID_ARGUMENT', `trackedPaths must be an array of project paths, got ${value === null ? 'null' : typeof value === 'string' ? `the string ${JSON.stringify(value)}` : typeof value}`);
+  if (value.length === 0) throw new CheckpointError('INVALID_ARGUMENT', 'trackedPaths is empty: a savepoint would hold nothing');
+  const checked: string[] = [];
+  for (const item of value as unknown[]) {
+    if (typeof item !== 'string') throw new CheckpointError('INVALID_ARGUMENT', `trackedPaths must hold strings only, got ${item === null ? 'null' : typeof item}`);
+    if (item.length > 0 && !item.includes('\0') && path.resolve(projectRoot, item) === path.resolve(projectRoot)) {
+      checked.push('.');
+      continue;
+    }
+    try {
+      checked.push(toProjectPath(projectRoot, item));
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new CheckpointError(isCheckpointError(error) ? error.code : 'INVALID_PATH', `tracked path ${JSON.stringify(item)} cannot be held: ${reason}`, { path: item });
+    }
+  }
+  return Object.freeze(checked);
 }
 
 function restoreReport(report: RestoreReport): SavepointReport {

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkpointingClient } from '../../src/adapters/mcp.js';
 import type { CheckpointObserver } from '../../src/session/observer.js';
 import { CLI, cliRepo } from '../cli/harness.js';
+import { rawMcp, stopRawMcps } from '../helpers/raw-mcp.js';
 import { listing, openObserver, sandbox, writeTree } from '../session/helpers.js';
 
 // Both sides for real: `turnback mcp` spawned as a child and driven by the MCP SDK's Client over
@@ -16,6 +17,7 @@ import { listing, openObserver, sandbox, writeTree } from '../session/helpers.js
 const clients: Client[] = [];
 const observers: CheckpointObserver[] = [];
 afterEach(async () => {
+  await stopRawMcps();
   for (const client of clients.splice(0)) await client.close();
   for (const observer of observers.splice(0)) await observer.close();
 });
@@ -89,6 +91,47 @@ describe('turnback mcp (a child process, driven by the MCP SDK client)', () => {
     expect(restored.preRestoreId).not.toBeNull();
     expect(nodeFs.readFileSync(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('one\n');
     expect(nodeFs.existsSync(path.join(repo.proj, 'b.txt'))).toBe(false);
+  });
+
+  it('a message over 10 MiB is answered with an error and said on stderr; the server serves on', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const raw = rawMcp(CLI, repo.proj, repo.env);
+    await raw.initialize();
+    // 12 MiB in one line, written in pieces as a pipe delivers it.
+    raw.write(`{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"pad":"${'x'.repeat(12 * 1024 * 1024)}"}}`);
+    const refused = await raw.answer(7);
+    expect(refused).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32600 } });
+    expect(String((refused.error as { message: string }).message)).toMatch(/over the limit/);
+    raw.write(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: {} }));
+    expect(((await raw.answer(8)).result as { tools: unknown[] }).tools).toHaveLength(4);
+    expect(raw.stderr()).toMatch(/refused a message of \d+ bytes, over the limit/);
+    expect(raw.child.exitCode).toBeNull();
+  });
+
+  it('a request whose params are not an object is answered with -32602 (invalid params), and the server serves on', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const raw = rawMcp(CLI, repo.proj, repo.env);
+    await raw.initialize();
+    for (const [id, params] of [[2, 'x'], [3, 42], [4, ['a']], [5, null], [6, true]] as const) {
+      raw.write(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/list', params }));
+      expect(await raw.answer(id), JSON.stringify(params)).toMatchObject({ id, error: { code: -32602 } });
+    }
+    raw.write(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'list_checkpoints', arguments: {} } }));
+    expect(await raw.answer(9)).toHaveProperty('result');
+  });
+
+  it('a CheckpointError reaches the host with its typed code (an unknown id is UNKNOWN_CHECKPOINT, a malformed one INVALID_ID)', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const client = await connect(process.execPath, [CLI, 'mcp'], repo.proj, repo.env as Record<string, string>);
+    const codeOf = (result: Result): unknown => {
+      expect(result.isError).toBe(true);
+      return (JSON.parse(result.content[0]?.text ?? '{}') as { error?: { code?: unknown } }).error?.code;
+    };
+    const unknown = '1700000000000-abcd-0123abcd';
+    expect(codeOf(await call(client, 'diff_checkpoint', { id: unknown }))).toBe('UNKNOWN_CHECKPOINT');
+    expect(codeOf(await call(client, 'restore_checkpoint', { id: unknown, confirm: true }))).toBe('UNKNOWN_CHECKPOINT');
+    expect(codeOf(await call(client, 'undo_savepoint', { action: 'diff', id: unknown }))).toBe('UNKNOWN_CHECKPOINT');
+    expect(codeOf(await call(client, 'diff_checkpoint', { id: 'nope' }))).toBe('INVALID_ID');
   });
 
   it('refuses to start where checkpoints are off, touching nothing', async () => {
