@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
-import { pathForKernel } from '../fs/raw-names.js';
+import { pathForKernel } from '../core/raw-names.js';
 import { readExactly, readExactlySync } from '../store/loose-objects.js';
 import type { ObjectRef, PutFileOptions } from '../store/objects.js';
 import { PACK_OBJECT_MAX_BYTES } from '../store/packs.js';

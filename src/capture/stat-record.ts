@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import * as nodeFs from 'node:fs';
 import { errnoCode } from '../core/errors.js';
-import { isLossyName, nameFromBytes, pathForKernel } from '../fs/raw-names.js';
+import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatNumbers } from '../fs/fast-lstat.js';
 
 /** One lstat's numbers at a time: the scan is synchronous, so one scratch array serves every call. */

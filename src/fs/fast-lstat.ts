@@ -1,5 +1,5 @@
 import { lstatSync } from 'node:fs';
-import { pathForKernel } from './raw-names.js';
+import { pathForKernel } from '../core/raw-names.js';
 
 // `lstat` as five numbers, without Node's `Stats` object. A picture is one `lstat` per covered
 // file; in a fresh process, building each `Stats` (four `Date`s among its fields) and collecting

@@ -1,6 +1,6 @@
 import * as nodeSyncFs from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
-import { isLossyName, nameFromBytes, pathForKernel } from './raw-names.js';
+import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js';
 
 /**
  * Synchronous calls for hot paths on small files. A promise-based call costs a thread-pool round

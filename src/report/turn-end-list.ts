@@ -1,7 +1,7 @@
 import ignore from 'ignore';
 import type { Gap, PathState } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
-import { hasRawBytes } from '../fs/raw-names.js';
+import { hasRawBytes } from '../core/raw-names.js';
 import { shownPath, shownText } from './escape.js';
 import { moreLine, rowsShown } from './folding.js';
 import { noCopyText, uncopiedReasonOf } from './reasons.js';

@@ -3,7 +3,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
-import { hasRawBytes, kernelBytes, nameFromBytes, pathForKernel } from '../../src/fs/raw-names.js';
+import { hasRawBytes, kernelBytes, nameFromBytes, pathForKernel } from '../../src/core/raw-names.js';
 import { shownPath } from '../../src/report/escape.js';
 import { tempFolder } from '../helpers/temp.js';
 
