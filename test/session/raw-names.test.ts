@@ -1,25 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { byteListing } from '../helpers/byte-listing.js';
 import { openObserver, sandbox } from './helpers.js';
-
-/** A tree listed in bytes: hex of each name path → type, mode, content or link target (hex too). */
-function byteListing(root: Buffer): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (dir: Buffer, rel: Buffer | undefined): void => {
-    for (const name of fs.readdirSync(dir, { encoding: 'buffer' })) {
-      if (name.toString() === '.git') continue;
-      const abs = Buffer.concat([dir, Buffer.from('/'), name]);
-      const r = rel === undefined ? name : Buffer.concat([rel, Buffer.from('/'), name]);
-      const st = fs.lstatSync(abs);
-      if (st.isSymbolicLink()) out[r.toString('hex')] = `link:${fs.readlinkSync(abs, { encoding: 'buffer' }).toString('hex')}`;
-      else if (st.isDirectory()) walk(abs, r);
-      else out[r.toString('hex')] = `file:${(st.mode & 0o7777).toString(8)}:${fs.readFileSync(abs).toString('hex')}`;
-    }
-  };
-  walk(root, undefined);
-  return out;
-}
 
 const b = (...parts: (string | number[])[]): Buffer => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
 
