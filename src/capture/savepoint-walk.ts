@@ -3,7 +3,9 @@ import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import type { GapReason } from '../core/model.js';
+import { pathForKernel } from '../core/raw-names.js';
 import { DEFAULT_SKIPPED_FOLDERS, isCredentialPath } from './coverage.js';
+import { readDirSync } from './stat-record.js';
 
 // What a savepoint holds: the regular files under its tracked paths, within fixed bounds, read
 // whole (a savepoint is small by design: 8 MiB at most). Reads only; the keeper stores them.
@@ -157,7 +159,7 @@ export function walkSavepoint(root: string, trackedPaths: readonly string[], lim
     if (folders > bounds.folders) return stop('walk-entries', `the savepoint reached ${bounds.folders} folders`);
     let dirents: nodeFs.Dirent[];
     try {
-      dirents = nodeFs.readdirSync(abs, { withFileTypes: true });
+      dirents = readDirSync(abs);
     } catch (error) {
       shortfalls.push({ reason: 'unreadable', detail: `${rel === '' ? '.' : rel}/ cannot be listed (${errnoCode(error) ?? 'error'})`, path: rel === '' ? '.' : rel });
       return;
@@ -186,7 +188,7 @@ export function walkSavepoint(root: string, trackedPaths: readonly string[], lim
     const abs = rel === '' ? root : path.join(root, ...rel.split('/'));
     let stats: nodeFs.Stats;
     try {
-      stats = nodeFs.lstatSync(abs);
+      stats = nodeFs.lstatSync(pathForKernel(abs));
     } catch {
       continue; // A tracked path that does not exist holds nothing.
     }
@@ -215,7 +217,7 @@ export function insideThroughFolders(root: string, rel: string): boolean {
   for (const part of parts.slice(0, -1)) {
     current = path.join(current, part);
     try {
-      if (!nodeFs.lstatSync(current).isDirectory()) return false;
+      if (!nodeFs.lstatSync(pathForKernel(current)).isDirectory()) return false;
     } catch {
       return false;
     }
@@ -227,7 +229,7 @@ export function insideThroughFolders(root: string, rel: string): boolean {
 function readWhole(abs: string, maxBytes: number): { bytes: Buffer; mode: number } | 'not-a-file' | 'too-large' | string {
   let fd: number;
   try {
-    fd = nodeFs.openSync(abs, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    fd = nodeFs.openSync(pathForKernel(abs), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
   } catch (error) {
     const code = errnoCode(error);
     return code === 'ELOOP' || code === 'ENOENT' ? 'not-a-file' : (code ?? 'error');

@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
+import { pathForKernel } from '../core/raw-names.js';
 import { readExactly, readExactlySync } from '../store/loose-objects.js';
 import type { ObjectRef, PutFileOptions } from '../store/objects.js';
 import { PACK_OBJECT_MAX_BYTES } from '../store/packs.js';
@@ -73,7 +74,7 @@ export function storeFileSync(store: ObjectSink, absPath: string, expected?: Put
   let fd: number;
   try {
     // O_NOFOLLOW: never read through a symlink. O_NONBLOCK: a FIFO swapped in must not hang us.
-    fd = openSync(absPath, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    fd = openSync(pathForKernel(absPath), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
   } catch (error) {
     throw openError(error, absPath);
   }

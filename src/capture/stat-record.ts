@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as nodeFs from 'node:fs';
 import { errnoCode } from '../core/errors.js';
+import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatNumbers } from '../fs/fast-lstat.js';
 
 /** One lstat's numbers at a time: the scan is synchronous, so one scratch array serves every call. */
@@ -67,7 +68,19 @@ export function memoByName(records: readonly (StatRecord | undefined)[], prefixL
 
 /** One folder's entries with their types. */
 export function readDirSync(absPath: string): nodeFs.Dirent[] {
-  return nodeFs.readdirSync(absPath, { withFileTypes: true });
+  const at = pathForKernel(absPath);
+  const dirents = nodeFs.readdirSync(at, { withFileTypes: true });
+  // Names come decoded as UTF-8; only a folder holding a name that did not decode cleanly is
+  // listed again in bytes, so the scan pays nothing for the common case.
+  for (const dirent of dirents) if (isLossyName(dirent.name)) return rawDirents(at);
+  return dirents;
+}
+
+/** A folder's entries with each name decoded reversibly (fs/raw-names.ts). */
+function rawDirents(at: string | Buffer): nodeFs.Dirent[] {
+  const dirents = nodeFs.readdirSync(at, { withFileTypes: true, encoding: 'buffer' });
+  for (const dirent of dirents) (dirent as unknown as { name: string }).name = nameFromBytes(dirent.name);
+  return dirents as unknown as nodeFs.Dirent[];
 }
 
 /** Same type, size, mtime, inode and mode (and link target): the earlier record stands. */
@@ -88,8 +101,9 @@ export function statEntry(
 ): StatRecord | 'gone' | 'unreadable' | 'unreadable-name' {
   const kind = lstatNumbers(abs, scratch, 0);
   if (kind === KIND_MISSING) {
-    // Node decodes a non-UTF-8 name lossily, so the listed name no longer reaches the file.
-    return name.includes('\uFFFD') ? 'unreadable-name' : 'gone';
+    // Names are listed in bytes where they are not UTF-8 (readDirSync); a damaged name left is
+    // one a caller listed lossily itself, and it no longer reaches the file.
+    return isLossyName(name) ? 'unreadable-name' : 'gone';
   }
   if (kind !== KIND_FILE && kind !== KIND_SYMLINK) return kind === KIND_FOLDER || kind === KIND_OTHER ? 'gone' : 'unreadable';
   return recordOf(abs, prefix, name, kind === KIND_FILE ? 'file' : 'symlink', scratch[2] as number, scratch[1] as number, scratch[3] as number, scratch[4] as number, earlier, reuse);
@@ -114,7 +128,7 @@ export function recordOf(
   }
   let target: string;
   try {
-    target = nodeFs.readlinkSync(abs);
+    target = nameFromBytes(nodeFs.readlinkSync(pathForKernel(abs), { encoding: 'buffer' }));
   } catch (error) {
     return errnoCode(error) === 'ENOENT' ? 'gone' : 'unreadable';
   }

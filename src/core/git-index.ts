@@ -1,10 +1,12 @@
+import { nameFromBytes } from './raw-names.js';
+
 // Git's index file (`.git/index`, versions 2, 3 and 4), read-only and pure: bytes in, entries out.
 // turnback never writes into `.git`; it reads the index to know which files git tracks (they are
 // covered whatever the ignore rules say) and whether a turn staged files.
 
 /** One index entry. */
 export interface GitIndexEntry {
-  /** The path, `/`-separated, as git records it. */
+  /** The path, `/`-separated, as git records it (bytes that are not UTF-8 escaped: core/raw-names.ts). */
   path: string;
   /** The file mode git records (`0o100644`, `0o100755`, `0o120000` a link, `0o160000` a submodule). */
   mode: number;
@@ -69,7 +71,7 @@ export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?
       at = start + Math.ceil((end - start + 1) / 8) * 8;
     }
     previous = name;
-    entries.push({ path: name.toString('utf8'), mode, stage: (flags >> 12) & 0x3, ...(object !== undefined ? { object } : {}), ...(stat !== undefined ? { stat } : {}) });
+    entries.push({ path: nameFromBytes(name), mode, stage: (flags >> 12) & 0x3, ...(object !== undefined ? { object } : {}), ...(stat !== undefined ? { stat } : {}) });
   }
   return entries;
 }

@@ -1,4 +1,5 @@
 import { lstatSync } from 'node:fs';
+import { pathForKernel } from '../core/raw-names.js';
 
 // `lstat` as five numbers, without Node's `Stats` object. A picture is one `lstat` per covered
 // file; in a fresh process, building each `Stats` (four `Date`s among its fields) and collecting
@@ -40,7 +41,7 @@ const AT_SIZE = 8;
 const AT_MTIME_SEC = 12;
 const AT_MTIME_NSEC = 13;
 
-type BindingLstat = (path: string, useBigint: boolean, request: undefined, throwIfNoEntry: boolean) => Float64Array | undefined;
+type BindingLstat = (path: string | Buffer, useBigint: boolean, request: undefined, throwIfNoEntry: boolean) => Float64Array | undefined;
 
 let bindingLstat: BindingLstat | null | undefined;
 
@@ -98,7 +99,8 @@ function loadBinding(): BindingLstat | null {
  * returns its kind code; `out[at]` is the caller's (a batch keeps the kind there). The numbers are
  * written only for an existing path. Never throws.
  */
-export function lstatNumbers(path: string, out: Float64Array, at: number): number {
+export function lstatNumbers(name: string, out: Float64Array, at: number): number {
+  const path = pathForKernel(name);
   if (bindingLstat === undefined) bindingLstat = loadBinding();
   if (bindingLstat !== null) {
     let values: Float64Array | undefined;

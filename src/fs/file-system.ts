@@ -1,5 +1,6 @@
 import * as nodeSyncFs from 'node:fs';
 import * as nodeFs from 'node:fs/promises';
+import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js';
 
 /**
  * Synchronous calls for hot paths on small files. A promise-based call costs a thread-pool round
@@ -63,47 +64,127 @@ export interface FileSystem {
   sync?: SyncFileSystem;
 }
 
+// Every path a call takes goes through `pathForKernel` (a name with escaped raw bytes becomes its
+// exact bytes), and every name a call returns that a lossy decode damaged is read again in bytes
+// (fs/raw-names.ts): a name that is not valid UTF-8 is reached like any other.
+
+type AnyCall = (...args: never[]) => unknown;
+
+/** `call` with its first `paths` arguments (those that are strings) handed to the kernel as bytes where needed. */
+function kernelPaths<F extends AnyCall>(call: F, paths: 1 | 2 = 1): F {
+  return ((...args: unknown[]) => {
+    for (let i = 0; i < paths; i++) if (typeof args[i] === 'string') args[i] = pathForKernel(args[i] as string);
+    return (call as unknown as (...a: unknown[]) => unknown)(...args);
+  }) as unknown as F;
+}
+
+/** True when `options` asks for names as strings (the default), so a damaged one can be read again in bytes. */
+function wantsStrings(options: unknown): boolean {
+  if (options === undefined || options === null) return true;
+  if (typeof options === 'string') return options === 'utf8' || options === 'utf-8';
+  const encoding = (options as { encoding?: unknown }).encoding;
+  return encoding === undefined || encoding === null || encoding === 'utf8' || encoding === 'utf-8';
+}
+
+function withBytes(options: unknown): object {
+  return typeof options === 'object' && options !== null ? { ...options, encoding: 'buffer' } : { encoding: 'buffer' };
+}
+
+/** A listing whose damaged names are read again in bytes (names or dirents, in the same order). */
+function rawListing(listed: unknown, again: () => unknown): unknown {
+  const entries = listed as (string | { name: unknown })[];
+  if (!entries.some((entry) => isLossyName(typeof entry === 'string' ? entry : String(entry.name)))) return listed;
+  const bytes = again() as (Buffer | { name: Buffer })[];
+  return bytes.map((entry) => {
+    if (Buffer.isBuffer(entry)) return nameFromBytes(entry);
+    // Dirent's name is a plain field: the raw name replaces the Buffer on the same object.
+    (entry as { name: unknown }).name = nameFromBytes(entry.name);
+    return entry;
+  });
+}
+
+/** A returned path that a lossy decode damaged, read again in bytes. */
+function rawPath(found: unknown, again: () => unknown): unknown {
+  return typeof found === 'string' && isLossyName(found) ? nameFromBytes(again() as Buffer) : found;
+}
+
+function readdirAsync(dir: unknown, options?: unknown): Promise<unknown> {
+  const at = typeof dir === 'string' ? pathForKernel(dir) : dir;
+  const call = nodeFs.readdir as unknown as (p: unknown, o?: unknown) => Promise<unknown>;
+  if (!wantsStrings(options)) return call(at, options);
+  return call(at, options).then(async (listed) => {
+    const entries = listed as (string | { name: unknown })[];
+    if (!entries.some((entry) => isLossyName(typeof entry === 'string' ? entry : String(entry.name)))) return listed;
+    const again = await call(at, withBytes(options));
+    return rawListing(listed, () => again);
+  });
+}
+
+function readdirSyncRaw(dir: unknown, options?: unknown): unknown {
+  const at = typeof dir === 'string' ? pathForKernel(dir) : dir;
+  const call = nodeSyncFs.readdirSync as unknown as (p: unknown, o?: unknown) => unknown;
+  const listed = call(at, options);
+  return wantsStrings(options) ? rawListing(listed, () => call(at, withBytes(options))) : listed;
+}
+
+function returnedPathAsync(call: (p: unknown, o?: unknown) => Promise<unknown>) {
+  return async (p: unknown, options?: unknown): Promise<unknown> => {
+    const at = typeof p === 'string' ? pathForKernel(p) : p;
+    const found = await call(at, options);
+    if (!wantsStrings(options) || typeof found !== 'string' || !isLossyName(found)) return found;
+    return nameFromBytes((await call(at, withBytes(options))) as Buffer);
+  };
+}
+
+function returnedPathSync(call: (p: unknown, o?: unknown) => unknown) {
+  return (p: unknown, options?: unknown): unknown => {
+    const at = typeof p === 'string' ? pathForKernel(p) : p;
+    const found = call(at, options);
+    return wantsStrings(options) ? rawPath(found, () => call(at, withBytes(options))) : found;
+  };
+}
+
 /** The real file system. */
 export const nodeFileSystem: FileSystem = {
-  lstat: nodeFs.lstat,
-  stat: nodeFs.stat,
-  readFile: nodeFs.readFile,
-  writeFile: nodeFs.writeFile,
-  open: nodeFs.open,
-  rename: nodeFs.rename,
-  link: nodeFs.link,
-  unlink: nodeFs.unlink,
-  mkdir: nodeFs.mkdir,
-  rmdir: nodeFs.rmdir,
-  rm: nodeFs.rm,
-  readdir: nodeFs.readdir,
-  readlink: nodeFs.readlink,
-  symlink: nodeFs.symlink,
-  chmod: nodeFs.chmod,
-  realpath: nodeFs.realpath,
-  copyFile: nodeFs.copyFile,
-  appendFile: nodeFs.appendFile,
-  lchown: nodeFs.lchown,
+  lstat: kernelPaths(nodeFs.lstat),
+  stat: kernelPaths(nodeFs.stat),
+  readFile: kernelPaths(nodeFs.readFile),
+  writeFile: kernelPaths(nodeFs.writeFile),
+  open: kernelPaths(nodeFs.open),
+  rename: kernelPaths(nodeFs.rename, 2),
+  link: kernelPaths(nodeFs.link, 2),
+  unlink: kernelPaths(nodeFs.unlink),
+  mkdir: kernelPaths(nodeFs.mkdir),
+  rmdir: kernelPaths(nodeFs.rmdir),
+  rm: kernelPaths(nodeFs.rm),
+  readdir: readdirAsync as unknown as typeof nodeFs.readdir,
+  readlink: returnedPathAsync(nodeFs.readlink as unknown as (p: unknown, o?: unknown) => Promise<unknown>) as unknown as typeof nodeFs.readlink,
+  symlink: kernelPaths(nodeFs.symlink, 2),
+  chmod: kernelPaths(nodeFs.chmod),
+  realpath: returnedPathAsync(nodeFs.realpath as unknown as (p: unknown, o?: unknown) => Promise<unknown>) as unknown as typeof nodeFs.realpath,
+  copyFile: kernelPaths(nodeFs.copyFile, 2),
+  appendFile: kernelPaths(nodeFs.appendFile),
+  lchown: kernelPaths(nodeFs.lchown),
   sync: {
-    lstatSync: nodeSyncFs.lstatSync,
-    openSync: nodeSyncFs.openSync,
+    lstatSync: kernelPaths(nodeSyncFs.lstatSync),
+    openSync: kernelPaths(nodeSyncFs.openSync),
     fstatSync: nodeSyncFs.fstatSync,
     readSync: nodeSyncFs.readSync,
     closeSync: nodeSyncFs.closeSync,
-    readlinkSync: nodeSyncFs.readlinkSync,
+    readlinkSync: returnedPathSync(nodeSyncFs.readlinkSync as unknown as (p: unknown, o?: unknown) => unknown) as unknown as typeof nodeSyncFs.readlinkSync,
     writeSync: nodeSyncFs.writeSync,
     fchmodSync: nodeSyncFs.fchmodSync,
     fsyncSync: nodeSyncFs.fsyncSync,
     ftruncateSync: nodeSyncFs.ftruncateSync,
-    renameSync: nodeSyncFs.renameSync,
-    linkSync: nodeSyncFs.linkSync,
-    unlinkSync: nodeSyncFs.unlinkSync,
-    mkdirSync: nodeSyncFs.mkdirSync,
-    rmdirSync: nodeSyncFs.rmdirSync,
-    symlinkSync: nodeSyncFs.symlinkSync,
-    readdirSync: nodeSyncFs.readdirSync,
-    lchownSync: nodeSyncFs.lchownSync,
-    realpathSync: (p: string) => nodeSyncFs.realpathSync.native(p),
+    renameSync: kernelPaths(nodeSyncFs.renameSync, 2),
+    linkSync: kernelPaths(nodeSyncFs.linkSync, 2),
+    unlinkSync: kernelPaths(nodeSyncFs.unlinkSync),
+    mkdirSync: kernelPaths(nodeSyncFs.mkdirSync),
+    rmdirSync: kernelPaths(nodeSyncFs.rmdirSync),
+    symlinkSync: kernelPaths(nodeSyncFs.symlinkSync, 2),
+    readdirSync: readdirSyncRaw as unknown as typeof nodeSyncFs.readdirSync,
+    lchownSync: kernelPaths(nodeSyncFs.lchownSync),
+    realpathSync: (p: string) => rawPath(nodeSyncFs.realpathSync.native(pathForKernel(p)), () => nodeSyncFs.realpathSync.native(pathForKernel(p), { encoding: 'buffer' })) as string,
   },
 };
 

@@ -1,6 +1,7 @@
 import ignore from 'ignore';
 import type { Gap, PathState } from '../index.js';
 import { DEFAULTS } from '../core/defaults.js';
+import { hasRawBytes } from '../core/raw-names.js';
 import { shownPath, shownText } from './escape.js';
 import { moreLine, rowsShown } from './folding.js';
 import { noCopyText, uncopiedReasonOf } from './reasons.js';
@@ -213,7 +214,9 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
     if (row.kind === 'new') continue;
     // A loss with no copy at all shows its reason instead of an undo that cannot help.
     if (row.noCopy !== undefined && row.noCopy.count === row.files) continue;
-    row.undo = row.files === 1 && !row.path.endsWith('/') ? `${undoCommand} --path ${shellQuote(row.path)}` : undoCommand;
+    // A name that is not UTF-8 cannot be typed back through a command line (Node reads arguments
+    // as UTF-8): its row offers the whole undo.
+    row.undo = row.files === 1 && !row.path.endsWith('/') && !hasRawBytes(row.path) ? `${undoCommand} --path ${shellQuote(row.path)}` : undoCommand;
   }
 
   // Up to maxRows rows; flagged rows always show and take room first.

@@ -32,3 +32,15 @@ describe("a savepoint's manifest bound", () => {
     expect(walkSavepoint(root, ['.'], SAVEPOINT_DEFAULTS).truncated).toBe(false);
   });
 });
+
+describe('a savepoint walk and names that are not valid UTF-8', () => {
+  it('holds such a file under its raw-byte name, in a folder with such a name too', async () => {
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    const root = await tempFolder('turnback-spwalk-raw-');
+    mkdirSync(Buffer.concat([Buffer.from(`${root}/d`), Buffer.of(0xfe)]));
+    writeFileSync(Buffer.concat([Buffer.from(`${root}/d`), Buffer.of(0xfe), Buffer.from('/f'), Buffer.of(0xff)]), 'raw\n');
+    const walk = walkSavepoint(root, ['.'], SAVEPOINT_DEFAULTS);
+    expect(walk.files.map((f) => [f.path, Buffer.from(f.bytes).toString()])).toEqual([['d\udcfe/f\udcff', 'raw\n']]);
+    expect(walk.shortfalls).toEqual([]);
+  });
+});
