@@ -8,6 +8,7 @@ import { storeBehind } from '../store/view.js';
 import { pairingKey, promptLabel, type HookEvent } from './events.js';
 import { omitOthers, sharedChanges, splitAtEvent, type OpenCall } from './overlap.js';
 import { shownText } from '../report/escape.js';
+import { ignoredDeletedText } from '../report/reasons.js';
 
 // What each hook event does to the agent session's observer. Every event runs in a process of
 // its own (a hook is a new process per event, served or not), so nothing is kept in memory
@@ -204,12 +205,14 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
       const own = attribution.changes.filter((change) => !shared.has(change.path));
       const counts = changeCounts(own);
       const sharedWords = shared.size > 0 ? `; ${shared.size} more changed while another agent's call ran too (undo asks before taking ${shared.size === 1 ? 'it' : 'them'} back)` : '';
-      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
-      if (own.length === 0 && shared.size === 0) return { action };
+      // What the pictures passed over and the turn deleted has no copy: said once, as `run` says it.
+      const ignored = ignoredDeletedText(attribution.ignoredDeleted ?? []);
+      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ignored !== '' ? `; ${ignored}` : ''}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
+      if (own.length === 0 && shared.size === 0) return ignored === '' ? { action } : { action, message: `turnback: ${ignored}` };
       // A walk stopped by a limit says how much it left, in the line the person sees.
       const stopped = attribution.gaps.find((gap) => gap.reason === 'walk-entries' || gap.reason === 'time-limit');
       const gaps = stopped !== undefined ? ` (picture cut short: ${shownText(stopped.detail)})` : attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
-      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}` };
+      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}${ignored !== '' ? ` · ${ignored}` : ''}` };
     }
     case 'session-end': {
       await splitAtEvent(observer, { closing: ofSession });

@@ -1,7 +1,7 @@
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { isCheckpointId, type CheckpointId } from '../core/id.js';
-import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type CheckpointManifest, type CheckpointMeta } from '../core/model.js';
+import { CALL_IGNORED_DELETED_MAX, CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type CheckpointManifest, type CheckpointMeta } from '../core/model.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
@@ -108,7 +108,9 @@ function validLeft(value: unknown): boolean {
 /** Checks a {@link CallRecord}; returns a reason when invalid. */
 export function validateCallRecord(value: unknown): string | undefined {
   if (!isObj(value)) return 'call is not an object';
-  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes', 'coverage'])) return 'call: unexpected field';
+  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes', 'coverage', 'ignoredDeleted', 'ignoredDeletedMore'])) return 'call: unexpected field';
+  if (value.ignoredDeleted !== undefined && !(Array.isArray(value.ignoredDeleted) && value.ignoredDeleted.length <= CALL_IGNORED_DELETED_MAX && value.ignoredDeleted.every((p) => isRecordedPath(typeof p === 'string' && p.endsWith('/') ? p.slice(0, -1) : p)))) return 'call: bad ignoredDeleted';
+  if (value.ignoredDeletedMore !== undefined && !(Number.isSafeInteger(value.ignoredDeletedMore) && (value.ignoredDeletedMore as number) > 0)) return 'call: bad ignoredDeletedMore';
   if (value.coverage !== undefined && !validCoverage(value.coverage)) return 'call: bad coverage';
   if (value.exitCode !== undefined && !Number.isSafeInteger(value.exitCode)) return 'call: bad exitCode';
   if (value.notes !== undefined && !(Array.isArray(value.notes) && value.notes.length <= CALL_NOTES_MAX && value.notes.every((n) => typeof n === 'string' && n.length <= CALL_NOTE_MAX_CHARS))) return 'call: bad notes';
