@@ -57,6 +57,8 @@ export interface AgentSpec {
   readOnlyTools: RegExp;
   /** How the end-of-turn list reaches the person inside the agent: a JSON `systemMessage` on stdout, or not at all. */
   feedback: 'system-message' | 'none';
+  /** Where the agent drops that message though it reads it, and what the person runs instead (said by `install`). */
+  feedbackLimit?: string;
   /** Extra set-up the agent needs that `install` cannot do (said by `install`). */
   installNote?: string;
   /** What could not be confirmed from the agent's own documentation or source. */
@@ -104,6 +106,11 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     writeTools: /^apply_patch$/,
     readOnlyTools: /^(update_plan|view_image)$/,
     feedback: 'system-message',
+    // Codex 0.171.0's exec mode prints a hook's run and status, never its output: its human
+    // output prints `hook: Stop Completed`, its `--json` output drops hook events
+    // (exec/src/event_processor_with_human_output.rs, event_processor_with_jsonl_output.rs; the
+    // harness's runs show the same). The TUI shows hooks' messages.
+    feedbackLimit: '`codex exec` shows that a hook ran, never what it said: after `codex exec`, `turnback list` shows the turn and its `turnback undo` id.',
     installNote:
       'Codex runs hooks when its `hooks` feature is on (the default in current releases; older ones need `[features] codex_hooks = true` in ~/.codex/config.toml).',
   },

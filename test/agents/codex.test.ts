@@ -116,7 +116,9 @@ describe.runIf(agentRuns('codex'))('Codex CLI, the real binary', () => {
       expect(at(new RegExp(`^call ${shellId} ended`)), trail).toBeGreaterThan(at(new RegExp(`^call ${patchId} ended`)));
 
       // `codex exec` shows a hook's run, never its message (the limit in CHECKPOINT-DESIGN.md):
-      // the turn is in `turnback list`.
+      // the Stop hook had a line for the person (the turn changed files), and the turn is in
+      // `turnback list`.
+      expect(log.at(-1)?.action, trail).toMatch(/^turn 1 ended: 3 changed$/);
       expect(run.stderr).toContain('hook: Stop Completed');
       expect(`${run.stdout}${run.stderr}`).not.toContain('turnback:');
       expect(listed(project).some((r) => r.agent?.name === 'codex' && r.agent.role === 'boundary' && r.agent.turn === 1)).toBe(true);
