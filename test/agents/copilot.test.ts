@@ -62,8 +62,7 @@ describe.runIf(agentRuns('copilot'))('GitHub Copilot CLI, the real binary (offli
       expect(log.filter((l) => !l.ok), trail).toEqual([]);
       const began = log.map((l) => /^call (\S+) began: (.+)$/.exec(l.action ?? '')).filter((m) => m !== null);
       expect(began.map((m) => m[2]), trail).toEqual(['3 named file(s)', 'whole tree']);
-      const patchCall = (began[0] as RegExpExecArray)[1] as string;
-      expect(patchCall, trail).toMatch(/^apply_patch#/);
+      expect((began[0] as RegExpExecArray)[1], trail).toMatch(/^apply_patch#/);
 
       // Its row names its files, and shows exactly its changes.
       const rows = listed(project);
@@ -73,8 +72,10 @@ describe.runIf(agentRuns('copilot'))('GitHub Copilot CLI, the real binary (offli
       expect(shown.code, shown.stderr).toBe(0);
       expect((JSON.parse(shown.stdout) as { changes: { path: string; kind: string }[] }).changes.map((c) => `${c.kind} ${c.path}`).sort()).toEqual(['changed existing.txt', 'created new.txt', 'deleted docs/sub/b.md']);
 
-      // Its undo takes back its three files alone, byte, mode and folder exact; the shell's edit stays.
-      const undo = project.tb(['undo', '--call', patchCall, '--yes', '--delete-created']);
+      // Copilot sends no call id: the person takes the call back by its row's short id, as
+      // `turnback list` shows it. Its three files alone, byte, mode and folder exact; the shell's
+      // edit stays.
+      const undo = project.tb(['revert', row?.shortId as string, '--yes', '--delete-created']);
       expect(undo.code, `${undo.stdout}${undo.stderr}`).toBe(0);
       expect(await treePicture(project.proj, skip)).toEqual({ ...start, 'other.txt': after['other.txt'] });
     } finally {
