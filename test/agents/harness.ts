@@ -9,7 +9,7 @@ import { tempFolder } from '../helpers/temp.js';
 import { startModelServer, type ModelServer, type Script, type Step, type WireFormat } from './model-server.js';
 
 // The real agents, driven as a person runs them: each agent binary pinned in
-// test/agents/package.json (installed by `npm ci --prefix test/agents`), run non-interactively
+// test/agents/package.json (installed by `npm install --prefix test/agents --no-save`), run non-interactively
 // in a temporary HOME and project, after `turnback hooks install AGENT` of this build, against a
 // model server of our own (model-server.ts) that plays a scripted session from fixtures/.
 // Without the agents installed the tests are skipped (installed.test.ts says which, in one
