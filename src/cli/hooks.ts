@@ -190,6 +190,7 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
   }
   if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
   else if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
+  if (spec.feedbackLimit !== undefined) io.out(`  note: ${spec.feedbackLimit}`);
   if (gap !== undefined) io.out(`  not yet running: ${shownText(gap.why)}; to trust them: ${shownText(gap.step)}`);
   return EXIT.ok;
 }

@@ -73,7 +73,9 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     }
     const refusedPaths = new Set(refusedRows.map((r) => r.path));
     const free = own.filter((p) => !changedLater.has(p) && !refusedPaths.has(p));
-    const created = options.deleteCreated === true ? 'delete' : 'keep';
+    // What this checkpoint's own call created, still as it left it, goes with its undo (saved first);
+    // what others created stays unless --delete-created (issue #26, point 7).
+    const created = options.deleteCreated === true ? 'delete' : 'own';
     const leftRows = [...changedLater].map(([p, by]) => ({ path: p, by }));
     io.emit({ revert: meta.id, changedLater: leftRows, refused: refusedRows });
     const printAside = (): void => {
