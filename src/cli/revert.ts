@@ -44,7 +44,7 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     if (own.length === 0) {
       // A picture cut short (its budget ran out) found no change where it did not look: not "no change".
       const cut = manifest.gaps.find((gap) => gap.path === undefined);
-      const unknown = cut !== undefined ? `, but its pictures were cut short (${shownText(cut.detail)}): what it changed is not known` : manifest.complete ? '' : ', but its pictures were cut short: what it changed is not known';
+      const unknown = cut !== undefined ? `, but its pictures were incomplete (${shownText(cut.detail)}): what it changed there is not known` : manifest.complete ? '' : ', but its pictures were incomplete: what it changed there is not known';
       throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: ${displayLabel(meta)} ${unknown === '' ? 'changed no file' : `recorded no change${unknown}`}`);
     }
     // The first later turn, still in effect, that changed each of the turn's paths again.

@@ -8,6 +8,17 @@ import { cliRepo } from './harness.js';
 // are listed and left; the rest is restored, guarded and saved first.
 
 describe('turnback revert', () => {
+  it('a picture cut short that found no change says what it could not see, never "changed no file"', async () => {
+    const repo = await cliRepo({ 'a/f.txt': 'a\n', 'b/f.txt': 'b\n', 'c/f.txt': 'c\n', 'turnback.toml': '[checkpoints]\nmax_walk_entries = 3\n' });
+    // Untracked, in a folder the walk's entry limit leaves: no picture holds it.
+    await writeFile(path.join(repo.proj, 'c', 'mine.txt'), 'mine\n');
+    expect(repo.tb(['run', '--', 'rm', 'c/mine.txt']).code).toBe(0);
+    const revert = repo.tb(['revert', repo.newestId(), '--dry-run']);
+    expect(revert.code).toBe(3);
+    expect(revert.stderr).toMatch(/nothing to revert: before rm c\/mine\.txt recorded no change, but its pictures were incomplete \(the walk reached its entry limit .*\): what it changed there is not known/);
+    expect(revert.stderr).not.toContain('changed no file');
+  });
+
   it("undoes only that turn's files (what it created goes with it), leaves what a later turn changed again, and keeps the later turn", async () => {
     const repo = await cliRepo({ 'x.txt': 'x0\n', 'y.txt': 'y0\n', 'z.txt': 'z0\n' });
     const read = (name: string): Promise<string> => readFile(path.join(repo.proj, name), 'utf8');
