@@ -77,7 +77,8 @@ export interface Picture {
   ignored?: number;
   /**
    * Those entries' paths (a folder ends with `/`): the walk passes them anyway, so keeping them is
-   * free, and a later picture can tell which were deleted though neither copied them. Not in the stat cache; a call baseline keeps them (`CallBaseline.ignored`).
+   * free, and a later picture can tell which were deleted though neither copied them. Not in the
+   * stat cache; a call's baseline keeps them (`CallBaseline.ignored`).
    */
   ignoredPaths?: readonly string[];
 }
