@@ -330,9 +330,20 @@ describe('the command server', () => {
     };
     expect(await talk('not json\n')).toMatch(/^\{"t":"hello"/);
     // A command that asks the person (undo) is never run by the server: the connection is closed, nothing is restored.
-    const undoRequest = `${JSON.stringify({ t: 'request', argv: ['node', 'x', 'undo', '--yes'], cwd: repo.proj, pid: process.pid, stdout: { tty: false }, stderr: { tty: false } })}\n`;
-    const heard = await talk(undoRequest);
-    expect(heard.split('\n').filter((l) => l.length > 0).map((l) => (JSON.parse(l) as { t: string }).t)).toEqual(['hello']);
+    const frames = (text: string): string[] => text.split('\n').filter((l) => l.length > 0).map((l) => (JSON.parse(l) as { t: string }).t);
+    const env = { HOME: repo.home, PATH: repo.env.PATH as string, XDG_DATA_HOME: repo.env.XDG_DATA_HOME as string };
+    const undoRequest = `${JSON.stringify({ t: 'request', argv: ['node', 'x', 'undo', '--yes'], cwd: repo.proj, pid: process.pid, env, stdout: { tty: false }, stderr: { tty: false } })}\n`;
+    expect(frames(await talk(undoRequest))).toEqual(['hello']);
+    // A served command with an environment no client of ours sends: closed, nothing run.
+    const listWith = (environment: unknown): string => `${JSON.stringify({ t: 'request', argv: ['node', 'x', 'list', '--json'], cwd: repo.proj, pid: process.pid, env: environment, stdout: { tty: false }, stderr: { tty: false } })}\n`;
+    const servedBefore = serverState(repo).served ?? 0;
+    for (const environment of [undefined, null, ['HOME=/x'], { ...env, LD_PRELOAD: '/tmp/x.so' }, { ...env, TURNBACK_RUN: 'x' }, { ...env, HOME: 7 }, { ...env, HOME: 'a\u0000b' }, { PATH: 'x'.repeat(300 * 1024) }]) {
+      expect(frames(await talk(listWith(environment)))).toEqual(['hello']);
+    }
+    expect(serverState(repo).served).toBe(servedBefore);
+    // The same request with a client's environment is served.
+    expect(frames(await talk(listWith(env)))).toEqual(expect.arrayContaining(['hello', 'taken', 'exit']));
+    expect(serverState(repo).served).toBe(servedBefore + 1);
     const before = serverState(repo).served ?? 0;
     expect(repo.tb(['list']).code).toBe(0);
     expect(serverState(repo).served).toBe(before + 1);
