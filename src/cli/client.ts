@@ -6,6 +6,7 @@ import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
 import { spawnCommand } from './command-process.js';
 import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
 import { launchServer } from '../server/launch.js';
+import { checkedVariables, relayedVariables } from '../server/environment.js';
 import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
 import { HOOK_LEAVE_MS, readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
@@ -155,6 +156,7 @@ function served(address: { socket: string; mainFile: string }): void {
             argv: process.argv,
             cwd: process.cwd(),
             pid: process.pid,
+            env: relayed,
             stdout: terminalShape(process.stdout),
             stderr: terminalShape(process.stderr),
             startedAt,
@@ -224,7 +226,10 @@ function served(address: { socket: string; mainFile: string }): void {
   });
 }
 
-const address = SERVED_COMMANDS.has(process.argv[2] ?? '') ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
+/** What of this process's environment the served command gets (environment.ts). */
+const relayed = relayedVariables(process.env);
+// An environment past the bounds the server accepts is never sent: the command runs here.
+const address = SERVED_COMMANDS.has(process.argv[2] ?? '') && checkedVariables(relayed) !== undefined ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
 const start = (): void => (address === undefined ? inProcess() : served(address));
 if (isHook) {
   // Read whole before anything else, served or not: stdin cannot be read twice.

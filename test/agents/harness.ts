@@ -61,7 +61,7 @@ export interface AgentProject {
   root: string;
   home: string;
   proj: string;
-  /** The environment turnback and the agent share: HOME, XDG folders, PATH; nothing of the test runner's. */
+  /** The environment turnback and the agent share: HOME, XDG folders (a socket folder of its own), PATH; nothing of the test runner's. */
   env: Record<string, string>;
   tb(args: string[]): CliResult;
 }
@@ -91,6 +91,8 @@ export async function agentProject(agent: HarnessAgent): Promise<AgentProject> {
     XDG_DATA_HOME: path.join(home, 'data'),
     XDG_CONFIG_HOME: path.join(home, 'config'),
     XDG_CACHE_HOME: path.join(home, 'cache'),
+    // Its own socket folder, so its own command server: one per user would otherwise be shared by every test.
+    XDG_RUNTIME_DIR: path.join(root, 'run'),
     TMPDIR: path.join(root, 'tmp'),
     NO_COLOR: '1',
     LANG: 'C.UTF-8',
@@ -99,6 +101,7 @@ export async function agentProject(agent: HarnessAgent): Promise<AgentProject> {
     TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS,
   };
   await mkdir(env.TMPDIR as string);
+  await mkdir(env.XDG_RUNTIME_DIR as string, { mode: 0o700 });
   for (const [name, { text, mode }] of Object.entries(START_FILES)) {
     const file = path.join(proj, ...name.split('/'));
     await mkdir(path.dirname(file), { recursive: true });
