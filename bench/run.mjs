@@ -1,5 +1,5 @@
 // turnback benchmark REPORT (not a test): prints figures, ratios and PASS/MISS per goal; always exits 0.
-// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh,savepoint,acp,hooks,remote]
+// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh,savepoint,acp,hooks,remote,store-size]
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
@@ -13,9 +13,10 @@ import { benchSavepoint } from './savepoint.mjs';
 import { benchAcpProxy } from './acp-proxy.mjs';
 import { benchHooks } from './hooks.mjs';
 import { benchRemote } from './remote.mjs';
+import { benchStoreSize } from './store-size.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh', 'savepoint', 'acp', 'hooks', 'remote'];
+const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh', 'savepoint', 'acp', 'hooks', 'remote', 'store-size'];
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
@@ -484,7 +485,7 @@ async function benchAls() {
 }
 
 // ---------------------------------------------------------------------------------------------
-const table = { overhead: benchOverhead, restore: benchRestore, pictures: benchPictures, memory: benchMemory, als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }), savepoint: () => benchSavepoint({ temp, row, notes, quick, dist: DIST, openObserver }), acp: () => benchAcpProxy({ temp, row, notes, quick, dist: DIST }), hooks: () => benchHooks({ temp, row, notes, quick, dist: DIST }), remote: () => benchRemote({ temp, row, notes, quick, dist: DIST, openObserver }) };
+const table = { overhead: benchOverhead, restore: benchRestore, pictures: benchPictures, memory: benchMemory, als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }), savepoint: () => benchSavepoint({ temp, row, notes, quick, dist: DIST, openObserver }), acp: () => benchAcpProxy({ temp, row, notes, quick, dist: DIST }), hooks: () => benchHooks({ temp, row, notes, quick, dist: DIST }), remote: () => benchRemote({ temp, row, notes, quick, dist: DIST, openObserver }), 'store-size': () => benchStoreSize({ temp, row, notes, openObserver }) };
 const startedAt = performance.now();
 const cleanup = () => temp.remove();
 process.on('SIGINT', () => {
