@@ -247,7 +247,10 @@ export class LooseObjects {
     }
   }
 
-  /** A loose copy of a small key (layout version 1), read for dedupe; `null` when undecodable. */
+  /**
+   * A loose copy of a key a pack could hold (a small one of layout version 1, or a large one a
+   * picture's block may take), read for dedupe; `null` when undecodable.
+   */
   readForDedupe(key: string, size: number): { bytes: Buffer; mtimeMs: number } | null | undefined {
     if (!this.mayHoldSmall()) return undefined;
     let fd: number;
@@ -260,7 +263,8 @@ export class LooseObjects {
     }
     try {
       const stats = fstatSync(fd);
-      if (!stats.isFile() || stats.size > PACK_OBJECT_MAX_BYTES * 2) return null;
+      // Stored bytes are the object's plus a header (or fewer): anything much larger is not it.
+      if (!stats.isFile() || stats.size > Math.max(PACK_OBJECT_MAX_BYTES, size) * 2) return null;
       const stored = readExactlySync(fd, stats.size);
       if (stored === undefined) return null;
       try {

@@ -15,7 +15,7 @@ import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, manifestObjects, metaOf, parseManifest, readManifest, writeManifest } from './manifests.js';
 import { deepFreeze, manifestCache } from './manifest-cache.js';
-import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
+import { ObjectStore, type ObjectBatch, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
 import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } from './checkpoint-writer.js';
@@ -54,7 +54,7 @@ export interface OpenCheckpointOptions {
   scopeId?: string;
 }
 
-export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, ObjectBatch, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
 
 /**
  * A directory-backed, content-addressed shadow store for one project. Never touches anything
@@ -281,6 +281,20 @@ export class CheckpointStore {
    */
   putHashedSync(bytes: Uint8Array, hash: string, options: PutFileOptions = {}): ObjectRef | undefined {
     return this.objects.putHashedSync(bytes, hash, options);
+  }
+
+  /**
+   * A batch of puts (a picture's copies): small objects put with `{ batch }` are written
+   * together as compressed blocks, on disk once {@link endBatch} resolves — nothing may name
+   * them before that.
+   */
+  openBatch(): ObjectBatch {
+    return this.objects.openBatch();
+  }
+
+  /** Writes what a batch left waiting; resolves with the objects that could not be written, and why. Never rejects. */
+  endBatch(batch: ObjectBatch): Promise<ReadonlyMap<string, unknown>> {
+    return this.objects.endBatch(batch);
   }
 
   /** Loads the object index (once); the synchronous puts work from then on. */

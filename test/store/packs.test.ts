@@ -285,8 +285,9 @@ describe('packs', () => {
     await checkpointOf([ref]);
     await ageStore(store);
     expect((await store.prune()).removedObjects).toBe(10);
+    // Rewritten into a block of this process's pack, compressed with brotli.
     const where = await storedObject(store, ref.object);
-    expect(where.stored[0]).toBe(1);
+    expect(where.block).toEqual({ encoding: 2, members: 1 });
     expect(where.stored.length).toBeLessThan(text.length / 5);
     expect(Buffer.compare(await store.readObject(ref.object), text)).toBe(0);
     // The compressed and the raw encodings of the same bytes are the same object.

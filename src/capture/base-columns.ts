@@ -1,0 +1,106 @@
+// A picture base chunk's records as columns (picture base version 2): each field of every record
+// one after another, so what repeats lies side by side for the store's compression. Measured on
+// prettier's 9,347 records: 258 KB compressed as tuples (version 1), 159 KB as columns. Pure.
+
+/** Tuple of a base record: path, size, mode, mtimeMs, ino, object, hash, and the stored mode when it differs. */
+export type BaseTuple = [string, number, number, number, number, string, string] | [string, number, number, number, number, string, string, number];
+
+/** The columns of a chunk (the fields of a version-2 chunk document besides its name). */
+export interface BaseColumns {
+  /** How many leading characters each path shares with the one before it. */
+  shared: number[];
+  /** The rest of each path. */
+  tails: string[];
+  sizes: number[];
+  modes: number[];
+  /** Exact, as the stat gave them (a difference of two would not come back bit for bit). */
+  mtimes: number[];
+  /** Each inode less the one before it (the first less 0). */
+  inos: number[];
+  /** 16 hex digits a record: the xxh64 of its bytes (zeros for an exception). */
+  hashes: string;
+  /** Records whose object key is not `<hash>-<size in hex>`: index, object, hash. */
+  objects: [number, string, string][];
+  /** Records whose stored mode differs from the stat's: index, mode. */
+  stateModes: [number, number][];
+}
+
+const HASH = /^[0-9a-f]{16}$/;
+const HEX_DIGITS = /^[0-9a-f]*$/;
+const NO_HASH = '0000000000000000';
+
+/** The columns of `tuples`, in their order. */
+export function toColumns(tuples: readonly BaseTuple[]): BaseColumns {
+  const columns: BaseColumns = { shared: [], tails: [], sizes: [], modes: [], mtimes: [], inos: [], hashes: '', objects: [], stateModes: [] };
+  const hashes: string[] = [];
+  let previousPath = '';
+  let previousIno = 0;
+  tuples.forEach((tuple, index) => {
+    const [p, size, mode, mtimeMs, ino, object, hash, stateMode] = tuple;
+    let shared = 0;
+    const most = Math.min(p.length, previousPath.length);
+    while (shared < most && p.charCodeAt(shared) === previousPath.charCodeAt(shared)) shared++;
+    columns.shared.push(shared);
+    columns.tails.push(p.slice(shared));
+    previousPath = p;
+    columns.sizes.push(size);
+    columns.modes.push(mode);
+    columns.mtimes.push(mtimeMs);
+    columns.inos.push(ino - previousIno);
+    previousIno = ino;
+    if (HASH.test(hash) && object === `${hash}-${size.toString(16)}`) hashes.push(hash);
+    else {
+      hashes.push(NO_HASH);
+      columns.objects.push([index, object, hash]);
+    }
+    if (stateMode !== undefined) columns.stateModes.push([index, stateMode]);
+  });
+  columns.hashes = hashes.join('');
+  return columns;
+}
+
+const isNumbers = (value: unknown, count: number): value is number[] => Array.isArray(value) && value.length === count && value.every((n) => typeof n === 'number' && Number.isFinite(n));
+
+/**
+ * The tuples of a chunk's columns; `undefined` when any column is malformed or of another length
+ * than `count` (a torn or foreign document is never half trusted).
+ */
+export function fromColumns(value: Partial<Record<keyof BaseColumns, unknown>>, count: number): BaseTuple[] | undefined {
+  const { shared, tails, sizes, modes, mtimes, inos, hashes, objects, stateModes } = value;
+  if (!Number.isSafeInteger(count) || count < 0) return undefined;
+  if (!isNumbers(shared, count) || !isNumbers(sizes, count) || !isNumbers(modes, count) || !isNumbers(mtimes, count) || !isNumbers(inos, count)) return undefined;
+  if (!Array.isArray(tails) || tails.length !== count || !tails.every((t) => typeof t === 'string')) return undefined;
+  if (typeof hashes !== 'string' || hashes.length !== count * 16 || !HEX_DIGITS.test(hashes)) return undefined;
+  if (!Array.isArray(objects) || !Array.isArray(stateModes)) return undefined;
+  const exceptions = new Map<number, [string, string]>();
+  for (const entry of objects as unknown[]) {
+    if (!Array.isArray(entry) || entry.length !== 3) return undefined;
+    const [index, object, hash] = entry as unknown[];
+    if (!Number.isSafeInteger(index) || typeof object !== 'string' || typeof hash !== 'string') return undefined;
+    exceptions.set(index as number, [object, hash]);
+  }
+  const modesStored = new Map<number, number>();
+  for (const entry of stateModes as unknown[]) {
+    if (!Array.isArray(entry) || entry.length !== 2 || !Number.isSafeInteger(entry[0]) || typeof entry[1] !== 'number') return undefined;
+    modesStored.set(entry[0] as number, entry[1] as number);
+  }
+  const tuples: BaseTuple[] = [];
+  let previousPath = '';
+  let ino = 0;
+  for (let i = 0; i < count; i++) {
+    const keep = shared[i] as number;
+    if (!Number.isSafeInteger(keep) || keep < 0 || keep > previousPath.length) return undefined;
+    const p = previousPath.slice(0, keep) + (tails[i] as string);
+    if (p === '') return undefined;
+    previousPath = p;
+    ino += inos[i] as number;
+    const size = sizes[i] as number;
+    if (!Number.isSafeInteger(size) || size < 0 || !Number.isSafeInteger(ino)) return undefined;
+    const exception = exceptions.get(i);
+    const hash = exception?.[1] ?? hashes.slice(i * 16, i * 16 + 16);
+    const object = exception?.[0] ?? `${hash}-${size.toString(16)}`;
+    const stateMode = modesStored.get(i);
+    tuples.push(stateMode === undefined ? [p, size, modes[i] as number, mtimes[i] as number, ino, object, hash] : [p, size, modes[i] as number, mtimes[i] as number, ino, object, hash, stateMode]);
+  }
+  return tuples;
+}

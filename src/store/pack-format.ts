@@ -1,0 +1,269 @@
+import { readSync } from 'node:fs';
+import xxhash from 'xxhash-wasm';
+import { isObjectKey, parseObjectKey } from './object-codec.js';
+
+// The bytes of a pack file: its header, and its two kinds of record — one object (`TBR1`), or a
+// solid block of several small objects compressed together (`TBB1`, layout version 3) — each
+// with its xxh32. Pure encoding and parsing; reading packs from disk is packs.ts.
+
+/**
+ * Objects whose original size is at most this go into packs; larger ones stay loose files. The
+ * bound is on the original size, so an object key alone says where its object lives, and it is
+ * also the bound on every synchronous read and write the hot path does (a few hundred
+ * microseconds at most, against ~80 µs for one thread-pool round trip). Below it, the 4 KiB
+ * block and inode a loose file costs dominate the store's size; above it they are noise.
+ */
+export const PACK_OBJECT_MAX_BYTES: number = 256 * 1024;
+/**
+ * A block is compressed once the objects waiting for it hold this many bytes. Measured on
+ * prettier's files ≤ 256 KiB (brotli): quality 5 in 256 KiB blocks 3.21 MB, 1 MiB 3.15 MB,
+ * 4 MiB 3.09 MB; quality 6 in 2 MiB blocks 3.09 MB, 4 MiB 3.07 MB. One read of an object
+ * decompresses its whole block: a few milliseconds at 2 MiB.
+ */
+export const BLOCK_TARGET_BYTES: number = 2 * 1024 * 1024;
+/**
+ * The largest object a block takes (a picture's copies only; other puts of objects over
+ * {@link PACK_OBJECT_MAX_BYTES} stay loose files). Above 256 KiB a loose file's folder and block
+ * rounding are small, but a file of that size beside the ones of its folder compresses with them:
+ * prettier's five test snapshots of 313–382 KB each hold their folder's fixtures.
+ */
+export const BLOCK_MEMBER_MAX_BYTES: number = (1 << 22) - 1;
+/** The most original bytes a block holds: the target plus one object that crossed it. */
+export const BLOCK_MAX_RAW_BYTES: number = BLOCK_TARGET_BYTES + BLOCK_MEMBER_MAX_BYTES;
+/** The most objects one block holds (its count field is a u16). */
+export const BLOCK_MAX_MEMBERS = 0xffff;
+
+/** File magic of a pack (8 bytes). */
+export const PACK_MAGIC: Buffer = Buffer.from('TBPACK1\n', 'latin1');
+/** Magic of a one-object record: "TBR1". */
+const RECORD_MAGIC = 0x54425231;
+/** Magic of a block record: "TBB1". */
+const BLOCK_MAGIC = 0x54424231;
+/** magic u32 + stored length u32 + key length u8 (+ key + stored bytes) + xxh32 u32. */
+const RECORD_HEAD = 9;
+const RECORD_TAIL = 4;
+/** magic u32 + body length u32 + member count u16 + body encoding u8 (+ members + body) + xxh32 u32. */
+export const BLOCK_HEAD = 11;
+/** A member: the key's xxh64 (8 bytes) and a u32 of its size (low 22 bits) and suffix (high 10). */
+export const BLOCK_MEMBER = 12;
+const SIZE_BITS = 22;
+const MAX_MEMBER_SUFFIX = (1 << (32 - SIZE_BITS)) - 1;
+const MAX_KEY_LENGTH = 40;
+/** Largest stored (encoded) body of a record: the raw bytes plus the one header byte. */
+const MAX_STORED_LENGTH = PACK_OBJECT_MAX_BYTES + 1;
+/** The longest one-object record: head, key, the largest stored object, checksum. */
+export const MAX_RECORD_LENGTH: number = RECORD_HEAD + MAX_KEY_LENGTH + MAX_STORED_LENGTH + RECORD_TAIL;
+/** The longest block record. */
+export const MAX_BLOCK_LENGTH: number = BLOCK_HEAD + BLOCK_MEMBER * BLOCK_MAX_MEMBERS + BLOCK_MAX_RAW_BYTES + RECORD_TAIL;
+/** Body encodings of a block. */
+export const BLOCK_RAW = 0;
+export const BLOCK_BROTLI = 2;
+
+type Hasher = Awaited<ReturnType<typeof xxhash>>;
+let hasher: Hasher | undefined;
+let hasherPromise: Promise<Hasher> | undefined;
+
+/** Loads the xxh32 used for record checksums. */
+export async function loadPackHasher(): Promise<void> {
+  if (hasher) return;
+  hasherPromise ??= xxhash();
+  hasher = await hasherPromise;
+}
+
+/** The xxh32 of `bytes`; {@link loadPackHasher} must have resolved. */
+export function checksum(bytes: Uint8Array): number {
+  if (!hasher) throw new Error('turnback: loadPackHasher() must resolve first');
+  return hasher.h32Raw(bytes) >>> 0;
+}
+
+/** A streaming xxh32 (for index files written in chunks); {@link loadPackHasher} must have resolved. */
+export function streamingChecksum(): { update(bytes: Uint8Array): unknown; digest(): number } {
+  if (!hasher) throw new Error('turnback: loadPackHasher() must resolve first');
+  return hasher.create32();
+}
+
+/** Who writes a pack; read from its header. */
+export interface PackHeader {
+  pid: number;
+  hostname: string;
+  createdAt: string;
+}
+
+/** Encodes one record: key plus the stored object bytes (encoding byte first), with a checksum. */
+export function encodeRecord(key: string, encoding: Uint8Array, body: Uint8Array, scratch?: Buffer): Buffer {
+  const keyLength = Buffer.byteLength(key, 'latin1');
+  const storedLength = encoding.length + body.length;
+  const total = RECORD_HEAD + keyLength + storedLength + RECORD_TAIL;
+  // `scratch`: a reusable buffer for the synchronous hot path (the record is written, then dropped).
+  const record = scratch !== undefined && scratch.length >= total ? scratch.subarray(0, total) : Buffer.allocUnsafe(total);
+  record.writeUInt32LE(RECORD_MAGIC, 0);
+  record.writeUInt32LE(storedLength, 4);
+  record.writeUInt8(keyLength, 8);
+  record.write(key, RECORD_HEAD, 'latin1');
+  record.set(encoding, RECORD_HEAD + keyLength);
+  record.set(body, RECORD_HEAD + keyLength + encoding.length);
+  record.writeUInt32LE(checksum(record.subarray(0, total - RECORD_TAIL)), total - RECORD_TAIL);
+  return record;
+}
+
+/** A member of a block: its key and original size, in block order (offsets follow from the sizes). */
+export interface BlockMemberKey {
+  key: string;
+  size: number;
+}
+
+/**
+ * True when `key` can be a block member: its 8-byte form gives the very same key back (block
+ * members are written in binary, so a key with a leading zero in its size could not be).
+ */
+export function isBlockableKey(key: string): boolean {
+  const parsed = parseObjectKey(key);
+  return parsed !== undefined && parsed.size <= BLOCK_MEMBER_MAX_BYTES && parsed.suffix <= MAX_MEMBER_SUFFIX && memberKey(Buffer.from(parsed.hash, 'hex'), 0, packSize(parsed.size, parsed.suffix)) === key;
+}
+
+const packSize = (size: number, suffix: number): number => (size | (suffix << SIZE_BITS)) >>> 0;
+
+function memberKey(buffer: Buffer, at: number, packed: number): string {
+  const size = packed & ((1 << SIZE_BITS) - 1);
+  const suffix = packed >>> SIZE_BITS;
+  return `${buffer.toString('hex', at, at + 8)}-${size.toString(16)}${suffix === 0 ? '' : `.${suffix}`}`;
+}
+
+/**
+ * Encodes a block record: the members' keys, then `body` (the members' bytes one after another,
+ * raw or compressed as `encoding` says), then the checksum of all of it.
+ */
+export function encodeBlock(members: readonly BlockMemberKey[], encoding: number, body: Uint8Array): Buffer {
+  const total = BLOCK_HEAD + BLOCK_MEMBER * members.length + body.length + RECORD_TAIL;
+  const record = Buffer.allocUnsafe(total);
+  record.writeUInt32LE(BLOCK_MAGIC, 0);
+  record.writeUInt32LE(body.length, 4);
+  record.writeUInt16LE(members.length, 8);
+  record.writeUInt8(encoding, 10);
+  let at = BLOCK_HEAD;
+  for (const member of members) {
+    const parsed = parseObjectKey(member.key);
+    if (parsed === undefined) throw new Error(`not an object key: ${member.key}`);
+    record.write(parsed.hash, at, 8, 'hex');
+    record.writeUInt32LE(packSize(parsed.size, parsed.suffix), at + 8);
+    at += BLOCK_MEMBER;
+  }
+  record.set(body, at);
+  record.writeUInt32LE(checksum(record.subarray(0, total - RECORD_TAIL)), total - RECORD_TAIL);
+  return record;
+}
+
+/** What a block record's head and member table say. */
+export interface BlockTable {
+  members: BlockMemberKey[];
+  /** Sum of the members' sizes: the length of the decoded body. */
+  rawLength: number;
+  encoding: number;
+  /** Offset of the body within the record. */
+  bodyAt: number;
+  bodyLength: number;
+}
+
+/** A parsed record: one object (`key`) or a block (`block`). */
+export type Parsed =
+  | { kind: 'ok'; length: number; key: string; block?: undefined }
+  | { kind: 'ok'; length: number; key?: undefined; block: BlockTable }
+  | { kind: 'short' }
+  | { kind: 'bad'; detail: string };
+
+/**
+ * Parses the record at `buffer[at..end)`, checksum included. `short`: it does not fit (torn, or
+ * past the window). `maxLength` caps what a scan window can hold.
+ */
+export function parseRecord(buffer: Buffer, at: number, end: number): Parsed {
+  if (end - at < 4) return { kind: 'short' };
+  const magic = buffer.readUInt32LE(at);
+  if (magic === BLOCK_MAGIC) return parseBlock(buffer, at, end);
+  if (magic !== RECORD_MAGIC) return { kind: 'bad', detail: 'bad record magic' };
+  if (end - at < RECORD_HEAD) return { kind: 'short' };
+  const storedLength = buffer.readUInt32LE(at + 4);
+  const keyLength = buffer[at + 8] as number;
+  if (keyLength === 0 || keyLength > MAX_KEY_LENGTH || storedLength === 0 || storedLength > MAX_STORED_LENGTH) {
+    return { kind: 'bad', detail: 'bad record lengths' };
+  }
+  const length = RECORD_HEAD + keyLength + storedLength + RECORD_TAIL;
+  if (end - at < length) return { kind: 'short' };
+  const sum = buffer.readUInt32LE(at + length - RECORD_TAIL);
+  if (checksum(buffer.subarray(at, at + length - RECORD_TAIL)) !== sum) return { kind: 'bad', detail: 'record checksum mismatch' };
+  const key = buffer.toString('latin1', at + RECORD_HEAD, at + RECORD_HEAD + keyLength);
+  if (!isObjectKey(key)) return { kind: 'bad', detail: 'bad object key in record' };
+  return { kind: 'ok', key, length };
+}
+
+function parseBlock(buffer: Buffer, at: number, end: number): Parsed {
+  const head = parseBlockHead(buffer, at, end);
+  if (head.kind !== 'ok') return head;
+  const length = head.length;
+  if (end - at < length) return { kind: 'short' };
+  if (checksum(buffer.subarray(at, at + length - RECORD_TAIL)) !== buffer.readUInt32LE(at + length - RECORD_TAIL)) return { kind: 'bad', detail: 'block checksum mismatch' };
+  return { kind: 'ok', length, block: head.table };
+}
+
+/**
+ * The head and member table of the block record at `buffer[at..end)`, without its checksum (an
+ * index load reads only this much of each block; every read of a member checks the whole record).
+ */
+export function parseBlockHead(buffer: Buffer, at: number, end: number): { kind: 'ok'; length: number; table: BlockTable } | { kind: 'short' } | { kind: 'bad'; detail: string } {
+  if (end - at < BLOCK_HEAD) return { kind: 'short' };
+  if (buffer.readUInt32LE(at) !== BLOCK_MAGIC) return { kind: 'bad', detail: 'bad block magic' };
+  const bodyLength = buffer.readUInt32LE(at + 4);
+  const count = buffer.readUInt16LE(at + 8);
+  const encoding = buffer[at + 10] as number;
+  if (count === 0 || bodyLength === 0 || bodyLength > BLOCK_MAX_RAW_BYTES || (encoding !== BLOCK_RAW && encoding !== BLOCK_BROTLI)) {
+    return { kind: 'bad', detail: 'bad block head' };
+  }
+  const bodyAt = BLOCK_HEAD + BLOCK_MEMBER * count;
+  if (end - at < bodyAt) return { kind: 'short' };
+  const members: BlockMemberKey[] = new Array<BlockMemberKey>(count);
+  let rawLength = 0;
+  for (let i = 0, p = at + BLOCK_HEAD; i < count; i++, p += BLOCK_MEMBER) {
+    const packed = buffer.readUInt32LE(p + 8);
+    const size = packed & ((1 << SIZE_BITS) - 1);
+    if (size > BLOCK_MEMBER_MAX_BYTES) return { kind: 'bad', detail: 'bad block member size' };
+    members[i] = { key: memberKey(buffer, p, packed), size };
+    rawLength += size;
+  }
+  if (rawLength > BLOCK_MAX_RAW_BYTES || (encoding === BLOCK_RAW && rawLength !== bodyLength)) return { kind: 'bad', detail: 'bad block lengths' };
+  return { kind: 'ok', length: bodyAt + bodyLength + RECORD_TAIL, table: { members, rawLength, encoding, bodyAt, bodyLength } };
+}
+
+/** The stored bytes of a one-object record (encoding byte first) within the record. */
+export function storedBytesOf(record: Buffer): Buffer {
+  const keyLength = record[8] as number;
+  return record.subarray(RECORD_HEAD + keyLength, record.length - RECORD_TAIL);
+}
+
+/** The header line of a new pack. */
+export function encodeHeader(header: PackHeader): Buffer {
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const out = Buffer.allocUnsafe(PACK_MAGIC.length + 4 + json.length + 4);
+  PACK_MAGIC.copy(out, 0);
+  out.writeUInt32LE(json.length, PACK_MAGIC.length);
+  json.copy(out, PACK_MAGIC.length + 4);
+  out.writeUInt32LE(checksum(json), PACK_MAGIC.length + 4 + json.length);
+  return out;
+}
+
+/** Reads a pack header from an open descriptor: the header and where records start, or undefined. */
+export function readHeader(fd: number, size: number): { header: PackHeader; end: number } | undefined {
+  const head = Buffer.alloc(Math.min(size, 4096));
+  const got = readSync(fd, head, 0, head.length, 0);
+  if (got < PACK_MAGIC.length + 8 || !head.subarray(0, PACK_MAGIC.length).equals(PACK_MAGIC)) return undefined;
+  const jsonLength = head.readUInt32LE(PACK_MAGIC.length);
+  const start = PACK_MAGIC.length + 4;
+  if (start + jsonLength + 4 > got) return undefined;
+  const json = head.subarray(start, start + jsonLength);
+  if (checksum(json) !== head.readUInt32LE(start + jsonLength)) return undefined;
+  try {
+    const value = JSON.parse(json.toString('utf8')) as Partial<PackHeader>;
+    if (!Number.isInteger(value.pid) || typeof value.hostname !== 'string' || typeof value.createdAt !== 'string') return undefined;
+    return { header: value as PackHeader, end: start + jsonLength + 4 };
+  } catch {
+    return undefined;
+  }
+}
