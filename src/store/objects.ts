@@ -251,7 +251,8 @@ export class ObjectStore {
 
   /** A new copy of `key`: waiting in the batch's block, or appended now as a record of its own. */
   private store(key: string, bytes: Uint8Array, compress: boolean, batch: ObjectBatch | undefined): void {
-    if (batch !== undefined && compress && isBlockableKey(key)) this.pending.add(key, bytes, batch);
+    // An empty object has nothing to compress: a record of its own (a block's body is never empty).
+    if (batch !== undefined && compress && bytes.length > 0 && isBlockableKey(key)) this.pending.add(key, bytes, batch);
     else this.own.append(key, bytes, compress);
   }
 
