@@ -3,14 +3,14 @@
 // appends to the writer, and registers the record in the index); the codecs, the index, reads,
 // waiting blocks and loose objects are in files of their own.
 import { truncateSync } from 'node:fs';
-import { CheckpointError, asCheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { forgetDecoded } from './block-codec.js';
 import type { StoreLayout } from './layout.js';
 import { LooseObjects, MAX_SUFFIX, type ObjectFileInfo } from './loose-objects.js';
 import { baseObjectKey, bytesEqual, parseObjectKey, type ObjectRef } from './object-codec.js';
-import { compareCopy, readCopy, readPacked } from './object-reads.js';
+import { compareCopy, hasStoredObject, readCopy, readStoredObject, type ObjectSources } from './object-reads.js';
 import { confirmCopy } from './copy-check.js';
 import { PackIndex } from './pack-index.js';
 import { BLOCK_MEMBER_MAX_BYTES, PACK_OBJECT_MAX_BYTES, isBlockableKey, loadPackHasher } from './pack-format.js';
@@ -134,15 +134,19 @@ export class ObjectStore {
       if (!this.loaded) await this.load();
       return this.putSmall(bytes, hash, options.compress !== false, options.batch);
     }
-    if (bytes.length <= BLOCK_MEMBER_MAX_BYTES) {
-      // A picture may have put the same bytes in a block: that copy is as good as a loose one.
-      if (!this.loaded) await this.load();
-      const key = baseObjectKey(hash, bytes.length);
+    if (bytes.length > BLOCK_MEMBER_MAX_BYTES) return this.loose.put(bytes, hash);
+    // A picture's block may hold a key of this size: a fresh equal copy serves, and a key whose
+    // packed copy holds other bytes (or is damaged) is never given to these.
+    if (!this.loaded) await this.load();
+    return this.loose.put(bytes, hash, (key) => {
+      let verdict: 'equal' | 'taken' | 'free' = 'free';
       for (let loc = this.packs.head(key); loc; loc = loc.next) {
-        if (compareCopy(loc, bytes) === 'equal' && this.own.isFresh(loc.pack)) return { object: key, hash, size: bytes.length };
+        const copy = compareCopy(loc, bytes);
+        if (copy === 'different' || copy === 'damaged') return 'taken';
+        if (copy === 'equal' && this.own.isFresh(loc.pack)) verdict = 'equal';
       }
-    }
-    return this.loose.put(bytes, hash);
+      return verdict;
+    });
   }
 
   /**
@@ -371,81 +375,21 @@ export class ObjectStore {
   }
 
   /**
-   * The original bytes of an object, after checking size and hash against its key (and, for a
-   * packed object, the record's checksum). When several packs hold the key (two processes stored
-   * the same bytes), every copy is checked and they must agree: a cross-process xxh64 collision
-   * is an `INTEGRITY` error, never another file's bytes.
-   *
-   * @throws CheckpointError `INTEGRITY` when missing, undecodable, or the size/hash differ
-   *   (never returns wrong bytes); `INVALID_ARGUMENT` for a malformed key.
+   * The original bytes of an object, checked against its key (see `readStoredObject`).
+   * @throws CheckpointError `INTEGRITY` when missing or damaged (never wrong bytes); `INVALID_ARGUMENT` for a malformed key.
    */
-  async readObject(key: string): Promise<Buffer> {
-    const parsed = parseObjectKey(key);
-    if (!parsed) throw new CheckpointError('INVALID_ARGUMENT', `not an object key: ${JSON.stringify(String(key).slice(0, 80))}`);
-    if (parsed.size > PACK_OBJECT_MAX_BYTES && parsed.size <= BLOCK_MEMBER_MAX_BYTES) return this.readLarge(key, parsed);
-    if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
-      await this.load();
-      if (this.pending.state(key) !== undefined) await this.pending.settle();
-      // Other processes' packs are looked for at most once a second while the key is known, and
-      // at once when it is not (or its pack is gone): a restore of a thousand files must not
-      // list the packs folder a thousand times.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        if (attempt === 0) this.packs.refreshSoon();
-        else this.packs.refresh();
-        const head = this.packs.head(key);
-        if (!head) {
-          if (attempt === 0) continue;
-          break;
-        }
-        const result = readPacked(key, parsed, head);
-        if (result !== 'gone') return result;
-      }
-    }
-    return this.loose.read(key, parsed);
-  }
-
-  /**
-   * An object over {@link PACK_OBJECT_MAX_BYTES} that may be a block member (a picture's copy)
-   * or a loose file: the pack index first, then the file, then the packs listed again.
-   */
-  private async readLarge(key: string, parsed: { hash: string; size: number }): Promise<Buffer> {
-    await this.load();
-    if (this.pending.state(key) !== undefined) await this.pending.settle();
-    this.packs.refreshSoon();
-    for (let attempt = 0; ; attempt++) {
-      const head = this.packs.head(key);
-      if (head !== undefined) {
-        const result = readPacked(key, parsed, head);
-        if (result !== 'gone') return result;
-      }
-      try {
-        return await this.loose.read(key, parsed);
-      } catch (error) {
-        if (attempt > 0 || !isCheckpointError(error, 'INTEGRITY') || error.found !== 'missing') throw error;
-        this.packs.refresh();
-      }
-    }
+  readObject(key: string): Promise<Buffer> {
+    return readStoredObject(this.sources, key);
   }
 
   /** True when an object exists under `key` (content not checked; see `readObject`). */
-  async hasObject(key: string): Promise<boolean> {
-    const parsed = parseObjectKey(key);
-    if (!parsed) return false;
-    if (parsed.size <= BLOCK_MEMBER_MAX_BYTES) {
-      await this.load();
-      if (this.pending.state(key) !== undefined) await this.pending.settle();
-      if (this.hasPacked(key)) return true;
-      // A large object is mostly a loose file: its folder is looked at before the packs are listed again.
-      if (parsed.size > PACK_OBJECT_MAX_BYTES && (await this.loose.has(key))) return true;
-      this.packs.refresh();
-      if (this.hasPacked(key)) return true;
-    }
-    return this.loose.has(key);
+  hasObject(key: string): Promise<boolean> {
+    return hasStoredObject(this.sources, key);
   }
 
-  private hasPacked(key: string): boolean {
-    for (let loc = this.packs.head(key); loc; loc = loc.next) if (!loc.pack.gone) return true;
-    return false;
+  /** Where reads look, for object-reads.ts. */
+  private get sources(): ObjectSources {
+    return { packs: this.packs, loose: this.loose, pending: this.pending, load: () => this.load() };
   }
 
   /**
@@ -457,7 +401,7 @@ export class ObjectStore {
     for (const pack of await this.packFiles()) {
       for (const loc of pack.records) {
         const size = parseObjectKey(loc.key)?.size ?? 0;
-        result.push({ key: loc.key, path: pack.path, diskSize: diskShare(loc, size), mtimeMs: pack.mtimeMs, pack: pack.name, offset: loc.offset });
+        result.push({ key: loc.key, path: pack.path, diskSize: diskShare(loc, size), mtimeMs: pack.mtimeMs, pack: pack.name, offset: loc.offset, recordLength: loc.length });
       }
     }
     return result;

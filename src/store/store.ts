@@ -1,7 +1,6 @@
-// The store's one facade (open, list, manifests, objects, state documents, lock, import): a little
-// over 450 lines on purpose — every method is a few lines that hand the work to the module it
-// imports (objects, journal, manifests, retention, verify…), and splitting the facade would only
-// spread one class's surface over several files.
+// The store's one facade (open, list, manifests, objects, state documents, lock, import): every
+// method is a few lines that hand the work to the module it imports (objects, journal, manifests,
+// retention, verify…).
 import * as path from 'node:path';
 import { DEFAULTS } from '../core/defaults.js';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
@@ -11,10 +10,11 @@ import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { JournalWriter, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
-import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
+import { clearPresence, markPresence } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
-import { isCheckpointKind, manifestObjects, metaOf, parseManifest, readManifest, writeManifest } from './manifests.js';
-import { deepFreeze, manifestCache } from './manifest-cache.js';
+import { isCheckpointKind, manifestObjects, metaOf, parseManifest, writeManifest } from './manifests.js';
+import { journalManifest, readSealedManifest } from './manifest-cache.js';
+import { storeSizeBytes } from './disk-usage.js';
 import { ObjectStore, type ObjectBatch, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
@@ -166,7 +166,7 @@ export class CheckpointStore {
     const checked = parseCheckpointId(id);
     // Twice: a seal between the two reads moves the checkpoint from journal to manifest.
     for (let attempt = 0; attempt < 2; attempt++) {
-      const sealed = await this.sealedManifest(checked);
+      const sealed = await readSealedManifest(this.fs, this.layout, this.projectRoot, checked);
       if (sealed) return sealed;
       let contents: JournalContents;
       try {
@@ -175,53 +175,10 @@ export class CheckpointStore {
         if (error instanceof CheckpointError && errnoCode(error.cause) === 'ENOENT') continue;
         throw error;
       }
-      return this.journalManifest(checked, contents);
+      return journalManifest(this.layout, this.projectRoot, checked, contents);
     }
     const removal = await removalOf(this.state, checked);
     throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(checked, removal), { found: removal?.reason ?? 'never-existed' });
-  }
-
-  /**
-   * A sealed manifest, validated when read and kept (frozen, in the process's manifest cache)
-   * while its file keeps the same device, inode, size and mtime: manifests are written once, by
-   * rename, so a listing or a plan that reads every checkpoint costs one `stat` per unchanged
-   * manifest instead of a parse — in this store and in every later store of this process.
-   */
-  private async sealedManifest(id: CheckpointId): Promise<CheckpointManifest | undefined> {
-    const file = this.layout.manifestPath(id);
-    const key = `${this.projectRoot}\0${file}`;
-    let identity: string;
-    try {
-      const stats = await this.fs.stat(file);
-      identity = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
-    } catch (error) {
-      if (errnoCode(error) === 'ENOENT') {
-        manifestCache.forget(key);
-        return undefined;
-      }
-      throw asCheckpointError(error, 'cannot read manifest', file);
-    }
-    const cached = manifestCache.get(key, identity);
-    if (cached !== undefined) return cached;
-    const manifest = await readManifest(this.fs, this.layout, id, this.projectRoot);
-    if (manifest === undefined) return undefined;
-    manifestCache.remember(key, identity, deepFreeze(manifest));
-    return manifest;
-  }
-
-
-  private journalManifest(id: CheckpointId, contents: JournalContents): CheckpointManifest {
-    const file = this.layout.journalPath(id);
-    const header = contents.header;
-    if (!header || header.meta.id !== id) throw new CheckpointError('CORRUPT_MANIFEST', `journal ${id} has no valid header`, { path: file });
-    if (header.meta.workspace !== this.projectRoot) {
-      throw new CheckpointError('FOREIGN_WORKSPACE', `journal belongs to another project`, { path: file, expected: this.projectRoot, found: header.meta.workspace });
-    }
-    const manifest = buildManifest(header.meta, contents.records, { complete: false });
-    if (contents.corruptLines > 0) {
-      manifest.gaps.push({ reason: 'journal-corrupt', detail: `${contents.corruptLines} journal line(s) failed their checksum and were dropped` });
-    }
-    return manifest;
   }
 
   /**
@@ -381,7 +338,7 @@ export class CheckpointStore {
       throw new CheckpointError('UNKNOWN_CHECKPOINT', `checkpoint ${id} has no open journal`, { cause: error });
     });
     // Validated as any read of it is (header, workspace), then folded with the new records.
-    const base = this.journalManifest(id, contents);
+    const base = journalManifest(this.layout, this.projectRoot, id, contents);
     const manifest = buildManifest((contents.header as JournalHeader).meta, [...contents.records, ...records], patch);
     manifest.gaps.push(...base.gaps.filter((gap) => gap.reason === 'journal-corrupt'));
     await writeManifest(this.layout, manifest);
@@ -426,30 +383,8 @@ export class CheckpointStore {
   }
 
   /** Total bytes of every file under the store root (logical sizes), less the processes' presence files. */
-  async storeSizeBytes(): Promise<number> {
-    const walk = async (dir: string): Promise<number> => {
-      let entries;
-      try {
-        entries = await this.fs.readdir(dir, { withFileTypes: true });
-      } catch (error) {
-        if (errnoCode(error) === 'ENOENT') return 0;
-        throw asCheckpointError(error, 'cannot measure the store', dir);
-      }
-      let total = 0;
-      for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) total += await walk(full);
-        else if (entry.isFile() && !entry.name.startsWith(PRESENCE_PREFIX)) {
-          try {
-            total += (await this.fs.lstat(full)).size;
-          } catch (error) {
-            if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot measure the store', full);
-          }
-        }
-      }
-      return total;
-    };
-    return walk(this.root);
+  storeSizeBytes(): Promise<number> {
+    return storeSizeBytes(this.fs, this.root);
   }
 
   /**

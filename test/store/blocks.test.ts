@@ -1,4 +1,4 @@
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
@@ -97,6 +97,50 @@ describe('blocks', () => {
     // The medium object put again outside a batch finds the block's copy: no loose file.
     expect((await store.putBytes(medium)).object).toBe(m.object);
     expect((await store.listObjects()).filter((info) => info.key === m.object && info.pack === undefined)).toEqual([]);
+  });
+
+  test('a large object outside a batch never takes the key of a damaged block copy: it gets the next one', async () => {
+    const batch = store.openBatch();
+    const bytes = Buffer.from('the bytes a picture put in a block\n'.repeat(10_000));
+    const inBlock = await store.putHashed(bytes, contentHash(bytes), { batch });
+    await store.endBatch(batch);
+    await store.close();
+    const where = await storedObject(store, inBlock.object);
+    const pack = await readFile(where.file);
+    pack[where.storedOffset + 20] = (pack[where.storedOffset + 20] as number) ^ 0x08;
+    await writeFile(where.file, pack);
+    const again = await openStore(box);
+    try {
+      const put = await again.putBytes(bytes);
+      expect(put.object).toBe(`${inBlock.object}.1`);
+      expect(Buffer.compare(await again.readObject(put.object), bytes)).toBe(0);
+      await expect(again.readObject(inBlock.object)).rejects.toSatisfy((e) => isCheckpointError(e, 'INTEGRITY'));
+    } finally {
+      await again.close();
+    }
+  });
+
+  test("a damaged block copy of a large object does not hide the key's good loose copy", async () => {
+    const bytes = Buffer.from('a large object, loose first\n'.repeat(12_000));
+    const loose = await store.putBytes(bytes);
+    const file = (await storedObject(store, loose.object)).file;
+    const old = new Date(Date.now() - 20 * 60_000);
+    await utimes(file, old, old); // an old loose copy: the picture keeps a fresh one in its block
+    const batch = store.openBatch();
+    expect((await store.putHashed(bytes, contentHash(bytes), { batch })).object).toBe(loose.object);
+    await store.endBatch(batch);
+    await store.close();
+    const packed = (await store.listObjects()).find((info) => info.key === loose.object && info.pack !== undefined);
+    if (packed?.offset === undefined) throw new Error('the picture kept no block copy');
+    const pack = await readFile(packed.path);
+    pack[packed.offset + 40] = (pack[packed.offset + 40] as number) ^ 0x40; // a bit of the block's member table
+    await writeFile(packed.path, pack);
+    const again = await openStore(box);
+    try {
+      expect(Buffer.compare(await again.readObject(loose.object), bytes)).toBe(0);
+    } finally {
+      await again.close();
+    }
   });
 
   test('a damaged block: every member reads as INTEGRITY, never wrong bytes; verify names it; a copy check refuses each', async () => {
