@@ -16,10 +16,25 @@ export interface ObjectBatch {
 
 interface PendingMember {
   key: string;
-  bytes: Buffer;
+  /** Where its bytes are in its block's buffer. */
+  start: number;
+  size: number;
   /** The batches handed this key: each learns of a failed write. */
   owners: Set<ObjectBatch>;
 }
+
+/**
+ * A block being built or compressed: its members and their bytes one after another in one
+ * buffer (a tree of tiny files makes tens of thousands of members: one buffer, not one each).
+ */
+interface Block {
+  members: Map<string, PendingMember>;
+  buffer: Buffer;
+  used: number;
+}
+
+const newBlock = (): Block => ({ members: new Map(), buffer: Buffer.allocUnsafe(0), used: 0 });
+const bytesIn = (block: Block, member: PendingMember): Buffer => block.buffer.subarray(member.start, member.start + member.size);
 
 /** Writes one compressed block (appends it to this process's pack and indexes its members); throws on failure. */
 export type BlockSink = (members: readonly BlockMemberKey[], rawLength: number, encoded: EncodedBody) => void;
@@ -29,50 +44,50 @@ const MAX_IN_FLIGHT = 2;
 
 /** The waiting block of one object store, and its blocks in flight. */
 export class PendingBlocks {
-  private building = new Map<string, PendingMember>();
-  private buildingBytes = 0;
-  private readonly inFlight = new Map<Map<string, PendingMember>, Promise<void>>();
+  private building: Block = newBlock();
+  private readonly inFlight = new Map<Block, Promise<void>>();
 
   constructor(private readonly sink: BlockSink) {}
 
   /** Where `key` waits: in the block being built, in a block being compressed, or nowhere. */
   state(key: string): 'building' | 'in-flight' | undefined {
-    if (this.building.has(key)) return 'building';
-    for (const members of this.inFlight.keys()) if (members.has(key)) return 'in-flight';
+    if (this.building.members.has(key)) return 'building';
+    for (const block of this.inFlight.keys()) if (block.members.has(key)) return 'in-flight';
     return undefined;
   }
 
   /** The bytes waiting under `key`, if any. */
   bytesOf(key: string): Buffer | undefined {
-    const found = this.building.get(key);
-    if (found !== undefined) return found.bytes;
-    for (const members of this.inFlight.keys()) {
-      const member = members.get(key);
-      if (member !== undefined) return member.bytes;
+    for (const block of [this.building, ...this.inFlight.keys()]) {
+      const member = block.members.get(key);
+      if (member !== undefined) return bytesIn(block, member);
     }
     return undefined;
   }
 
   /** Adds `batch` to the owners of the waiting `key` (it was handed the key by a dedupe hit). */
   share(key: string, batch: ObjectBatch): void {
-    const found = this.building.get(key);
-    if (found !== undefined) {
-      found.owners.add(batch);
-      return;
-    }
-    for (const members of this.inFlight.keys()) members.get(key)?.owners.add(batch);
+    for (const block of [this.building, ...this.inFlight.keys()]) block.members.get(key)?.owners.add(batch);
   }
 
   /** True when nothing waits. */
   get idle(): boolean {
-    return this.building.size === 0 && this.inFlight.size === 0;
+    return this.building.members.size === 0 && this.inFlight.size === 0;
   }
 
   /** Queues a new object (its bytes are copied); a block that reaches its target size is launched. */
   add(key: string, bytes: Uint8Array, batch: ObjectBatch): void {
-    this.building.set(key, { key, bytes: Buffer.from(bytes), owners: new Set([batch]) });
-    this.buildingBytes += bytes.length;
-    if (this.buildingBytes >= BLOCK_TARGET_BYTES || this.building.size >= BLOCK_MAX_MEMBERS) this.launch(false);
+    const block = this.building;
+    if (block.used + bytes.length > block.buffer.length) {
+      // Grown by doubling, to the target at first: a block is copied a few times at most.
+      const grown = Buffer.allocUnsafe(Math.max(block.used + bytes.length, Math.min(BLOCK_TARGET_BYTES, Math.max(64 * 1024, block.buffer.length * 2))));
+      block.buffer.copy(grown, 0, 0, block.used);
+      block.buffer = grown;
+    }
+    block.buffer.set(bytes, block.used);
+    block.members.set(key, { key, start: block.used, size: bytes.length, owners: new Set([batch]) });
+    block.used += bytes.length;
+    if (block.used >= BLOCK_TARGET_BYTES || block.members.size >= BLOCK_MAX_MEMBERS) this.launch(false);
   }
 
   /** Writes the block being built now, on the calling thread (a key in it was asked for). */
@@ -87,43 +102,42 @@ export class PendingBlocks {
   }
 
   private launch(now: boolean): void {
-    const members = this.building;
-    if (members.size === 0) return;
-    this.building = new Map();
-    this.buildingBytes = 0;
-    const raw = Buffer.concat([...members.values()].map((member) => member.bytes));
+    const block = this.building;
+    if (block.members.size === 0) return;
+    this.building = newBlock();
+    const raw = block.buffer.subarray(0, block.used);
     if (now || this.inFlight.size >= MAX_IN_FLIGHT) {
       let encoded: EncodedBody;
       try {
         encoded = compressBodySync(raw);
       } catch (error) {
-        this.fail(members, error);
+        this.fail(block, error);
         return;
       }
-      this.write(members, raw.length, encoded);
+      this.write(block, encoded);
       return;
     }
     // Stays in flight (and its keys asked for) until written or failed.
     const done = compressBody(raw).then(
-      (encoded) => this.write(members, raw.length, encoded),
-      (error: unknown) => this.fail(members, error),
+      (encoded) => this.write(block, encoded),
+      (error: unknown) => this.fail(block, error),
     );
     this.inFlight.set(
-      members,
-      done.finally(() => this.inFlight.delete(members)),
+      block,
+      done.finally(() => this.inFlight.delete(block)),
     );
   }
 
-  private write(members: Map<string, PendingMember>, rawLength: number, encoded: EncodedBody): void {
-    const keys = [...members.values()].map((member) => ({ key: member.key, size: member.bytes.length }));
+  private write(block: Block, encoded: EncodedBody): void {
+    const keys = [...block.members.values()].map((member) => ({ key: member.key, size: member.size }));
     try {
-      this.sink(keys, rawLength, encoded);
+      this.sink(keys, block.used, encoded);
     } catch (error) {
-      this.fail(members, error);
+      this.fail(block, error);
     }
   }
 
-  private fail(members: Map<string, PendingMember>, error: unknown): void {
-    for (const member of members.values()) for (const owner of member.owners) owner.failed.set(member.key, error);
+  private fail(block: Block, error: unknown): void {
+    for (const member of block.members.values()) for (const owner of member.owners) owner.failed.set(member.key, error);
   }
 }
