@@ -32,7 +32,11 @@ const MAX_TEXT_BYTES = 1024 * 1024 * 1024;
 export function encodeDocument(text: string): Buffer {
   const json = Buffer.from(text, 'utf8');
   if (json.length < COMPRESS_BYTES) return json;
-  const body = brotliCompressSync(json, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: qualityFor(json.length), [zlibConstants.BROTLI_PARAM_SIZE_HINT]: json.length } });
+  // The window no larger than the text: the encoder's memory follows it (a 140 KB chunk needs 256 KiB, not 4 MiB).
+  const window = Math.min(22, Math.max(16, Math.ceil(Math.log2(json.length))));
+  const body = brotliCompressSync(json, {
+    params: { [zlibConstants.BROTLI_PARAM_QUALITY]: qualityFor(json.length), [zlibConstants.BROTLI_PARAM_LGWIN]: window, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: json.length },
+  });
   return Buffer.concat([COMPRESSED_MAGIC, Buffer.from(contentHash(json), 'hex'), body]);
 }
 
