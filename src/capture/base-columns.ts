@@ -59,48 +59,54 @@ export function toColumns(tuples: readonly BaseTuple[]): BaseColumns {
   return columns;
 }
 
-const isNumbers = (value: unknown, count: number): value is number[] => Array.isArray(value) && value.length === count && value.every((n) => typeof n === 'number' && Number.isFinite(n));
+const isArrayOf = (value: unknown, count: number): value is unknown[] => Array.isArray(value) && value.length === count;
+
+/** Receives one record of a chunk's columns (no tuple is built: a base of 100,000 records is read in one go). */
+export type BaseRecordSink = (p: string, size: number, mode: number, mtimeMs: number, ino: number, object: string, hash: string, stateMode: number | undefined) => void;
 
 /**
- * The tuples of a chunk's columns; `undefined` when any column is malformed or of another length
- * than `count` (a torn or foreign document is never half trusted).
+ * Hands each record of a chunk's columns to `each`, in order; false (and maybe some records
+ * handed already) when any column is malformed or of another length than `count`: the caller
+ * then drops the whole base (a torn or foreign document is never half trusted).
  */
-export function fromColumns(value: Partial<Record<keyof BaseColumns, unknown>>, count: number): BaseTuple[] | undefined {
+export function readColumns(value: Partial<Record<keyof BaseColumns, unknown>>, count: number, each: BaseRecordSink): boolean {
   const { shared, tails, sizes, modes, mtimes, inos, hashes, objects, stateModes } = value;
-  if (!Number.isSafeInteger(count) || count < 0) return undefined;
-  if (!isNumbers(shared, count) || !isNumbers(sizes, count) || !isNumbers(modes, count) || !isNumbers(mtimes, count) || !isNumbers(inos, count)) return undefined;
-  if (!Array.isArray(tails) || tails.length !== count || !tails.every((t) => typeof t === 'string')) return undefined;
-  if (typeof hashes !== 'string' || hashes.length !== count * 16 || !HEX_DIGITS.test(hashes)) return undefined;
-  if (!Array.isArray(objects) || !Array.isArray(stateModes)) return undefined;
+  if (!Number.isSafeInteger(count) || count < 0) return false;
+  if (!isArrayOf(shared, count) || !isArrayOf(tails, count) || !isArrayOf(sizes, count) || !isArrayOf(modes, count) || !isArrayOf(mtimes, count) || !isArrayOf(inos, count)) return false;
+  if (typeof hashes !== 'string' || hashes.length !== count * 16 || !HEX_DIGITS.test(hashes)) return false;
+  if (!Array.isArray(objects) || !Array.isArray(stateModes)) return false;
   const exceptions = new Map<number, [string, string]>();
   for (const entry of objects as unknown[]) {
-    if (!Array.isArray(entry) || entry.length !== 3) return undefined;
+    if (!Array.isArray(entry) || entry.length !== 3) return false;
     const [index, object, hash] = entry as unknown[];
-    if (!Number.isSafeInteger(index) || typeof object !== 'string' || typeof hash !== 'string') return undefined;
+    if (!Number.isSafeInteger(index) || typeof object !== 'string' || typeof hash !== 'string') return false;
     exceptions.set(index as number, [object, hash]);
   }
   const modesStored = new Map<number, number>();
   for (const entry of stateModes as unknown[]) {
-    if (!Array.isArray(entry) || entry.length !== 2 || !Number.isSafeInteger(entry[0]) || typeof entry[1] !== 'number') return undefined;
+    if (!Array.isArray(entry) || entry.length !== 2 || !Number.isSafeInteger(entry[0]) || typeof entry[1] !== 'number') return false;
     modesStored.set(entry[0] as number, entry[1] as number);
   }
-  const tuples: BaseTuple[] = [];
   let previousPath = '';
   let ino = 0;
+  // Every field checked as it is used: one pass over the columns.
   for (let i = 0; i < count; i++) {
-    const keep = shared[i] as number;
-    if (!Number.isSafeInteger(keep) || keep < 0 || keep > previousPath.length) return undefined;
-    const p = previousPath.slice(0, keep) + (tails[i] as string);
-    if (p === '') return undefined;
+    const keep = shared[i];
+    const tail = tails[i];
+    const size = sizes[i];
+    const mode = modes[i];
+    const mtimeMs = mtimes[i];
+    const step = inos[i];
+    if (typeof keep !== 'number' || typeof tail !== 'string' || typeof size !== 'number' || typeof mode !== 'number' || typeof mtimeMs !== 'number' || typeof step !== 'number') return false;
+    if (!(keep >= 0 && keep <= previousPath.length) || !Number.isSafeInteger(size) || size < 0 || !Number.isFinite(mtimeMs)) return false;
+    const p = keep === 0 ? tail : previousPath.slice(0, keep) + tail;
+    if (p === '') return false;
     previousPath = p;
-    ino += inos[i] as number;
-    const size = sizes[i] as number;
-    if (!Number.isSafeInteger(size) || size < 0 || !Number.isSafeInteger(ino)) return undefined;
-    const exception = exceptions.get(i);
+    ino += step;
+    if (!Number.isSafeInteger(ino)) return false;
+    const exception = exceptions.size === 0 ? undefined : exceptions.get(i);
     const hash = exception?.[1] ?? hashes.slice(i * 16, i * 16 + 16);
-    const object = exception?.[0] ?? `${hash}-${size.toString(16)}`;
-    const stateMode = modesStored.get(i);
-    tuples.push(stateMode === undefined ? [p, size, modes[i] as number, mtimes[i] as number, ino, object, hash] : [p, size, modes[i] as number, mtimes[i] as number, ino, object, hash, stateMode]);
+    each(p, size, mode, mtimeMs, ino, exception?.[0] ?? `${hash}-${size.toString(16)}`, hash, modesStored.size === 0 ? undefined : modesStored.get(i));
   }
-  return tuples;
+  return true;
 }

@@ -1,7 +1,7 @@
 import type { StateWriteOptions } from '../store/store.js';
 import { UNCOPIED_REASONS, type PathState, type UncopiedReason } from '../core/model.js';
 import type { PictureCache, PictureRecord } from './picture.js';
-import { fromColumns, toColumns, type BaseTuple } from './base-columns.js';
+import { readColumns, toColumns, type BaseTuple } from './base-columns.js';
 
 // How pictures persist between processes: immutable picture bases written in chunks, and small
 // documents (the stat cache head, call baselines) that hold only what differs from a base.
@@ -202,9 +202,15 @@ async function parseBaseChunks(store: StateDocuments, ref: PictureBaseRef): Prom
     if (typeof doc !== 'object' || doc === null) return undefined;
     const d = doc as { format?: unknown; version?: unknown; generation?: unknown; index?: unknown; records?: unknown; count?: unknown };
     if (d.format !== BASE_FORMAT || d.generation !== ref.generation || d.index !== index) return undefined;
-    const tuples = d.version === 2 ? fromColumns(doc as Record<string, unknown>, d.count as number) : d.version === 1 && Array.isArray(d.records) ? (d.records as unknown[]) : undefined;
-    if (tuples === undefined) return undefined;
-    for (const tuple of tuples) {
+    if (d.version === 2) {
+      const read = readColumns(doc as Record<string, unknown>, d.count as number, (p, size, mode, mtimeMs, ino, object, hash, stateMode) => {
+        records.set(p, { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: stateMode ?? mode, ino } });
+      });
+      if (!read) return undefined;
+      continue;
+    }
+    if (d.version !== 1 || !Array.isArray(d.records)) return undefined;
+    for (const tuple of d.records as unknown[]) {
       const record = fromTuple(tuple);
       if (record === undefined) return undefined;
       records.set(record.path, record);
