@@ -13,7 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fmtMs, fmtRatio, git, say, timeAsync, timeSync } from './lib.mjs';
+import { fmtMs, git, say, timeAsync, timeSync } from './lib.mjs';
 import { editFiles } from './tree.mjs';
 
 const ROUNDS = 20;
@@ -152,7 +152,7 @@ export async function benchStoreSize({ temp, row, notes, openObserver }) {
   say(`  git      ${theirs.total} KiB (${describeParts(theirs.parts)})`);
   row('store size, 21 pictures of prettier: turnback store (du -sk)', `${ours.total.toLocaleString('en-US')} KiB: ${describeParts(ours.parts)}`);
   row('store size, 21 pictures of prettier: shadow git after git gc (du -sk)', `${theirs.total.toLocaleString('en-US')} KiB: ${describeParts(theirs.parts)}`);
-  row('store size, 21 pictures of prettier: turnback / git gc', fmtRatio(ratio), `≤ ${GOAL.toFixed(2)}`, ratio <= GOAL ? 'PASS' : 'MISS');
+  row('store size, 21 pictures of prettier: turnback / git gc', `${ratio.toFixed(3)}×`, `≤ ${GOAL.toFixed(2)}`, ratio <= GOAL ? 'PASS' : 'MISS');
   row('store size sequence, time: turnback calls / git add+commit (git gc apart)', `${fmtMs(tbMs)} / ${fmtMs(gitMs)} (gc ${fmtMs(gcMs)})`);
   if (attributed !== ROUNDS * EDITS_PER_ROUND) notes.push(`store size: ${attributed} changes attributed over the ${ROUNDS} rounds (expected ${ROUNDS * EDITS_PER_ROUND}).`);
   notes.push(

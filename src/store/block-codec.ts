@@ -15,9 +15,9 @@ export interface EncodedBody {
 
 const chooseBody = (raw: Buffer, packed: Buffer): EncodedBody => (packed.length < raw.length ? { encoding: BLOCK_BROTLI, body: packed } : { encoding: BLOCK_RAW, body: raw });
 
-/** Compresses a block's body on the calling thread. */
+/** Compresses a block's body on the calling thread (a small block, or one asked for now). */
 export function compressBodySync(raw: Buffer): EncodedBody {
-  return chooseBody(raw, brotliCompressSync(raw, brotliOptions(raw.length)));
+  return chooseBody(raw, brotliCompressSync(raw, brotliOptions(raw.length, true)));
 }
 
 /** Compresses a block's body on the thread pool. */

@@ -25,13 +25,22 @@ export const COMPRESS_MIN_BYTES = 1024;
  * (deflate level 1: 1.17 MB).
  */
 const BROTLI_QUALITY = 6;
+/**
+ * The quality of what is compressed on the calling thread (small blocks): quality 6's encoder
+ * keeps 4.2 MiB resident after its first use here, quality 5's 1.4 MiB (deflate level 1: 0.9),
+ * and a small block loses little by it.
+ */
+const BROTLI_QUALITY_HERE = 5;
 
-/** Brotli options for `size` bytes: the window no larger than the input (the decoder's ring buffer follows it). */
-export function brotliOptions(size: number): { params: Record<number, number> } {
+/**
+ * Brotli options for `size` bytes: the window no larger than the input (the decoder's ring buffer
+ * follows it); `here`: compressed on the calling thread (see {@link BROTLI_QUALITY_HERE}).
+ */
+export function brotliOptions(size: number, here = false): { params: Record<number, number> } {
   const window = Math.min(22, Math.max(16, Math.ceil(Math.log2(Math.max(size, 1)))));
   return {
     params: {
-      [zlibConstants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+      [zlibConstants.BROTLI_PARAM_QUALITY]: here ? BROTLI_QUALITY_HERE : BROTLI_QUALITY,
       [zlibConstants.BROTLI_PARAM_LGWIN]: window,
       [zlibConstants.BROTLI_PARAM_SIZE_HINT]: size,
     },

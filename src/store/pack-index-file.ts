@@ -7,8 +7,8 @@ import type { PackFile, PackLoc } from './packs.js';
 
 // A sealed pack's index file (`<pack>.idx`): what a reader loads instead of scanning the pack.
 // Version 1 lists `key offset length` per record; version 2 (layout 3) lists a block as one line
-// `@ offset length count`, its member keys staying in the pack only (a reader reads each block's
-// table, a few KiB, instead of the block).
+// `@ offset length count tableLength`, its member keys staying in the pack only (a reader reads
+// each block's table, a few KiB, instead of the block).
 
 const INDEX_FORMAT = 'turnback-pack-index';
 const INDEX_VERSION = 2;
@@ -17,7 +17,9 @@ const INDEX_CHUNK_RECORDS = 4096;
 const IDENTITY = /^[0-9]+:[0-9]+:[0-9.e+-]+:[0-9.e+-]+$/;
 
 /** One line of an index: a one-object record, or a block whose table is read from the pack. */
-export type IndexEntry = { key: string; offset: number; length: number; count?: undefined } | { key?: undefined; offset: number; length: number; count: number };
+export type IndexEntry =
+  | { key: string; offset: number; length: number; count?: undefined; tableLength?: undefined }
+  | { key?: undefined; offset: number; length: number; count: number; tableLength: number };
 
 /** What an index file says of its pack. */
 export interface ParsedIndex {
@@ -57,7 +59,7 @@ export function formatIndex(pack: PackFile): Buffer[] {
         count += 1;
         i += 1;
       }
-      text += `@ ${block.offset} ${block.length} ${count}\n`;
+      text += `@ ${block.offset} ${block.length} ${count} ${block.tableLength}\n`;
     }
     if (++lines % INDEX_CHUNK_RECORDS === 0) {
       add(text);
@@ -84,14 +86,15 @@ export function parseIndex(text: string, pack: Pick<PackFile, 'name'>): ParsedIn
   if (!Number.isSafeInteger(end) || end < 0) return undefined;
   const entries: IndexEntry[] = [];
   for (const line of lines) {
-    const [key, offset, length, count] = line.split(' ');
+    const [key, offset, length, count, tableLength] = line.split(' ');
     const o = Number(offset);
     const l = Number(length);
     if (!Number.isSafeInteger(o) || !Number.isSafeInteger(l) || l <= 0 || o + l > end) return undefined;
     if (blocks && key === '@') {
       const c = Number(count);
-      if (!Number.isSafeInteger(c) || c <= 0) return undefined;
-      entries.push({ offset: o, length: l, count: c });
+      const t = Number(tableLength);
+      if (!Number.isSafeInteger(c) || c <= 0 || !Number.isSafeInteger(t) || t <= 0 || t >= l) return undefined;
+      entries.push({ offset: o, length: l, count: c, tableLength: t });
       continue;
     }
     if (!isObjectKey(key)) return undefined;

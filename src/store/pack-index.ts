@@ -33,7 +33,7 @@ function loadTables(parsed: ParsedIndex, pack: PackFile): LoadedIndex | undefine
         objects += 1;
         continue;
       }
-      const table = readBlockTable(pack, entry.offset, entry.length, entry.count);
+      const table = readBlockTable(pack, entry.offset, entry.length, entry.count, entry.tableLength);
       if (table === undefined) return undefined;
       tables.push(table);
       objects += table.members.length;

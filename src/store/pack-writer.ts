@@ -85,7 +85,8 @@ export class PackWriter {
   /** Appends a block record (see {@link append}); returns its members' locations, in block order. */
   appendBlock(members: readonly BlockMemberKey[], rawLength: number, record: Buffer): PackLoc[] {
     const offset = this.write(record);
-    return blockMembers(this.pack, offset, record.length, { members: [...members], rawLength }, this.pack.confirmEpoch ?? 0);
+    // The table's length is the head's last field (pack-format.ts `encodeBlock`).
+    return blockMembers(this.pack, offset, record.length, { members: [...members], rawLength, tableLength: record.readUInt32LE(11) }, this.pack.confirmEpoch ?? 0);
   }
 
   private write(record: Buffer): number {

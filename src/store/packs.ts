@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { closeQuietly, descriptorsOfDropped } from '../fs/file-system.js';
 import { GRACE_MS } from './layout.js';
-import { BLOCK_HEAD, BLOCK_MEMBER, MAX_BLOCK_LENGTH, MAX_RECORD_LENGTH, parseBlockHead, parseRecord, readHeader, storedBytesOf, type BlockTable, type PackHeader } from './pack-format.js';
+import { blockHeadBytes, MAX_BLOCK_LENGTH, MAX_RECORD_LENGTH, parseBlockHead, parseRecord, readHeader, storedBytesOf, type BlockTable, type PackHeader } from './pack-format.js';
 
 // Pack files on disk: what the index knows of one (`PackFile`, `PackLoc`), the scan that brings
 // it up to date, and the checked read of one record. The byte format is pack-format.ts.
@@ -75,6 +75,8 @@ export interface PackBlock {
   length: number;
   /** Sum of the members' sizes. */
   rawLength: number;
+  /** Bytes of its member table (its index line names them). */
+  tableLength: number;
   /** As `PackLoc.confirmed`, for the whole block. */
   confirmed?: number;
 }
@@ -156,8 +158,8 @@ export function packFile(dir: string, name: string): PackFile {
 }
 
 /** The locations of a block's members, in block order, appended to its pack's records. */
-export function blockMembers(pack: PackFile, offset: number, length: number, table: Pick<BlockTable, 'members' | 'rawLength'>, confirmed?: number): PackLoc[] {
-  const block: PackBlock = { offset, length, rawLength: table.rawLength, ...(confirmed !== undefined ? { confirmed } : {}) };
+export function blockMembers(pack: PackFile, offset: number, length: number, table: Pick<BlockTable, 'members' | 'rawLength' | 'tableLength'>, confirmed?: number): PackLoc[] {
+  const block: PackBlock = { offset, length, rawLength: table.rawLength, tableLength: table.tableLength, ...(confirmed !== undefined ? { confirmed } : {}) };
   const locs: PackLoc[] = [];
   let start = 0;
   for (const member of table.members) {
@@ -330,11 +332,12 @@ export function readRecord(loc: PackLoc, asBlock?: true): Buffer | { record: Buf
 }
 
 /**
- * The table of the block at `offset` (`length` bytes, `count` members), read from the pack
- * without its body: what an index load needs. `undefined` when it does not read as one.
+ * The table of the block at `offset` (`length` bytes, `count` members, a table of `tableLength`
+ * bytes), read from the pack without its body: what an index load needs. `undefined` when it does
+ * not read as one.
  */
-export function readBlockTable(pack: PackFile, offset: number, length: number, count: number): BlockTable | undefined {
-  const want = BLOCK_HEAD + BLOCK_MEMBER * count;
+export function readBlockTable(pack: PackFile, offset: number, length: number, count: number, tableLength: number): BlockTable | undefined {
+  const want = blockHeadBytes(tableLength);
   const probe: PackLoc = { key: '', pack, offset, length };
   let head: Buffer;
   try {

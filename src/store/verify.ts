@@ -229,7 +229,7 @@ function indexedObjects(index: ParsedIndex, pack: PackFile): PackLoc[] | undefin
         locs.push({ key: entry.key, pack, offset: entry.offset, length: entry.length });
         continue;
       }
-      const table = readBlockTable(probe, entry.offset, entry.length, entry.count);
+      const table = readBlockTable(probe, entry.offset, entry.length, entry.count, entry.tableLength);
       if (table === undefined) return undefined;
       for (const loc of blockMembers(probe, entry.offset, entry.length, table)) locs.push({ ...loc, pack });
     }

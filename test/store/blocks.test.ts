@@ -48,7 +48,8 @@ describe('blocks', () => {
     for (const [i, ref] of refs.entries()) expect(Buffer.compare(await store.readObject(ref?.object as string), texts[i] as Buffer)).toBe(0);
     await store.close(); // sealed: a version-2 index lists the block, not its members
     const idx = (await readdir(packsDir())).find((name) => name.endsWith('.idx')) as string;
-    expect((await readFile(path.join(packsDir(), idx), 'latin1')).split('\n')).toContain(`@ ${where.recordOffset} ${where.recordLength} 30`);
+    const tableLength = where.storedOffset - where.recordOffset - 15;
+    expect((await readFile(path.join(packsDir(), idx), 'latin1')).split('\n')).toContain(`@ ${where.recordOffset} ${where.recordLength} 30 ${tableLength}`);
     const again = await openStore(box);
     try {
       for (const [i, ref] of refs.entries()) expect(Buffer.compare(await again.readObject(ref?.object as string), texts[i] as Buffer)).toBe(0);

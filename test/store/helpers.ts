@@ -94,10 +94,10 @@ export async function storedObject(store: CheckpointStore, key: string): Promise
   const data = await readFile(info.path);
   if (info.offset === undefined) return { file: info.path, storedOffset: 0, recordOffset: 0, recordLength: data.length, stored: data };
   if (data.readUInt32LE(info.offset) === BLOCK_MAGIC) {
-    // magic u32, body length u32, member count u16, encoding u8, 12 bytes a member, body, xxh32.
+    // magic u32, body length u32, member count u16, encoding u8, table length u32, the table, body, xxh32.
     const bodyLength = data.readUInt32LE(info.offset + 4);
     const members = data.readUInt16LE(info.offset + 8);
-    const storedOffset = info.offset + 11 + 12 * members;
+    const storedOffset = info.offset + 15 + data.readUInt32LE(info.offset + 11);
     const recordLength = storedOffset - info.offset + bodyLength + 4;
     return { file: info.path, storedOffset, recordOffset: info.offset, recordLength, stored: data.subarray(storedOffset, storedOffset + bodyLength), block: { encoding: data[info.offset + 10] as number, members } };
   }
