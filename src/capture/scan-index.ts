@@ -2,6 +2,7 @@ import type { IgnoreStack } from './coverage.js';
 import type { FolderMemo, ScanMemo } from './scan-memo.js';
 import type { StatRecord } from './stat-record.js';
 import type { HiddenTrackedAnswer } from './tracked-files.js';
+import { frontDecoded, pushFrontCoded } from './front-coding.js';
 
 // What a scan learnt about settled folders, persisted so the first picture of a fresh process
 // skips listing them and matching their names against the ignore rules, as git's untracked cache
@@ -64,11 +65,7 @@ function toColumns(tuples: readonly FolderTuple[]): FolderColumns {
   let previousPath = '';
   let previousIno = 0;
   for (const [rel, mtimeMs, ino, flags, key, subfolders, covered, ignored] of tuples) {
-    let shared = 0;
-    const most = Math.min(rel.length, previousPath.length);
-    while (shared < most && rel.charCodeAt(shared) === previousPath.charCodeAt(shared)) shared++;
-    columns.shared.push(shared);
-    columns.tails.push(rel.slice(shared));
+    pushFrontCoded(columns, previousPath, rel);
     previousPath = rel;
     columns.mtimes.push(mtimeMs);
     columns.inos.push(ino - previousIno);
@@ -100,12 +97,10 @@ function fromColumns(value: unknown): unknown[] | undefined {
   let previousPath = '';
   let ino = 0;
   for (let i = 0; i < count; i++) {
-    const keep = (shared as unknown[])[i];
-    const tail = (c.tails as unknown[])[i];
+    const rel = frontDecoded(previousPath, (shared as unknown[])[i], (c.tails as unknown[])[i]);
     const step = (inos as unknown[])[i];
     const key = (c.keyTable as string[])[(keys as unknown[])[i] as number];
-    if (!Number.isSafeInteger(keep) || (keep as number) < 0 || (keep as number) > previousPath.length || typeof tail !== 'string' || !Number.isSafeInteger(step) || key === undefined) return undefined;
-    const rel = previousPath.slice(0, keep as number) + tail;
+    if (rel === undefined || !Number.isSafeInteger(step) || key === undefined) return undefined;
     previousPath = rel;
     ino += step as number;
     tuples.push([rel, (mtimes as unknown[])[i], ino, (flags as unknown[])[i], key, (subfolders as unknown[])[i], (covered as unknown[])[i], (ignored as unknown[])[i]]);
