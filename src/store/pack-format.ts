@@ -64,8 +64,9 @@ const MAX_STORED_LENGTH = PACK_OBJECT_MAX_BYTES + 1;
 export const MAX_RECORD_LENGTH: number = RECORD_HEAD + MAX_KEY_LENGTH + MAX_STORED_LENGTH + RECORD_TAIL;
 /** The longest block record. */
 export const MAX_BLOCK_LENGTH: number = BLOCK_HEAD + MEMBER_MAX_BYTES * BLOCK_MAX_MEMBERS + BLOCK_MAX_RAW_BYTES + RECORD_TAIL;
-/** Body encodings of a block. */
+/** Body encoding of a block stored as it is (brotli would not have saved a byte). */
 export const BLOCK_RAW = 0;
+/** Body encoding of a block compressed with brotli. */
 export const BLOCK_BROTLI = 2;
 
 type Hasher = Awaited<ReturnType<typeof xxhash>>;
@@ -221,7 +222,7 @@ export type Parsed =
 
 /**
  * Parses the record at `buffer[at..end)`, checksum included. `short`: it does not fit (torn, or
- * past the window). `maxLength` caps what a scan window can hold.
+ * past the window).
  */
 export function parseRecord(buffer: Buffer, at: number, end: number): Parsed {
   if (end - at < 4) return { kind: 'short' };
