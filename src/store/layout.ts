@@ -229,6 +229,11 @@ export interface OpenLayoutOptions {
   fs: FileSystem;
   /** Canonical project root. */
   projectRoot: string;
+  /**
+   * Called before an older layout is upgraded: throws to leave the store as it is (another
+   * process of the older code still has it open).
+   */
+  beforeUpgrade?: (layout: StoreLayout, from: number) => Promise<void>;
 }
 
 /**
@@ -292,7 +297,7 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
     }
     const layout = new StoreLayout(canonical);
     await ensureDir(fs, layout.tmpDir);
-    await readOrCreateInfo(fs, layout, projectRoot);
+    await readOrCreateInfo(fs, layout, projectRoot, options.beforeUpgrade);
     for (const dir of [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir]) await ensureDir(fs, dir);
     await refuseLinkedFolders(fs, layout);
     return layout;
@@ -305,7 +310,7 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
   }
 }
 
-async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot: string): Promise<StoreInfo> {
+async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot: string, beforeUpgrade?: OpenLayoutOptions['beforeUpgrade']): Promise<StoreInfo> {
   const fresh: StoreInfo = { format: STORE_FORMAT, version: STORE_VERSION, projectRoot };
   let text: string;
   try {
@@ -341,6 +346,7 @@ async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot
     });
   }
   if (record.version !== STORE_VERSION) {
+    await beforeUpgrade?.(layout, record.version);
     // Upgrade: only the version changes (temp + rename, so STORE.json is never half-written).
     const temp = layout.tempPath();
     await fs.writeFile(temp, `${JSON.stringify(fresh, null, 2)}\n`, { flag: 'wx', mode: FILE_MODE });

@@ -10,7 +10,7 @@ import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { JournalWriter, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
-import { clearPresence, markPresence } from './presence.js';
+import { clearPresence, markPresence, refuseUpgradeUnderOlderCode } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, manifestObjects, metaOf, parseManifest, writeManifest } from './manifests.js';
 import { journalManifest, readSealedManifest } from './manifest-cache.js';
@@ -89,7 +89,8 @@ export class CheckpointStore {
    *
    * @throws CheckpointError `STORE_UNAVAILABLE` (symlink, not a folder, inside `.git`, unwritable,
    *   unknown format), `FOREIGN_WORKSPACE` (another project's store), `UNAVAILABLE` (project root
-   *   missing), `INVALID_ARGUMENT`.
+   *   missing), `STORE_BUSY` (an older layout that a live process of older code has open: it is
+   *   upgraded once that process has closed it), `INVALID_ARGUMENT`.
    */
   static async open(root: string, options: OpenStoreOptions): Promise<CheckpointStore> {
     if (typeof root !== 'string' || root === '' || root.includes('\0')) throw new CheckpointError('INVALID_ARGUMENT', 'store root must be a non-empty path');
@@ -106,7 +107,7 @@ export class CheckpointStore {
     } catch (error) {
       throw new CheckpointError('UNAVAILABLE', `project root is not an existing folder: ${options.projectRoot}`, { path: options.projectRoot, cause: error });
     }
-    const layout = await openLayout(root, { fs, projectRoot });
+    const layout = await openLayout(root, { fs, projectRoot, beforeUpgrade: (opened, from) => refuseUpgradeUnderOlderCode(fs, opened, from) });
     const store = new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
     store.presence = await markPresence(fs, layout);
     return store;

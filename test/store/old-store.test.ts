@@ -1,7 +1,10 @@
+import { spawn } from 'node:child_process';
+import * as os from 'node:os';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isCheckpointError } from '../../src/core/errors.js';
 import type { CheckpointId } from '../../src/core/id.js';
 import { loadPictureCache } from '../../src/capture/picture-persist.js';
 import { restoreScanIndex } from '../../src/capture/scan-index.js';
@@ -102,6 +105,48 @@ describe('a store written by layout version 2', () => {
     } finally {
       await observer.close();
       await store.close();
+    }
+  });
+
+  /** A live process, and a presence file for it in the store as code of `layout` (none: older code) leaves one. */
+  async function presenceOf(layout: number | undefined): Promise<{ pid: number; stop(): Promise<void> }> {
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => undefined, 1000)'], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const pid = child.pid as number;
+    const doc = { pid, hostname: os.hostname(), at: new Date().toISOString(), ...(layout !== undefined ? { layout } : {}) };
+    await fs.writeFile(path.join(storeDir, 'state', `presence-${pid}-0badc0de.json`), JSON.stringify(doc));
+    return {
+      pid,
+      stop: async () => {
+        child.kill('SIGKILL');
+        await exited;
+      },
+    };
+  }
+
+  it('waits to upgrade while a process of the older code has it open: STORE_BUSY, left at version 2, upgraded once that process is gone', async () => {
+    const older = await presenceOf(undefined);
+    try {
+      const refused = await CheckpointStore.open(storeDir, { projectRoot: project }).catch((e: unknown) => e);
+      expect(isCheckpointError(refused, 'STORE_BUSY')).toBe(true);
+      expect(String((refused as Error).message)).toContain(`pid ${older.pid}`);
+      expect(JSON.parse(await fs.readFile(path.join(storeDir, 'STORE.json'), 'utf8'))).toMatchObject({ version: 2 });
+    } finally {
+      await older.stop();
+    }
+    const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+    await store.close();
+    expect(JSON.parse(await fs.readFile(path.join(storeDir, 'STORE.json'), 'utf8'))).toMatchObject({ version: 3 });
+  });
+
+  it('a live process of this code beside it does not hold the upgrade back', async () => {
+    const current = await presenceOf(3);
+    try {
+      const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+      await store.close();
+      expect(JSON.parse(await fs.readFile(path.join(storeDir, 'STORE.json'), 'utf8'))).toMatchObject({ version: 3 });
+    } finally {
+      await current.stop();
     }
   });
 
