@@ -6,6 +6,8 @@ import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
+import { loadHasher } from '../core/hash.js';
+import { decodeDocument, encodeDocument } from './document-codec.js';
 
 const KINDS: ReadonlySet<string> = new Set<CheckpointKind>(['turn', 'call', 'snapshot', 'pre-restore', 'savepoint']);
 const UNCOPIED_REASONS: ReadonlySet<string> = new Set([
@@ -222,12 +224,18 @@ export function parseManifest(text: string, expected: { id?: CheckpointId; works
  */
 export async function readManifest(fs: FileSystem, layout: StoreLayout, id: CheckpointId, workspace: string): Promise<CheckpointManifest | undefined> {
   const file = layout.manifestPath(id);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await fs.readFile(file, 'utf8');
+    bytes = await fs.readFile(file);
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') return undefined;
     throw asCheckpointError(error, 'cannot read manifest', file);
+  }
+  let text: string;
+  try {
+    text = await decodeDocument(bytes);
+  } catch (error) {
+    throw new CheckpointError('CORRUPT_MANIFEST', `manifest does not decode`, { path: file, cause: error });
   }
   return parseManifest(text, { id, workspace, file });
 }
@@ -242,8 +250,10 @@ export async function writeManifest(layout: StoreLayout, manifest: CheckpointMan
   const problem = manifestProblem(manifest);
   if (problem !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `refusing to write an invalid manifest: ${problem}`);
   const file = layout.manifestPath(manifest.id);
+  await loadHasher();
   try {
-    await writeFileAtomic(file, `${JSON.stringify(manifest)}\n`, { mode: FILE_MODE, fsync: true });
+    // A large manifest is compressed (document-codec.ts); a small one stays plain JSON.
+    await writeFileAtomic(file, encodeDocument(`${JSON.stringify(manifest)}\n`), { mode: FILE_MODE, fsync: true });
   } catch (error) {
     throw asCheckpointError(error, 'cannot write manifest', file);
   }
