@@ -1,5 +1,6 @@
 import { constants as osConstants } from 'node:os';
 import type { StoreView } from '../index.js';
+import type { ChildProcess } from 'node:child_process';
 import { spawnCommand } from './command-process.js';
 import type { GitRepo } from './git.js';
 import { INTERRUPTS, type ChildEnd, type ProcessSeam } from '../server/seam.js';
@@ -33,13 +34,17 @@ export function childEnd(child: ReturnType<typeof spawnCommand>, file: string): 
 
 /** Starts `argv` here and forwards this process's interrupts to it until it ends. */
 export async function runChildHere(argv: readonly string[], sessionId: string): Promise<ChildEnd> {
-  const child = spawnCommand(argv, sessionId);
+  let child: ChildProcess | undefined;
   const forward = (signal: NodeJS.Signals): void => {
     // The child usually got a terminal signal too (same process group); forwarding covers `kill <pid>`.
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill(signal);
   };
+  // Listening before the child exists: spawn() returns only milliseconds after the child started
+  // (fork and exec of a large process), and a signal the child provokes meanwhile must find a
+  // listener. It is handled once spawn() has returned, so `child` is set by then.
   for (const signal of INTERRUPTS) process.on(signal, forward);
   try {
+    child = spawnCommand(argv, sessionId);
     return await childEnd(child, argv[0] as string);
   } finally {
     for (const signal of INTERRUPTS) process.off(signal, forward);

@@ -261,12 +261,30 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
   };
 }
 
+/**
+ * What a partial note names, each once: a walk limit the pictures before and after a command both
+ * hit (their gaps differ only in what they left) is said as the picture before says it — the
+ * checkpoint undo goes back to —, as `status` says it.
+ */
+function partialClauses(pathless: readonly Gap[]): string[] {
+  const clauses: string[] = [];
+  const limits = new Set<Gap['reason']>();
+  for (const gap of pathless) {
+    if (gap.reason === 'walk-entries' || gap.reason === 'time-limit') {
+      if (limits.has(gap.reason)) continue;
+      limits.add(gap.reason);
+    }
+    if (!clauses.includes(gap.detail)) clauses.push(gap.detail);
+  }
+  return clauses;
+}
+
 function notesFor(input: TurnEndInput, maxFileMib: number): string[] {
   const notes: string[] = [];
   const gaps = input.gaps ?? [];
   const pathless = gaps.filter((g) => g.path === undefined && g.reason !== 'store-busy');
   if (input.partial === true) {
-    const why = input.summary !== undefined && input.summary.length > 0 ? input.summary : pathless.map((g) => g.detail).join('; ');
+    const why = input.summary !== undefined && input.summary.length > 0 ? input.summary : partialClauses(pathless).join('; ');
     notes.push(`checkpoint partial: ${why.length > 0 ? why : 'the picture stopped early'}; changes past it are not listed`);
   }
   // Per-file copy gaps become one summary line; every other gap is its own note.

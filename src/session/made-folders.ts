@@ -1,15 +1,10 @@
 import type { CheckpointId } from '../core/id.js';
+import { MADE_FOLDERS_PREFIX } from '../store/state-documents.js';
 import type { CheckpointStore } from '../store/store.js';
 
 // The record of the folders a restore made, kept under its save's id: the restore of that save
 // (a redo) removes them once emptied by sequence, not by asking the file system's coarse clock
 // whether a folder is older than the save (see CHECKPOINT-DESIGN.md, "No empty folder left behind").
-
-/**
- * State documents (`made-folders-<save id>`) naming the folders a restore made, so the restore of
- * its save (a redo) removes them once emptied without asking the clock which came first.
- */
-export const MADE_FOLDERS_PREFIX = 'made-folders-';
 
 /**
  * Records the folders the restore whose save is `saveId` made and left holding its writes. Not

@@ -6,6 +6,7 @@ import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
 import { GRACE_MS, HOSTNAME, readJsonIfExists, tempNamePid } from './layout.js';
 import { otherProcessHasStoreOpen } from './presence.js';
+import { MADE_FOLDERS_PREFIX } from './state-documents.js';
 import type { StoreContext } from './retention.js';
 
 // What prune removes besides checkpoints and objects: the leftovers of interrupted writes.
@@ -47,7 +48,7 @@ export async function removeLeftovers(ctx: StoreContext, now: number): Promise<n
   for (const name of await listNames(fs, layout.stateDir)) {
     if (!name.endsWith('.json')) await removeIf(path.join(layout.stateDir, name), old);
     // The folders a restore made, kept for its save's redo: gone with the save.
-    else if (name.startsWith('made-folders-') && !ids.has(name.slice('made-folders-'.length, -'.json'.length))) await removeIf(path.join(layout.stateDir, name), () => true);
+    else if (name.startsWith(MADE_FOLDERS_PREFIX) && !ids.has(name.slice(MADE_FOLDERS_PREFIX.length, -'.json'.length))) await removeIf(path.join(layout.stateDir, name), () => true);
   }
   const packNames = new Set(await listNames(fs, layout.packsDir));
   for (const name of packNames) {

@@ -18,6 +18,13 @@ export interface StateWriteOptions {
 const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
 
 /**
+ * State documents (`made-folders-<save id>`) naming the folders a restore made, so the restore of
+ * its save (a redo) removes them once emptied without asking the clock which came first. Here,
+ * below both: session/ writes and reads them, and prune (leftovers.ts) removes them with their save.
+ */
+export const MADE_FOLDERS_PREFIX = 'made-folders-';
+
+/**
  * The store's small JSON documents under `state/` (the stat cache, picture bases, call baselines,
  * restore discards): read, list, write atomically, delete.
  */

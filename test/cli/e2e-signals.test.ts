@@ -1,15 +1,39 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CheckpointStore } from '../../src/store/store.js';
-import { CLI, EDIT, env, json, lineOn, proj, tb, useE2eProject } from './e2e-harness.js';
+import { CLI, EDIT, env, json, lineOn, proj, root, tb, useE2eProject } from './e2e-harness.js';
 
 // The built command end to end under signals, kills and concurrency: SIGINT and SIGTERM reach the
 // command, a busy store, a killed run named and recorded, progress on stderr, two runs at once.
 
 useE2eProject();
+
+/** A preload that sends the process SIGINT just before it spawns the run's command (the spawn whose environment marks the run). */
+const INTERRUPT_AT_SPAWN = `
+const childProcess = require('node:child_process');
+const real = childProcess.spawn;
+childProcess.spawn = function (file, args, options) {
+  if (options !== undefined && options.env !== undefined && options.env.TURNBACK_RUN !== undefined) process.kill(process.pid, 'SIGINT');
+  return real.apply(this, arguments);
+};
+`;
+
+/** A preload that hands the process SIGINT's listeners a SIGINT once, as it says a picture is taken. */
+const INTERRUPT_AFTER_PICTURE = `
+const write = process.stderr.write;
+let sent = false;
+process.stderr.write = function (chunk) {
+  const written = write.apply(this, arguments);
+  if (!sent && String(chunk).includes('picture taken')) {
+    sent = true;
+    process.emit('SIGINT', 'SIGINT');
+  }
+  return written;
+};
+`;
 
 describe('signals, crashes and concurrency', () => {
   it('forwards SIGINT to the command and still prints the list', async () => {
@@ -22,6 +46,39 @@ describe('signals, crashes and concurrency', () => {
     expect(code).toBe(130);
     expect(stderr).toContain('files: 1 new');
     expect(stderr).toContain('  new      started');
+  });
+
+  it('forwards a SIGINT that comes while the command is being started, and still prints the list', async () => {
+    // The flaky window of the test above, made certain: turnback sends itself SIGINT at the very
+    // moment it starts the command (a preload wraps spawn, for the call that marks the run), so the
+    // signal lands while spawn() forks. It must be caught and forwarded, never kill turnback.
+    const preload = path.join(root, 'interrupt-at-spawn.cjs');
+    await writeFile(preload, INTERRUPT_AT_SPAWN);
+    const child = spawn(process.execPath, ['--no-warnings', '--require', preload, CLI, 'run', '--', 'sleep', '30'], { cwd: proj, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    expect(signal, stderr).toBeNull();
+    // The command died of the forwarded SIGINT (left alone it sleeps 30 s), and turnback said what changed.
+    expect(code, stderr).toBe(130);
+    expect(stderr).toMatch(/^files: /m);
+  });
+
+  it('does not start the command on a Ctrl-C that comes after the picture, and ends its call with the list', async () => {
+    // The preload hands turnback a SIGINT as it says the picture before is taken: after the
+    // picture, before the command starts.
+    const preload = path.join(root, 'interrupt-after-picture.cjs');
+    await writeFile(preload, INTERRUPT_AFTER_PICTURE);
+    env.TURNBACK_PROGRESS_AFTER_MS = '0';
+    const run = spawnSync(process.execPath, ['--no-warnings', '--require', preload, CLI, 'run', '--', 'sh', '-c', 'echo x > ran'], { cwd: proj, env, encoding: 'utf8' });
+    expect(run.signal, run.stderr).toBeNull();
+    expect(run.status, run.stderr).toBe(130);
+    expect(run.stderr).toContain('note: interrupted before the command started; the command did not run');
+    expect(run.stderr).toContain('files: none changed');
+    expect(existsSync(path.join(proj, 'ran'))).toBe(false);
+    // Its call was ended, not left open as a killed run's.
+    expect(tb(['status']).stdout).not.toContain('was killed');
+    expect(json<{ checkpoints: { kind: string; state: string }[] }>(tb(['list', '--json'])).checkpoints.map((c) => [c.kind, c.state])).toEqual([['turn', 'complete']]);
   });
 
   it('forwards SIGTERM sent to turnback itself, prints the list, and exits 128 + 15', async () => {

@@ -154,6 +154,22 @@ describe('turn-end list', () => {
     ]);
   });
 
+  it('names a walk limit the pictures before and after both hit once, as the picture before says it', () => {
+    const before = 'the walk reached its entry limit (30 entries); 15 folders not walked: untracked files in them not pictured (the 90 files git tracks there are)';
+    const after = 'the walk reached its entry limit (30 entries); 14 folders not walked: untracked files in them not pictured (the 70 files git tracks there are)';
+    const list = buildTurnEndList({
+      changes: [],
+      partial: true,
+      gaps: [
+        { reason: 'walk-entries', detail: before },
+        { reason: 'time-limit', detail: 'the picture reached its time limit (10 s)' },
+        { reason: 'walk-entries', detail: after },
+        { reason: 'time-limit', detail: 'the picture reached its time limit (10 s)' },
+      ],
+    });
+    expect(renderTurnEndList(list)).toEqual(['files: none changed', `note: checkpoint partial: ${before}; the picture reached its time limit (10 s); changes past it are not listed`]);
+  });
+
   it('quotes paths for the shell only when needed', () => {
     expect(shellQuote('src/a.ts')).toBe('src/a.ts');
     expect(shellQuote("it's here.md")).toBe(`'it'\\''s here.md'`);

@@ -1,20 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
-import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../helpers/source-files.js';
 import { checkedVariables, isRelayedName, MAX_RELAYED_CHARS, MAX_RELAYED_VARIABLES, relayedVariables } from '../../src/server/environment.js';
-
-const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
-
-async function sourceFiles(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) files.push(...(await sourceFiles(full)));
-    else if (entry.name.endsWith('.ts')) files.push(full);
-  }
-  return files;
-}
 
 /**
  * Variables src/ reads that a served command does not take from its client, each with why: read
@@ -32,7 +19,7 @@ const NOT_RELAYED: Readonly<Record<string, string>> = {
 describe('every variable src/ reads', () => {
   it('is relayed to a served command, or named here with the reason it is not', async () => {
     const read = new Set<string>();
-    for (const file of await sourceFiles(src)) {
+    for (const file of await sourceFiles()) {
       const text = await readFile(file, 'utf8');
       for (const match of text.matchAll(/env(?:\.|\[')([A-Z_][A-Z0-9_]*)/g)) read.add(match[1] as string);
     }

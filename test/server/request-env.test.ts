@@ -73,11 +73,13 @@ describe("a served command's process.env", () => {
   it('is the client\'s in reads, copies, key lists, "in" and JSON, for two commands interleaved, and the server\'s outside them', async () => {
     const [a, b] = [await client('alice'), await client('bob')];
     const meet = rendezvous();
+    // A second meeting, each released by the other's arrival: both commands are mid-way at once.
+    const again = rendezvous();
     const serve = (who: Client): Promise<unknown> =>
       withEnvironment(requestVariables(who.env), async () => {
         await meet.arrive();
-        await new Promise((resolve) => setTimeout(resolve, 1));
         await new Promise((resolve) => setImmediate(resolve));
+        await again.arrive();
         await readFile(path.join(who.home, '.gitconfig'));
         const copy = { ...process.env };
         return {

@@ -2,6 +2,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { nodeFileSystem, type FileSystem } from '../../src/fs/file-system.js';
+import { CheckpointStore } from '../../src/store/store.js';
 import { listing, openObserver, sandbox, writeTree } from './helpers.js';
 
 // Issue #26 point 6: redo left an empty folder about half the time. The undo recreated the folder
@@ -43,6 +44,28 @@ describe('redo of an undo that recreated a folder', () => {
     await expect(fs.lstat(path.join(project, 'docs'))).rejects.toThrow(/ENOENT/);
     expect(await listing(project)).toEqual(agent);
     await observer.close();
+  });
+
+  it("keeps the record of the folders an undo made while its save is kept, and prune removes it with the save", async () => {
+    const { project, storeDir } = await sandbox();
+    await writeTree(project, { 'docs/a.md': 'a\n' });
+    const observer = await openObserver(project, storeDir);
+    const turn = await observer.beginTurn({ label: 'rm -rf docs' });
+    await observer.beforeWrite('docs/a.md');
+    await fs.rm(path.join(project, 'docs'), { recursive: true });
+    await observer.afterWrite('docs/a.md');
+    const save = (await observer.restore(turn)).preRestoreId!;
+    await observer.close();
+    const record = path.join(storeDir, 'state', `made-folders-${save}.json`);
+    expect(JSON.parse(await fs.readFile(record, 'utf8'))).toMatchObject({ folders: ['docs'] });
+
+    const store = await CheckpointStore.open(storeDir, { projectRoot: project });
+    await store.prune({ retain: 100 });
+    expect((await fs.lstat(record)).isFile()).toBe(true);
+    await store.dropCheckpoint(save);
+    await store.prune({ retain: 100 });
+    await expect(fs.lstat(record)).rejects.toThrow(/ENOENT/);
+    await store.close();
   });
 
   it('keeps a folder that was there before the undo, emptied by the redo', async () => {
