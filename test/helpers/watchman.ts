@@ -1,11 +1,15 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, watch } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
 
 /** A private watchman service for one test file: its own socket, state and log, stopped after. */
 export interface PrivateWatchman {
   sockname: string;
+  /** The service's process (for SIGSTOP in the overflow test). */
   pid: number;
   stop(): Promise<void>;
 }
@@ -16,31 +20,22 @@ export function watchmanInstalled(): boolean {
 }
 
 /**
- * Starts a watchman service of its own (never the user's), resolving once its socket exists.
+ * Starts a watchman service of its own (never the user's): `watchman get-sockname` with a socket,
+ * state and log of this test's starts the service and returns once it answers.
  * @throws Error when watchman is not installed (`apt-get install watchman`).
  */
 export async function startPrivateWatchman(): Promise<PrivateWatchman> {
   if (!watchmanInstalled()) throw new Error('these tests need watchman: apt-get install watchman');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'turnback-watchman-'));
   const sockname = path.join(dir, 'sock');
-  // The socket appears in `dir`: waited on by a watch of the folder, not a timer.
-  const appeared = new Promise<void>((resolve) => {
-    const watcher = watch(dir, () => {
-      if (existsSync(sockname)) {
-        watcher.close();
-        resolve();
-      }
-    });
-  });
-  const child: ChildProcess = spawn('watchman', ['--foreground', `--sockname=${sockname}`, `--statefile=${dir}/state`, `--logfile=${dir}/log`, `--pidfile=${dir}/pid`, '--no-save-state'], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await Promise.race([appeared, exited.then(() => Promise.reject(new Error(`watchman did not start (log: ${dir}/log)`)))]);
+  const flags = [`--sockname=${sockname}`, `--statefile=${dir}/state`, `--logfile=${dir}/log`, `--pidfile=${dir}/pid`, '--no-save-state'];
+  await run('watchman', [...flags, 'get-sockname'], { timeout: 60_000 });
+  const pid = Number(readFileSync(path.join(dir, 'pid'), 'utf8').trim());
   return {
     sockname,
-    pid: child.pid as number,
+    pid,
     async stop() {
-      child.kill('SIGTERM');
-      await exited;
+      await run('watchman', [...flags, '--no-spawn', 'shutdown-server'], { timeout: 60_000 }).catch(() => process.kill(pid, 'SIGKILL'));
       rmSync(dir, { recursive: true, force: true });
     },
   };
