@@ -11,7 +11,7 @@ import { hiddenTrackedAnswer, seedHiddenTracked, type HiddenTrackedAnswer } from
 import { pictureStoreOf, type ObjectSink } from './stable-read.js';
 import { keepPictures, keptPicturesKey, takeKeptPictures } from './kept-pictures.js';
 import { WatchedPictures } from './watched-picture.js';
-import { watcherFor } from './watchers.js';
+import { noteWatched, watcherFor } from './watchers.js';
 
 /** What a {@link PictureKeeper} needs from the store. `CheckpointStore` satisfies it. */
 export interface PictureKeeperStore extends StateDocuments, ObjectSink {
@@ -99,7 +99,7 @@ export class PictureKeeper {
   constructor(options: PictureKeeperOptions) {
     this.#options = options;
     this.#pictureStore = pictureStoreOf(options.store, options.fs);
-    this.#watched = new WatchedPictures(options.projectRoot);
+    this.#watched = new WatchedPictures(options.projectRoot, options.coverage, [options.store.root]);
   }
 
   /** How this keeper's pictures used the watcher of its project (see watchers.ts). */
@@ -129,6 +129,7 @@ export class PictureKeeper {
     const { store, projectRoot, coverage, readDir, deadline } = this.#options;
     // A watcher, where this process keeps one, vouches for what changed since the last picture.
     const watcher = readDir === undefined ? watcherFor(projectRoot) : undefined;
+    if (watcher !== undefined) noteWatched(projectRoot, this.#watched);
     const plan = watcher !== undefined ? await this.#watched.plan(watcher, (cache ?? this.#cache)?.records) : undefined;
     if (plan?.kind === 'same') return plan.picture;
     const changes = plan?.changes;

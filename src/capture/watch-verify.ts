@@ -3,7 +3,7 @@ import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import { scanTree, type StatRecord, type UncheckedPath } from './scan.js';
 import type { WatchedPictures } from './watched-picture.js';
-import { noteVerification } from './watchers.js';
+import { noteVerification, watchedProjects } from './watchers.js';
 
 // The verification sweep: in idle time, a full walk of the tree (today's sweep, no memo, no
 // watcher) compared with the last watcher-backed picture. A path that differs and that the
@@ -63,4 +63,21 @@ export async function verifyWatched(input: VerifyInput): Promise<string[] | unde
   noteVerification(root, missed);
   if (missed.length > 0) watched.forget();
   return missed;
+}
+
+/**
+ * One verification sweep of every project this process watches (the command server calls it in
+ * idle time); resolves to the disagreements found. Never rejects: a sweep that fails is simply
+ * not counted.
+ */
+export async function verifyWatchedProjects(): Promise<number> {
+  let found = 0;
+  for (const { watcher, watched } of watchedProjects()) {
+    try {
+      found += (await verifyWatched({ root: watched.root, coverage: watched.coverage, exclude: watched.exclude, watcher, watched }))?.length ?? 0;
+    } catch {
+      // Not counted: the next idle time tries again.
+    }
+  }
+  return found;
 }

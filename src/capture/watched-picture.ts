@@ -1,4 +1,5 @@
 import type { TreeWatcher, WatchAnswer } from '../fs/tree-watcher.js';
+import type { ResolvedCoverage } from './coverage.js';
 import type { Picture, PictureRecord } from './picture.js';
 import type { VouchedChanges } from './scan-types.js';
 import { indexKeyOf } from './tracked-files.js';
@@ -38,12 +39,22 @@ export function vouchedChanges(paths: readonly string[], replaced: ReadonlySet<s
 /** One keeper's use of the watcher of its project. */
 export class WatchedPictures {
   readonly #root: string;
+  /** The coverage and exclusions the pictures are taken with (the verification sweep walks the same). */
+  readonly coverage: ResolvedCoverage;
+  readonly exclude: readonly string[];
   #last: Watched | undefined;
   /** Pictures planned: the last picture again, a walk of what changed, a full sweep. */
   readonly counts = { same: 0, changes: 0, sweeps: 0 };
 
-  constructor(root: string) {
+  constructor(root: string, coverage: ResolvedCoverage, exclude: readonly string[]) {
     this.#root = root;
+    this.coverage = coverage;
+    this.exclude = exclude;
+  }
+
+  /** The project root. */
+  get root(): string {
+    return this.#root;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { NotVouchedReason, TreeWatcher, WatcherStatus } from '../fs/tree-watcher.js';
+import type { WatchedPictures } from './watched-picture.js';
 
 // The watchers of this process, one per project root, and what `turnback status` says about
 // them. Nothing is watched unless a process asks for it with {@link useWatchers}: the command
@@ -25,6 +26,8 @@ export type WatchReport =
 
 interface Entry {
   watcher?: TreeWatcher;
+  /** The tokens of the last keeper that pictured the project with the watcher (what verification checks). */
+  watched?: WatchedPictures;
   refused?: { reason: NotVouchedReason | 'not-installed'; detail: string };
   starting?: Promise<void>;
   verified: number;
@@ -84,6 +87,19 @@ export async function watcherReady(root: string): Promise<TreeWatcher | undefine
   watcherFor(root);
   await entries.get(root)?.starting;
   return entries.get(root)?.watcher;
+}
+
+/** Notes the keeper state whose pictures the watcher of `root` answers (for {@link watchedProjects}). */
+export function noteWatched(root: string, watched: WatchedPictures): void {
+  const entry = entries.get(root);
+  if (entry !== undefined) entry.watched = watched;
+}
+
+/** Every project with a ready watcher and a keeper that pictured it through it. */
+export function watchedProjects(): { watcher: TreeWatcher; watched: WatchedPictures }[] {
+  const out: { watcher: TreeWatcher; watched: WatchedPictures }[] = [];
+  for (const entry of entries.values()) if (entry.watcher !== undefined && entry.watched !== undefined) out.push({ watcher: entry.watcher, watched: entry.watched });
+  return out;
 }
 
 /** Counts one verification sweep of `root` and the paths it found the watcher did not report. */

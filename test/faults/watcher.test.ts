@@ -39,7 +39,9 @@ describe('fault campaign: the watcher', () => {
       )
       .catch((error: unknown) => {
         tally.broke++;
-        tally.failures.push(error instanceof Error ? error.message.slice(0, 4000) : String(error));
+        // fast-check's message names the counterexample; its cause is the assertion that failed.
+        const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
+        tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
       });
     tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set, ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
     tally.finish();
