@@ -1,11 +1,12 @@
 import { appendFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { childEnd, HANDED_INPUT, INTERRUPTS, type ChildEnd } from './invocation.js';
+import { childEnd, HANDED_INPUT } from './invocation.js';
+import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
 import { spawnCommand } from './command-process.js';
-import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from './server-address.js';
-import { launchServer } from './server-launch.js';
-import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from './server-frames.js';
+import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
+import { launchServer } from '../server/launch.js';
+import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
 import { readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
 

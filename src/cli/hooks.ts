@@ -30,7 +30,7 @@ import { readRegularText } from '../fs/regular-file.js';
 import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
 import { readHookInput } from './hook-input.js';
-import { blockedLine, serverAddress, socketBlocker } from './server-address.js';
+import { blockedLine, serverAddress, socketBlocker } from '../server/address.js';
 import { ourCommands } from '../hooks/settings.js';
 import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
 import { codexConfigPath, trustGapOf } from './hook-trust.js';

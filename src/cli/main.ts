@@ -8,9 +8,9 @@ import { listCommand, showCommand, statusCommand } from './info.js';
 import { mcpCommand } from './mcp.js';
 import { acpCommand } from './acp.js';
 import { CliExit, describeFailure, Io } from './io.js';
-import { processInvocation, type Invocation } from './invocation.js';
-import { SERVE_FLAG } from './server-address.js';
-import { serveForever } from './server.js';
+import { invocationOf, processInvocation, type Invocation } from './invocation.js';
+import { SERVE_FLAG } from '../server/address.js';
+import { serveForever } from '../server/server.js';
 import { serverCommand } from './server-command.js';
 import { hookCommand, hooksInstallCommand, hooksStatusCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
 import { runCommand, type RunOptions } from './run.js';
@@ -237,7 +237,7 @@ export async function execute(argv: readonly string[], invocation: Invocation): 
 /** The entry point of a command run in this process: parses `argv` and sets `process.exitCode`. */
 export async function main(argv: string[] = process.argv): Promise<void> {
   if (argv[2] === SERVE_FLAG) {
-    await serveForever(argv[3] ?? '', execute);
+    await serveForever(argv[3] ?? '', (served, seam) => execute(served, invocationOf(seam)));
     return;
   }
   // `turnback list | head` closes the pipe early: stop quietly, as other commands do, not with a trace.

@@ -1,5 +1,5 @@
 import { withThousands } from '../core/numbers.js';
-import type { TextSink } from './invocation.js';
+import type { TextSink } from '../server/seam.js';
 
 /** Pictures shorter than this print nothing; longer ones get a progress line. */
 const DEFAULT_AFTER_MS = 1000;

@@ -7,7 +7,7 @@ import { gitRepoFor, loadContext, observerFor, openStore, type GlobalOptions } f
 import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
-import type { ChildEnd } from './invocation.js';
+import type { ChildEnd } from '../server/seam.js';
 import { gitStateNotes, readGitState, type GitStateReading } from './git-state.js';
 import { stagedAgainstHead } from './git.js';
 import { Progress } from './progress.js';

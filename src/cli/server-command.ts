@@ -1,9 +1,9 @@
 import * as path from 'node:path';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
-import { blockedLine, serverAddress, SERVER_SWITCH, socketBlocker, type ServerAddress } from './server-address.js';
+import { blockedLine, serverAddress, SERVER_SWITCH, socketBlocker, type ServerAddress } from '../server/address.js';
 import { shownText } from '../report/escape.js';
-import { askServer, launchServer } from './server-launch.js';
+import { askServer, launchServer } from '../server/launch.js';
 import type { Readable } from 'node:stream';
 
 /** The `--json` document of `turnback server`. */

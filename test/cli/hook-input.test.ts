@@ -8,8 +8,8 @@ import { CLI, cliRepo, type CliRepo } from './harness.js';
 import { hookLog } from './hook-play.js';
 import { feedHook, fireSplit } from './hook-stdin.js';
 import { JsonEnd } from '../../src/cli/hook-input.js';
-import { LineSplitter } from '../../src/cli/server-frames.js';
-import { PROTOCOL_VERSION } from '../../src/cli/server-address.js';
+import { LineSplitter } from '../../src/server/frames.js';
+import { PROTOCOL_VERSION } from '../../src/server/address.js';
 
 // How a hook process reads the agent's payload and waits on the command server (#27, #29): a
 // payload in pieces, a stdin never closed, one far over the limit, a server that froze after its

@@ -8,7 +8,7 @@ import { CLI, cliRepo, killGroup, startRun, type CliRepo } from './harness.js';
 import { onPath } from '../../src/cli/command-process.js';
 import { tempFolder } from '../helpers/temp.js';
 
-// The per-user command server (src/cli/server.ts) behind the small client (dist/cli/turnback.cjs):
+// The per-user command server (src/server/server.ts) behind the small client (dist/cli/turnback.cjs):
 // a served command must do exactly what the same command does in its own process, with the
 // person's folder, output, exit code, signals and process life.
 

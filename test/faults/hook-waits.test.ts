@@ -4,7 +4,7 @@ import * as net from 'node:net';
 import { afterAll, describe, it } from 'vitest';
 import { cliRepo, type CliRepo } from '../cli/harness.js';
 import { feedHook, fireSplit, PIPE_PAST_BUFFER } from '../cli/hook-stdin.js';
-import { PROTOCOL_VERSION } from '../../src/cli/server-address.js';
+import { PROTOCOL_VERSION } from '../../src/server/address.js';
 import { Tally, trials } from './campaign.js';
 
 // What a hook waits on, attacked (#27, #29): a command server that freezes at each step of the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { relevantEnvironment, socketKey } from '../../src/cli/server-address.js';
+import { relevantEnvironment, socketKey } from '../../src/server/address.js';
 
 describe("the server socket's name", () => {
   it('is 20 hex digits, the same for the same text, and different for 50,000 near-identical environments', () => {

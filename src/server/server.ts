@@ -1,24 +1,24 @@
 import { unlinkSync, writeSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { readFrames, sendFrame, type ServerFrame, type TerminalShape } from './server-frames.js';
-import { INTERRUPTS, type ChildEnd, type Invocation } from './invocation.js';
-import { PROTOCOL_VERSION, SERVED_COMMANDS, serverListening } from './server-address.js';
+import { readFrames, sendFrame, type ServerFrame, type TerminalShape } from './frames.js';
+import { INTERRUPTS, type ChildEnd, type ProcessSeam } from './seam.js';
+import { PROTOCOL_VERSION, SERVED_COMMANDS, serverListening } from './address.js';
 import { warmStatHelper } from '../admin.js';
 
 // The per-user command server. A fresh `turnback` process pays Node's start, the load of the whole
 // command and a cold JIT on every command; a person's shell and every agent hook start one per
 // command. The server is `main.cjs` started once (by the first command that finds none), which
 // then runs commands for the small client (`dist/cli/turnback.cjs`): the client sends its argv,
-// folder, pid and terminal shapes; the server runs the very same command code against an
-// Invocation whose output goes back as frames, and asks the client to start `run`'s command, so
-// the terminal, the signals and the command's environment stay the person's. Nothing is cached
+// folder, pid and terminal shapes; the server runs the very same command code against a process
+// seam (src/server/seam.ts) whose output goes back as frames, and asks the client to start `run`'s
+// command, so the terminal, the signals and the command's environment stay the person's. Nothing is cached
 // between commands that a fresh process would not read again: every command opens its store and
 // every picture `lstat`s every file, so a served command sees exactly what an in-process one sees.
 // It leaves after an idle time (TURNBACK_SERVER_IDLE_SECONDS, default 600).
 
-/** Runs one command line for an invocation and returns its exit code (main.ts's `execute`). */
-export type Executor = (argv: readonly string[], invocation: Invocation) => Promise<number>;
+/** Runs one command line on a served process seam and returns its exit code (main.ts's `execute`). */
+export type Executor = (argv: readonly string[], seam: ProcessSeam) => Promise<number>;
 
 /** Raised in a served command when its client went away (killed, or its terminal closed). */
 export class ClientGone extends Error {
@@ -162,7 +162,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
           // Alive and on it: a client whose server froze after its hello learns it from this frame's absence.
           send({ t: 'taken' });
           const shape = request;
-          const invocation: Invocation = {
+          const seam: ProcessSeam = {
             cwd: shape.cwd,
             pid: shape.pid,
             ...(shape.input !== undefined ? { input: shape.input } : {}),
@@ -187,10 +187,8 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
                 send({ t: 'spawn', argv: [...argv], sessionId });
               });
             },
-            repos: new Map(),
-            opened: [],
           };
-          execute(shape.argv, invocation)
+          execute(shape.argv, seam)
             .catch((error: unknown) => {
               send({ t: 'err', text: `turnback: ${error instanceof Error ? error.message : String(error)}\n` });
               return 1;
