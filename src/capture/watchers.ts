@@ -36,7 +36,13 @@ interface Entry {
 }
 
 let factory: WatcherFactory | undefined;
+/** By root, the least recently pictured first. */
 const entries = new Map<string, Entry>();
+/**
+ * Projects watched at once: each costs the watch service an inotify instance (128 per user by
+ * default) and its watches; the least recently pictured project past this stops being watched.
+ */
+const MAX_WATCHED = 8;
 
 /** Makes this process watch the projects it pictures, with watchers from `make`; `undefined` stops and forgets every watcher. */
 export async function useWatchers(make: WatcherFactory | undefined): Promise<void> {
@@ -61,7 +67,10 @@ export async function closeWatchers(): Promise<void> {
 export function watcherFor(root: string): TreeWatcher | undefined {
   if (factory === undefined) return undefined;
   let entry = entries.get(root);
-  if (entry === undefined) {
+  if (entry !== undefined) {
+    entries.delete(root);
+    entries.set(root, entry);
+  } else {
     const started: Entry = { verified: 0, disagreements: 0 };
     entry = started;
     entries.set(root, started);
@@ -78,8 +87,21 @@ export function watcherFor(root: string): TreeWatcher | undefined {
       .finally(() => {
         started.starting = undefined;
       });
+    for (const old of entries.keys()) {
+      if (entries.size <= MAX_WATCHED) break;
+      void forgetWatcher(old);
+    }
   }
   return entry.watcher;
+}
+
+/** Stops watching `root` (its watcher closed, its counts forgotten). */
+export async function forgetWatcher(root: string): Promise<void> {
+  const entry = entries.get(root);
+  if (entry === undefined) return;
+  entries.delete(root);
+  await entry.starting;
+  await entry.watcher?.close();
 }
 
 /** Resolves once the watcher of `root` asked for is started or refused (tests and the benchmark wait on it). */

@@ -106,7 +106,7 @@ class WatchmanConnection {
 
 /** What watchman's error text says about why it cannot watch. */
 function reasonOfError(message: string): NotVouchedReason {
-  if (/max_user_watches|inotify_add_watch.*(ENOSPC|No space)|watch limit/i.test(message)) return 'watch-limit';
+  if (/max_user_watches|max_user_instances|inotify_(add_watch|init).*(ENOSPC|EMFILE|No space|Too many)|watch limit/i.test(message)) return 'watch-limit';
   if (/EACCES|Permission denied|unable to (watch|open)/i.test(message)) return 'unwatchable';
   return 'stopped';
 }
@@ -157,9 +157,13 @@ export async function startWatchman(root: string, options: WatchmanOptions = {})
   const connection = new WatchmanConnection(socket, options.timeoutMs ?? COMMAND_TIMEOUT_MS);
   try {
     const version = await connection.command(['version', { required: ['relative_root', 'cmd-watch-project'] }]);
+    const before = await connection.command(['watch-list']);
     const watched = await connection.command(['watch-project', root]);
     if (typeof watched.watch !== 'string') throw new Error('watch-project named no watch');
-    return new WatchmanWatcher(root, connection, watched.watch, typeof watched.relative_path === 'string' ? watched.relative_path : undefined, `watchman ${String(version.version)}`);
+    // A watch this watcher made is removed when it closes (each costs the service an inotify
+    // instance); one that was there before (jj's, git's hook's) stays.
+    const ours = !(Array.isArray(before.roots) && before.roots.includes(watched.watch));
+    return new WatchmanWatcher(root, connection, watched.watch, typeof watched.relative_path === 'string' ? watched.relative_path : undefined, `watchman ${String(version.version)}`, ours);
   } catch (error) {
     connection.close();
     const message = (error as Error).message;
@@ -177,7 +181,10 @@ class WatchmanWatcher implements TreeWatcher {
   /** The last warning an answer carried (see {@link WatchmanWatcher.changesSince}). */
   #lastWarning: string | undefined;
 
-  constructor(root: string, connection: WatchmanConnection, watch: string, relative: string | undefined, backend: string) {
+  readonly #ours: boolean;
+
+  constructor(root: string, connection: WatchmanConnection, watch: string, relative: string | undefined, backend: string, ours: boolean) {
+    this.#ours = ours;
     this.root = root;
     this.#connection = connection;
     this.#watch = watch;
@@ -245,6 +252,7 @@ class WatchmanWatcher implements TreeWatcher {
   }
 
   async close(): Promise<void> {
+    if (this.#ours && this.#connection.gone === undefined) await this.#connection.command(['watch-del', this.#watch]).catch(() => undefined);
     this.#refuse('stopped', 'the watcher is closed');
     this.#connection.close();
   }

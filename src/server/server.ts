@@ -5,6 +5,7 @@ import { readFrames, sendFrame, type ServerFrame, type TerminalShape } from './f
 import { INTERRUPTS, type ChildEnd, type ProcessSeam } from './seam.js';
 import { PROTOCOL_VERSION, SERVED_COMMANDS, serverListening } from './address.js';
 import { warmStatHelper } from '../admin.js';
+import { IdleVerification, startWatching, stopWatching } from './watching.js';
 
 // The per-user command server. A fresh `turnback` process pays Node's start, the load of the whole
 // command and a cold JIT on every command; a person's shell and every agent hook start one per
@@ -94,6 +95,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
   let idleTimer: NodeJS.Timeout | undefined;
   const server = net.createServer();
   const closed = new Promise<void>((resolve) => server.once('close', resolve));
+  const verification = new IdleVerification();
 
   const stop = (): void => {
     if (idleTimer !== undefined) clearTimeout(idleTimer);
@@ -103,6 +105,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
   const armIdle = (): void => {
     if (idleTimer !== undefined) clearTimeout(idleTimer);
     idleTimer = active === 0 ? setTimeout(stop, idleMs) : undefined;
+    verification.arm(active === 0);
   };
 
   server.on('connection', (socket) => {
@@ -235,6 +238,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
   serverListening(socketPath);
   // Every picture a served command takes is the first of its observer: the helper would never warm on its own.
   warmStatHelper();
+  await startWatching();
   try {
     writeSync(1, 'ready\n');
   } catch {
@@ -250,4 +254,6 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
     });
   }
   await closed;
+  verification.arm(false);
+  await stopWatching();
 }

@@ -12,6 +12,7 @@ import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
 import type { TreeWatcher, WatchAnswer } from '../../src/fs/tree-watcher.js';
 import { startWatchman } from '../../src/fs/watchman.js';
+import { forgetWatcher, watcherReady } from '../../src/capture/watchers.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -140,7 +141,6 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
   const coverage = resolveCoverage();
   const keeper = new PictureKeeper({ store, projectRoot: project, coverage, fs: nodeFileSystem, liveGenerations: () => [] });
   const reference = pictureStoreOf(store, nodeFileSystem);
-  const { watcherReady } = await import('../../src/capture/watchers.js');
   await watcherReady(project);
   let last = await keeper.take({});
   const sameSecond = new Set<string>();
@@ -190,5 +190,7 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
     totals.sweeps += keeper.watched.counts.sweeps;
     await keeper.close();
     await store.close();
+    await forgetWatcher(project);
+    losing.delete(project);
   }
 }
