@@ -72,19 +72,23 @@ if (process.argv[2] === '--child') {
   const t0 = performance.now();
   let close;
   let since; // () => { ms, paths, fresh }
+  /** "What changed since" for a watcher whose events this process gathers itself: the paths seen since the last question. */
+  const sinceSeen = () => {
+    let token = new Map(seen);
+    return () => {
+      const s = performance.now();
+      const paths = [...seen.keys()].filter((p) => !token.has(p));
+      token = new Map(seen);
+      return { ms: performance.now() - s, paths: paths.length, fresh: false };
+    };
+  };
   if (kind === 'fswatch') {
     const w = fs.watch(root, { recursive: true }, (_type, name) => {
       if (name) note(path.join(root, name.toString()));
     });
     w.on('error', (e) => errors.push(String(e)));
     close = () => w.close();
-    let token = new Map(seen);
-    since = () => {
-      const s = performance.now();
-      const paths = [...seen.keys()].filter((p) => !token.has(p));
-      token = new Map(seen);
-      return { ms: performance.now() - s, paths: paths.length, fresh: false };
-    };
+    since = sinceSeen();
   } else if (kind === 'parcel') {
     const watcher = requireFrom('@parcel/watcher');
     // The inotify backend itself: by default the package hands the tree to a watchman daemon when one is installed.
@@ -93,13 +97,7 @@ if (process.argv[2] === '--child') {
       for (const e of events ?? []) note(e.path);
     }, { backend: 'inotify' });
     close = () => sub.unsubscribe();
-    let token = new Map(seen);
-    since = () => {
-      const s = performance.now();
-      const paths = [...seen.keys()].filter((p) => !token.has(p));
-      token = new Map(seen);
-      return { ms: performance.now() - s, paths: paths.length, fresh: false };
-    };
+    since = sinceSeen();
   } else {
     process.env.WATCHMAN_SOCK = sock;
     const { Client } = requireFrom('fb-watchman');

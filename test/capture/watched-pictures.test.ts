@@ -1,32 +1,22 @@
 import { closeSync, openSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture } from '../../src/capture/picture.js';
 import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { verifyWatched } from '../../src/capture/watch-verify.js';
-import { closeWatchers, useWatchers, watcherReady, watchReport } from '../../src/capture/watchers.js';
+import { watcherReady, watchReport } from '../../src/capture/watchers.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { tempFolder, writeTree } from '../helpers/temp.js';
-import { startPrivateWatchman, type PrivateWatchman } from '../helpers/watchman.js';
-import { describePicture, losing, losingFactory, type LosingWatcher } from './watched-pictures.js';
+import { describePicture, losing, watchmanForTheseTests, type LosingWatcher } from './watched-pictures.js';
 
 // The watcher where it cannot vouch (a real kernel queue overflow) or vouches wrongly (the
 // verification sweep). The property itself is test/faults/watcher.test.ts (quick counts in `npm test`).
 
-let watchman: PrivateWatchman;
-beforeAll(async () => {
-  watchman = await startPrivateWatchman();
-  await useWatchers(losingFactory(watchman.sockname));
-});
-afterAll(async () => {
-  await useWatchers(undefined);
-  await closeWatchers();
-  await watchman?.stop();
-});
+const watchman = watchmanForTheseTests();
 
 describe('when the watcher cannot vouch, or vouches wrongly', () => {
   async function project(): Promise<{ root: string; keeper: PictureKeeper; store: CheckpointStore; reference: ReturnType<typeof pictureStoreOf> }> {
@@ -45,11 +35,11 @@ describe('when the watcher cannot vouch, or vouches wrongly', () => {
     const first = await keeper.take({});
     expect(keeper.watched.counts.same).toBe(1);
     // More new names than the kernel queues (max_queued_events, 16,384 here) while watchman cannot read.
-    process.kill(watchman.pid, 'SIGSTOP');
+    process.kill(watchman().pid, 'SIGSTOP');
     try {
       for (let i = 0; i < 20_000; i++) closeSync(openSync(path.join(root, i % 2 === 0 ? 'src' : 'docs', `burst-${i}`), 'w'));
     } finally {
-      process.kill(watchman.pid, 'SIGCONT');
+      process.kill(watchman().pid, 'SIGCONT');
     }
     const sweeps = keeper.watched.counts.sweeps;
     const after = await keeper.take({});

@@ -3,7 +3,7 @@ import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
@@ -12,7 +12,8 @@ import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
 import type { TreeWatcher, WatchAnswer } from '../../src/fs/tree-watcher.js';
 import { startWatchman } from '../../src/fs/watchman.js';
-import { forgetWatcher, watcherReady } from '../../src/capture/watchers.js';
+import { closeWatchers, forgetWatcher, useWatchers, watcherReady } from '../../src/capture/watchers.js';
+import { startPrivateWatchman, type PrivateWatchman } from '../helpers/watchman.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -93,6 +94,27 @@ export function losingFactory(sockname: string) {
     const watcher = new LosingWatcher(made);
     losing.set(root, watcher);
     return watcher;
+  };
+}
+
+/**
+ * For the calling test file: a private watchman service from before its tests to after them, its
+ * watchers made by {@link losingFactory}. Returns the service (its pid, for SIGSTOP) once started.
+ */
+export function watchmanForTheseTests(): () => PrivateWatchman {
+  let watchman: PrivateWatchman | undefined;
+  beforeAll(async () => {
+    watchman = await startPrivateWatchman();
+    await useWatchers(losingFactory(watchman.sockname));
+  });
+  afterAll(async () => {
+    await useWatchers(undefined);
+    await closeWatchers();
+    await watchman?.stop();
+  });
+  return () => {
+    if (watchman === undefined) throw new Error('the watchman service is not started yet');
+    return watchman;
   };
 }
 

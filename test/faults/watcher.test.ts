@@ -1,8 +1,6 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeWatchers, useWatchers } from '../../src/capture/watchers.js';
-import { startPrivateWatchman, type PrivateWatchman } from '../helpers/watchman.js';
-import { losingFactory, runSteps, steps, type RunCounts } from '../capture/watched-pictures.js';
+import { describe, expect, it } from 'vitest';
+import { runSteps, steps, watchmanForTheseTests, type RunCounts } from '../capture/watched-pictures.js';
 import { FULL, Tally, trials } from './campaign.js';
 
 // The watcher's property (issue #28), the test that lets anyone trust it: random changes made by
@@ -13,16 +11,7 @@ import { FULL, Tally, trials } from './campaign.js';
 // and every watcher-backed picture equal to a full sweep of the same moment, every copy equal to
 // the bytes on disk. Quick counts in `npm test`, large ones in `npm run faults`.
 
-let watchman: PrivateWatchman;
-beforeAll(async () => {
-  watchman = await startPrivateWatchman();
-  await useWatchers(losingFactory(watchman.sockname));
-});
-afterAll(async () => {
-  await useWatchers(undefined);
-  await closeWatchers();
-  await watchman?.stop();
-});
+watchmanForTheseTests();
 
 describe('fault campaign: the watcher', () => {
   it('every watcher-backed picture equals a full sweep of the same moment, whatever other processes change in between', async () => {
