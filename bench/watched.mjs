@@ -20,7 +20,7 @@ import { git, median, shadowEnv } from './lib.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DIST = process.env.TURNBACK_DIST ? path.resolve(process.env.TURNBACK_DIST) : path.join(HERE, '..', 'dist');
 const { CheckpointObserver } = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
-const { openStore, startWatchman, useWatchers, watchReport, closeWatchers } = await import(pathToFileURL(path.join(DIST, 'admin.js')).href);
+const { openStore, ownWatchman, startWatchman, useWatchers, watchReport, closeWatchers } = await import(pathToFileURL(path.join(DIST, 'admin.js')).href);
 const run = promisify(execFile);
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const sizes = (args.sizes ?? '9000,250000').split(',').map(Number);
@@ -29,11 +29,11 @@ const coverage = { maxPictureFiles: 1_000_000, maxWalkEntries: 10_000_000, maxPi
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnback-watched-'));
 const fmt = (ms) => (ms < 100 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(0)} ms`);
 
-// A private watchman service: its own socket, state and log; shut down at the end.
+// A watchman service of turnback's own, as the server starts it (its config keeps cookies out of
+// .git, at the root): its own socket, state, log; shut down at the end.
 const wmDir = path.join(work, 'watchman');
-fs.mkdirSync(wmDir);
-const wmFlags = [`--sockname=${wmDir}/sock`, `--statefile=${wmDir}/state`, `--logfile=${wmDir}/log`, `--pidfile=${wmDir}/pid`, '--no-save-state'];
-await run('watchman', [...wmFlags, 'get-sockname']);
+const service = await ownWatchman(wmDir);
+if ('refused' in service) throw new Error(service.detail);
 
 /**
  * One "command": an observer opened, a call begun (a picture and its baseline) and ended (a
@@ -82,7 +82,7 @@ try {
       shadow.push(performance.now() - start);
     }
     // Watcher on: the first picture starts it; pictures until status says it vouches.
-    await useWatchers((r) => startWatchman(r, { sockname: `${wmDir}/sock` }));
+    await useWatchers((r) => startWatchman(r, { sockname: service.sockname }));
     const realRoot = fs.realpathSync(root);
     let warm = 0;
     for (; warm < 100 && watchReport(realRoot).state !== 'watching'; warm++) await command(root, storeDir);
@@ -105,7 +105,7 @@ try {
   }
 } finally {
   await useWatchers(undefined);
-  await run('watchman', [...wmFlags, '--no-spawn', 'shutdown-server']).catch(() => undefined);
+  await run('watchman', [`--sockname=${service.sockname}`, '--no-spawn', 'shutdown-server']).catch(() => service.kill());
   fs.rmSync(work, { recursive: true, force: true });
 }
 console.log('| files | no-change callBegin, watcher on (goal ≤ 5 ms) | no-change callEnd, watcher on | callBegin after 10 edits, watcher on (goal ≤ 10 ms) | callBegin, watcher off (full sweep) | shadow git add -A && write-tree | full sweep / shadow git (goal ≤ 1) |');

@@ -7,6 +7,7 @@ import type { Gap, LeftByLimit } from '../core/model.js';
 import type { FolderOutcome, PendingFolder, ScanOptions, ScanResult, UncheckedPath, UncheckedReason, VouchedChanges } from './scan-types.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
+import { isWatchmanCookieName } from '../fs/watchman-service.js';
 import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
@@ -281,6 +282,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
       if (name === '.git' || isTurnbackTempName(name)) continue;
+      // watchman's cookie files (turnback's service makes them at the root, each for one query;
+      // someone else's service may too): never the user's files, never pictured.
+      if (folder.depth === 0 && isWatchmanCookieName(name)) continue;
       if (dirent.isDirectory()) {
         const rel = prefix + name;
         if (excluded.size > 0 && excluded.has(rel)) continue;

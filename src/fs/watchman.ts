@@ -1,6 +1,6 @@
-import { execFile } from 'node:child_process';
 import * as net from 'node:net';
 import { isLossyName } from '../core/raw-names.js';
+import { projectConfigRefusal } from './watchman-service.js';
 import { mountRefusal, type NotVouchedReason, type TreeWatcher, type WatchAnswer, type WatcherStatus } from './tree-watcher.js';
 
 // The watcher turnback uses: watchman (the service jj, git's fsmonitor hook and Sapling rely on),
@@ -9,7 +9,8 @@ import { mountRefusal, type NotVouchedReason, type TreeWatcher, type WatchAnswer
 // says so in a `warning`), watches a folder renamed into the tree with everything under it, and
 // syncs every query through a cookie file, so an answer covers every write that had returned
 // before the question. This file speaks watchman's documented JSON protocol on its Unix socket,
-// one JSON value per line each way; nothing here watches anything itself.
+// one JSON value per line each way; nothing here watches anything itself. The socket is always
+// that of turnback's own service (watchman-service.ts): its config keeps the cookies out of `.git`.
 
 /** How long one watchman command may take before the watcher stops vouching (a crawl of a big tree takes seconds). */
 const COMMAND_TIMEOUT_MS = 60_000;
@@ -18,8 +19,11 @@ const SYNC_TIMEOUT_MS = 10_000;
 
 /** Where watchman listens and how long its commands may take. */
 export interface WatchmanOptions {
-  /** The socket; default `$WATCHMAN_SOCK`, else what `watchman get-sockname` says (it starts the service). */
-  sockname?: string;
+  /**
+   * The socket of turnback's own service ({@link import('./watchman-service.js').ownWatchman}),
+   * never the user's: the user's service keeps its cookies in `.git`.
+   */
+  sockname: string;
   /** Longest one command may take. @default 60 s */
   timeoutMs?: number;
 }
@@ -111,39 +115,17 @@ function reasonOfError(message: string): NotVouchedReason {
   return 'stopped';
 }
 
-function socknameOf(options: WatchmanOptions): Promise<string> {
-  if (options.sockname !== undefined) return Promise.resolve(options.sockname);
-  const fromEnv = process.env.WATCHMAN_SOCK;
-  if (fromEnv !== undefined && fromEnv !== '') return Promise.resolve(fromEnv);
-  return new Promise((resolve, reject) => {
-    execFile('watchman', ['--no-pretty', 'get-sockname'], { timeout: 30_000, windowsHide: true }, (error, stdout) => {
-      if (error !== null) return reject(error);
-      try {
-        const sockname = (JSON.parse(stdout) as { sockname?: unknown }).sockname;
-        if (typeof sockname === 'string') return resolve(sockname);
-      } catch {
-        // falls through
-      }
-      reject(new Error('watchman get-sockname gave no socket'));
-    });
-  });
-}
-
 /**
  * Starts watching `root` (canonical) through watchman. Resolves to a {@link WatchmanRefusal}, never
  * rejects, when watchman is not installed, does not answer, cannot watch the tree, or the tree
  * lives where no watcher can vouch for it (see {@link mountRefusal}).
  */
-export async function startWatchman(root: string, options: WatchmanOptions = {}): Promise<TreeWatcher | WatchmanRefusal> {
+export async function startWatchman(root: string, options: WatchmanOptions): Promise<TreeWatcher | WatchmanRefusal> {
   const mounted = mountRefusal(root);
   if (mounted !== undefined) return { refused: true, reason: 'mount', detail: mounted };
-  let sockname: string;
-  try {
-    sockname = await socknameOf(options);
-  } catch (error) {
-    const missing = (error as NodeJS.ErrnoException).code === 'ENOENT';
-    return { refused: true, reason: missing ? 'not-installed' : 'stopped', detail: missing ? 'watchman is not installed' : `watchman does not answer (${(error as Error).message})` };
-  }
+  const configured = projectConfigRefusal(root);
+  if (configured !== undefined) return { refused: true, reason: 'unwatchable', detail: configured };
+  const sockname = options.sockname;
   const socket = net.connect(sockname);
   try {
     await new Promise<void>((resolve, reject) => {
@@ -156,14 +138,16 @@ export async function startWatchman(root: string, options: WatchmanOptions = {})
   }
   const connection = new WatchmanConnection(socket, options.timeoutMs ?? COMMAND_TIMEOUT_MS);
   try {
-    const version = await connection.command(['version', { required: ['relative_root', 'cmd-watch-project'] }]);
+    const version = await connection.command(['version', { required: ['cmd-watch', 'cmd-clock'] }]);
     const before = await connection.command(['watch-list']);
-    const watched = await connection.command(['watch-project', root]);
-    if (typeof watched.watch !== 'string') throw new Error('watch-project named no watch');
+    // `watch`, not `watch-project`: the watch is the project root itself, never a folder above
+    // it, so the cookie folder (the watch's root, with turnback's service config) is inside it.
+    const watched = await connection.command(['watch', root]);
+    if (watched.watch !== root) throw new Error(`watch named ${String(watched.watch)}, not the project root`);
     // A watch this watcher made is removed when it closes (each costs the service an inotify
     // instance); one that was there before (jj's, git's hook's) stays.
-    const ours = !(Array.isArray(before.roots) && before.roots.includes(watched.watch));
-    return new WatchmanWatcher(root, connection, watched.watch, typeof watched.relative_path === 'string' ? watched.relative_path : undefined, `watchman ${String(version.version)}`, ours);
+    const ours = !(Array.isArray(before.roots) && before.roots.includes(root));
+    return new WatchmanWatcher(root, connection, `watchman ${String(version.version)}`, ours);
   } catch (error) {
     connection.close();
     const message = (error as Error).message;
@@ -174,8 +158,6 @@ export async function startWatchman(root: string, options: WatchmanOptions = {})
 class WatchmanWatcher implements TreeWatcher {
   readonly root: string;
   readonly #connection: WatchmanConnection;
-  readonly #watch: string;
-  readonly #relative: string | undefined;
   readonly #backend: string;
   #status: WatcherStatus;
   /** The last warning an answer carried (see {@link WatchmanWatcher.changesSince}). */
@@ -183,12 +165,10 @@ class WatchmanWatcher implements TreeWatcher {
 
   readonly #ours: boolean;
 
-  constructor(root: string, connection: WatchmanConnection, watch: string, relative: string | undefined, backend: string, ours: boolean) {
+  constructor(root: string, connection: WatchmanConnection, backend: string, ours: boolean) {
     this.#ours = ours;
     this.root = root;
     this.#connection = connection;
-    this.#watch = watch;
-    this.#relative = relative;
     this.#backend = backend;
     // Unknown: the first answer that carries a warning is not vouched for.
     this.#lastWarning = '';
@@ -201,7 +181,7 @@ class WatchmanWatcher implements TreeWatcher {
 
   async settle(): Promise<{ token: string } | { token: undefined; reason: NotVouchedReason; detail: string }> {
     try {
-      const answer = await this.#connection.command(['clock', this.#watch, { sync_timeout: SYNC_TIMEOUT_MS }]);
+      const answer = await this.#connection.command(['clock', this.root, { sync_timeout: SYNC_TIMEOUT_MS }]);
       if (typeof answer.clock !== 'string') throw new Error('clock named no clock');
       return { token: answer.clock };
     } catch (error) {
@@ -214,13 +194,12 @@ class WatchmanWatcher implements TreeWatcher {
     try {
       answer = await this.#connection.command([
         'query',
-        this.#watch,
+        this.root,
         {
           since: token,
           fields: ['name', 'exists', 'new'],
           empty_on_fresh_instance: true,
           sync_timeout: SYNC_TIMEOUT_MS,
-          ...(this.#relative !== undefined ? { relative_root: this.#relative } : {}),
         },
       ]);
     } catch (error) {
@@ -252,7 +231,7 @@ class WatchmanWatcher implements TreeWatcher {
   }
 
   async close(): Promise<void> {
-    if (this.#ours && this.#connection.gone === undefined) await this.#connection.command(['watch-del', this.#watch]).catch(() => undefined);
+    if (this.#ours && this.#connection.gone === undefined) await this.#connection.command(['watch-del', this.root]).catch(() => undefined);
     this.#refuse('stopped', 'the watcher is closed');
     this.#connection.close();
   }

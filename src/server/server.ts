@@ -238,7 +238,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
   serverListening(socketPath);
   // Every picture a served command takes is the first of its observer: the helper would never warm on its own.
   warmStatHelper();
-  await startWatching();
+  await startWatching(socketPath);
   try {
     writeSync(1, 'ready\n');
   } catch {

@@ -1,23 +1,49 @@
-import { closeWatchers, startWatchman, useWatchers, verifyWatchedProjects } from '../admin.js';
+import { closeWatchers, ownWatchman, startWatchman, useWatchers, verifyWatchedProjects, type OwnWatchman } from '../admin.js';
 
 // The server's watchers (issue #28): the server keeps a watcher per project it serves, so a
 // served picture asks "what changed since the last picture" instead of sweeping the tree; a
 // command in its own process sweeps as before. `TURNBACK_WATCHER=off` turns it off. In idle time
 // a verification sweep compares the last watcher-backed picture with a full walk (see
-// src/capture/watch-verify.ts).
+// src/capture/watch-verify.ts). Its watchers ask a watchman service of the server's own (its
+// files beside the server's socket, in the user's owner-only runtime folder), never the user's
+// service, whose cookies go into `.git` (src/fs/watchman-service.ts); the server stops it when
+// it leaves, also by a signal (an `exit` handler).
 
 /** Idle time after which the verification sweep runs once (then waits for the next command). */
 export const VERIFY_AFTER_IDLE_MS = 30_000;
 
-/** Starts watching the projects this server pictures, unless `TURNBACK_WATCHER=off`. */
-export async function startWatching(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+/** The service this server started, once asked for. */
+let service: Promise<OwnWatchman | undefined> | undefined;
+
+/**
+ * Starts watching the projects this server pictures, unless `TURNBACK_WATCHER=off`, with a
+ * watchman service of its own in `<socketPath>-watchman/`, started by the first project's picture.
+ */
+export async function startWatching(socketPath: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (env.TURNBACK_WATCHER === 'off') return;
-  await useWatchers((root) => startWatchman(root));
+  let refusal: { refused: true; reason: 'not-installed' | 'stopped'; detail: string } | undefined;
+  const serviceOnce = (): Promise<OwnWatchman | undefined> =>
+    (service ??= ownWatchman(`${socketPath}-watchman`).then((made) => {
+      if ('refused' in made) {
+        refusal = made;
+        return undefined;
+      }
+      process.once('exit', () => made.kill());
+      return made;
+    }));
+  await useWatchers(async (root) => {
+    const own = await serviceOnce();
+    if (own === undefined) return refusal ?? { refused: true, reason: 'stopped', detail: 'no watchman service' };
+    return startWatchman(root, { sockname: own.sockname });
+  });
 }
 
-/** Stops every watcher (the server leaves). */
-export function stopWatching(): Promise<void> {
-  return closeWatchers();
+/** Stops every watcher and the server's watchman service (the server leaves). */
+export async function stopWatching(): Promise<void> {
+  await closeWatchers();
+  const own = await service;
+  service = undefined;
+  own?.kill();
 }
 
 /** A one-shot verification sweep once the server has been idle for {@link VERIFY_AFTER_IDLE_MS}; rearmed by {@link IdleVerification.arm}. */

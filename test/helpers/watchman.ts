@@ -1,12 +1,13 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
+import { ownWatchman } from '../../src/fs/watchman-service.js';
 
 const run = promisify(execFile);
 
-/** A private watchman service for one test file: its own socket, state and log, stopped after. */
+/** A private watchman service for one test file: its own socket, state, log and config, stopped after. */
 export interface PrivateWatchman {
   sockname: string;
   /** The service's process (for SIGSTOP in the overflow test). */
@@ -20,22 +21,22 @@ export function watchmanInstalled(): boolean {
 }
 
 /**
- * Starts a watchman service of its own (never the user's): `watchman get-sockname` with a socket,
- * state and log of this test's starts the service and returns once it answers.
+ * Starts a watchman service of its own (never the user's), the way the command server starts
+ * its own (`ownWatchman`, with turnback's global config), in a temporary folder; returns once it answers.
  * @throws Error when watchman is not installed (`apt-get install watchman`).
  */
 export async function startPrivateWatchman(): Promise<PrivateWatchman> {
   if (!watchmanInstalled()) throw new Error('these tests need watchman: apt-get install watchman');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'turnback-watchman-'));
-  const sockname = path.join(dir, 'sock');
-  const flags = [`--sockname=${sockname}`, `--statefile=${dir}/state`, `--logfile=${dir}/log`, `--pidfile=${dir}/pid`, '--no-save-state'];
-  await run('watchman', [...flags, 'get-sockname'], { timeout: 60_000 });
-  const pid = Number(readFileSync(path.join(dir, 'pid'), 'utf8').trim());
+  const service = await ownWatchman(dir);
+  if ('refused' in service) throw new Error(`the private watchman service did not start: ${service.detail}`);
+  const pid = service.pid;
+  if (pid === undefined) throw new Error('the private watchman service wrote no pid');
   return {
-    sockname,
+    sockname: service.sockname,
     pid,
     async stop() {
-      await run('watchman', [...flags, '--no-spawn', 'shutdown-server'], { timeout: 60_000 }).catch(() => process.kill(pid, 'SIGKILL'));
+      await run('watchman', [`--sockname=${service.sockname}`, '--no-spawn', 'shutdown-server'], { timeout: 60_000 }).catch(() => service.kill());
       rmSync(dir, { recursive: true, force: true });
     },
   };
