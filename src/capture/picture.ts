@@ -1,14 +1,14 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Gap, LeftByLimit, PathState } from '../core/model.js';
-import { mapLimit } from '../core/pool.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRecord, type UncheckedPath } from './scan.js';
 import { withThousands } from '../core/numbers.js';
-import { cleanTrackedBlob } from './tracked-files.js';
+import { leftText } from '../core/left-text.js';
+import { gitBlobIdOf } from '../core/git-blob.js';
 import { blobState, orderForBudget, stillTheSameBlob } from './picture-coverage.js';
-import { FAILURE_DETAIL, describeBudget, failureReason, settled, summarize, uncopiedState, withState } from './picture-words.js';
+import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -31,6 +31,21 @@ export interface PictureStore {
    * picture never points at a copy found missing or damaged.
    */
   checkCopies?(): Promise<(object: string) => boolean>;
+  /**
+   * Optional: the copy calls of one picture as a batch (the store writes small files together,
+   * compressed as blocks). The picture calls `end` once its copies are done, before it returns
+   * any record: the objects it names are in the store from then on, except the ones `end` names,
+   * whose files the picture records as not copied.
+   */
+  batch?(): PictureCopies;
+}
+
+/** A picture's copy calls as one batch (see {@link PictureStore.batch}). */
+export interface PictureCopies extends Pick<PictureStore, 'putFile' | 'putFileSync'> {
+  /** The largest file `putFileSync` takes (the batch keeps the files of a folder together, in walk order). @default 256 KiB */
+  syncMaxBytes?: number;
+  /** Writes what waits; resolves with the objects that could not be written, and why. Never rejects. */
+  end(): Promise<ReadonlyMap<string, unknown>>;
 }
 
 /** One covered path in a picture: its stat index entry plus the recorded state. */
@@ -75,7 +90,8 @@ export interface Picture {
   ignored?: number;
   /**
    * Those entries' paths (a folder ends with `/`): the walk passes them anyway, so keeping them is
-   * free, and a later picture can tell which were deleted though neither copied them. In memory only.
+   * free, and a later picture can tell which were deleted though neither copied them. Not in the
+   * stat cache; a call's baseline keeps them (`CallBaseline.ignored`).
    */
   ignoredPaths?: readonly string[];
 }
@@ -140,17 +156,6 @@ export interface TakePictureOptions {
   /** What a watcher vouched changed since `cache` was pictured (see {@link ScanOptions.changes}). */
   changes?: ScanOptions['changes'];
 }
-
-/** Files copied at once: enough to overlap reads and store writes, few enough to bound memory. */
-const COPY_CONCURRENCY = 8;
-/** Files up to this size are offered to the store's synchronous copy (its pack limit). */
-const SYNC_COPY_MAX_BYTES = 256 * 1024;
-/** How long the synchronous copies may hold the event loop before yielding a turn. */
-const YIELD_EVERY_MS = 10;
-const PROGRESS_EVERY = 256;
-
-/** Which copy budget stopped a copy. */
-export type BudgetStop = 'files' | 'bytes' | 'time';
 
 /**
  * Takes a whole-tree picture: walks the covered tree ({@link scanTree}), reuses the cached state
@@ -226,116 +231,18 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   scan.list = [];
   onProgress?.({ phase: 'scan', walked, files, toCopy: toCopy.length, copied: 0 });
 
-  let copied = 0;
-  let copiedBytes = 0;
-  let reservedFiles = 0;
-  let reservedBytes = 0;
-  const budgetStops = new Set<BudgetStop>();
-  let copiedPastBudget = 0;
-  /** Files recorded by their git blob id instead of a copy. */
-  let onGit = restOnGit.length;
-  const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
-
-  type StoredRef = { object: string; hash: string; size: number; mode: number };
-  /** Budget check and reservation; false when the file is left uncopied by a budget. */
-  const reserve = (index: number, stat: StatRecord): boolean => {
-    const stop =
-      Date.now() > deadline
-        ? 'time'
-        : reservedFiles + 1 > coverage.maxPictureFiles
-          ? 'files'
-          : reservedBytes + stat.size > coverage.maxPictureBytes
-            ? 'bytes'
-            : undefined;
-    if (stop !== undefined) {
-      // A clean tracked file needs no copy to come back: its bytes are git's blob, recorded by id.
-      const blob = cleanTrackedBlob(root, stat);
-      if (blob !== undefined) {
-        results[index] = withState(stat, blobState(stat, blob));
-        onGit += 1;
-        return false;
-      }
-      // Any other file's bytes exist nowhere else: the budget governs only what git holds.
-      budgetStops.add(stop);
-      copiedPastBudget += 1;
-    }
-    reservedFiles += 1;
-    reservedBytes += stat.size;
-    return true;
-  };
-  const settle = (index: number, stat: StatRecord, ref: StoredRef | undefined, error: unknown): void => {
-    if (ref !== undefined) {
-      copied += 1;
-      copiedBytes += ref.size;
-      results[index] = withState(stat, { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777, ino: stat.ino });
-    } else {
-      reservedFiles -= 1;
-      reservedBytes -= stat.size;
-      const reason = failureReason(error);
-      gaps.push({ path: stat.path, reason, detail: `${stat.path}: ${FAILURE_DETAIL[reason]}` });
-      results[index] = withState(stat, uncopiedState(reason, stat));
-    }
-    if (onProgress !== undefined && copied % PROGRESS_EVERY === 0) {
-      onProgress({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
-    }
-  };
-  const absOf = (stat: StatRecord): string => (path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/')));
-  /** Copies a file whose budget is reserved through the store's promise API. */
-  const putReserved = async (index: number, stat: StatRecord): Promise<void> => {
-    let ref: StoredRef;
-    try {
-      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
-    } catch (error) {
-      settle(index, stat, undefined, error);
-      return;
-    }
-    settle(index, stat, ref, undefined);
-  };
-
-  // Small files first, on this thread: no promise per file, and the event loop gets a turn every
-  // few milliseconds. What the store cannot take synchronously waits for the concurrent copies.
-  const later: number[] = [];
-  const putSync = store.putFileSync?.bind(store);
-  let lastYield = performance.now();
-  for (let index = 0; index < toCopy.length; index++) {
-    const stat = toCopy[index] as StatRecord;
-    if (putSync === undefined || stat.size > SYNC_COPY_MAX_BYTES) {
-      later.push(index);
-      continue;
-    }
-    if (performance.now() - lastYield > YIELD_EVERY_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      lastYield = performance.now();
-    }
-    signal?.throwIfAborted();
-    if (!reserve(index, stat)) continue;
-    let ref: StoredRef | undefined;
-    try {
-      ref = putSync(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
-    } catch (error) {
-      settle(index, stat, undefined, error);
-      continue;
-    }
-    if (ref !== undefined) {
-      settle(index, stat, ref, undefined);
-      continue;
-    }
-    // Not taken synchronously (a store not loaded yet, or a file that grew): through `putFile`
-    // now, which also loads the store for the files after it.
-    await putReserved(index, stat);
-  }
-
-  await mapLimit(
-    later,
-    COPY_CONCURRENCY,
-    async (index) => {
-      signal?.throwIfAborted();
-      const stat = toCopy[index] as StatRecord;
-      if (reserve(index, stat)) await putReserved(index, stat);
-    },
-    { stopOnError: true },
-  );
-  signal?.throwIfAborted();
+  const { results, copied, copiedBytes, copiedPastBudget, budgetStops } = await copyFiles({
+    store,
+    root,
+    coverage,
+    deadline,
+    toCopy,
+    gaps,
+    ...(signal !== undefined ? { signal } : {}),
+    ...(onProgress !== undefined ? { onProgress } : {}),
+    walked,
+    files,
+  });
   for (const record of results) if (record !== undefined) records.set(record.path, record);
   results.length = 0;
   if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
@@ -370,4 +277,55 @@ function canonicalRoot(projectRoot: string): string {
   }
 }
 
+/**
+ * True when an unchanged earlier record may stand as is: a stored copy (that checks out), a symlink, or a file that
+ * is still not copied for a reason its unchanged stat cannot change. Files left by a budget or a
+ * failed copy are tried again.
+ */
+function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (object: string) => boolean): boolean {
+  const state = record.state;
+  switch (state.type) {
+    case 'file':
+      // A file resting on git's blob is copied in by a later picture, within its budget. A copy
+      // found missing or damaged is never pointed at again: the file is copied anew.
+      return state.size === record.size && gitBlobIdOf(state.object) === undefined && (intact === undefined || intact(state.object));
+    case 'symlink':
+      return true;
+    case 'uncopied':
+      return (state.reason === 'credential' && !coverage.copyCredentials) || (state.reason === 'too-large' && record.size > coverage.maxFileBytes);
+    default:
+      return false;
+  }
+}
 
+const UNCHECKED_WORDS: Record<UncheckedPath['reason'], string> = {
+  unreadable: 'unreadable',
+  'unreadable-name': 'unreadable name',
+  'gitignore-unusable': '.gitignore unusable',
+  'too-deep': 'too deep',
+  'walk-entries': 'walk limit',
+  'time-limit': 'time limit',
+};
+
+/** Builds the one-line summary: what was copied, and the folders a limit left unchecked. */
+function summarize(total: number, copied: number, partial: boolean, unchecked: UncheckedPath[], left: LeftByLimit | undefined): string {
+  if (!partial) return `checkpoint: ${withThousands(total)} file${total === 1 ? '' : 's'}, ${withThousands(copied)} copied`;
+  const parts: string[] = [];
+  parts.push(`${withThousands(copied)} copied`);
+  let sentence = `checkpoint partial: ${parts.join(', ')}`;
+  if (unchecked.length > 0) {
+    // One clause per reason, so a walk stopped with 800 folders left stays one readable line.
+    const byReason = new Map<UncheckedPath['reason'], string[]>();
+    for (const u of unchecked) {
+      const list = byReason.get(u.reason) ?? [];
+      list.push(u.path === '.' ? 'the project' : `${u.path}/`);
+      byReason.set(u.reason, list);
+    }
+    const clauses = [...byReason].map(([reason, list]) =>
+      list.length === 1 ? `${list[0]} (${UNCHECKED_WORDS[reason]})` : `${withThousands(list.length)} folders (${UNCHECKED_WORDS[reason]}) such as ${list[0]}`,
+    );
+    sentence += `; not checked: ${clauses.join(', ')}`;
+  }
+  if (left !== undefined) sentence += ` — ${leftText(left)}`;
+  return sentence;
+}

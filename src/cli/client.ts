@@ -6,8 +6,9 @@ import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
 import { spawnCommand } from './command-process.js';
 import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
 import { launchServer } from '../server/launch.js';
+import { checkedVariables, relayedVariables } from '../server/environment.js';
 import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
-import { readHookInput, type HookInput } from './hook-input.js';
+import { HOOK_LEAVE_MS, readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
 
 // The `turnback` command as a person and an agent hook start it: a small file (a few kilobytes to
@@ -38,9 +39,6 @@ const TAKEN_TIMEOUT_MS = 1000;
  * this process's start all the same.
  */
 const BEFORE_BUDGET_MS = 3000;
-
-/** What a hook keeps of its budget to write its gap and leave: it ends before the deadline, not at it. */
-const LEAVE_MS = 300;
 
 /** When this process started (epoch ms): a hook's budget counts from there. */
 const startedAt = Math.round(performance.timeOrigin);
@@ -158,6 +156,7 @@ function served(address: { socket: string; mainFile: string }): void {
             argv: process.argv,
             cwd: process.cwd(),
             pid: process.pid,
+            env: relayed,
             stdout: terminalShape(process.stdout),
             stderr: terminalShape(process.stderr),
             startedAt,
@@ -185,7 +184,7 @@ function served(address: { socket: string; mainFile: string }): void {
           const log = frame.log;
           hookLog = log;
           const seconds = Math.round((deadline - startedAt) / 1000);
-          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - LEAVE_MS - Date.now())).unref();
+          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - HOOK_LEAVE_MS - Date.now())).unref();
         }
         return;
       }
@@ -227,7 +226,10 @@ function served(address: { socket: string; mainFile: string }): void {
   });
 }
 
-const address = SERVED_COMMANDS.has(process.argv[2] ?? '') ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
+/** What of this process's environment the served command gets (environment.ts). */
+const relayed = relayedVariables(process.env);
+// An environment past the bounds the server accepts is never sent: the command runs here.
+const address = SERVED_COMMANDS.has(process.argv[2] ?? '') && checkedVariables(relayed) !== undefined ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
 const start = (): void => (address === undefined ? inProcess() : served(address));
 if (isHook) {
   // Read whole before anything else, served or not: stdin cannot be read twice.

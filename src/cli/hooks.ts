@@ -1,6 +1,6 @@
 import { appendFile, mkdir, rm, rmdir, stat } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import {
@@ -29,7 +29,7 @@ import { hookContext } from './hook-project.js';
 import { readRegularText } from '../fs/regular-file.js';
 import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
-import { readHookInput } from './hook-input.js';
+import { HOOK_LEAVE_MS, readHookInput } from './hook-input.js';
 import { blockedLine, serverAddress, socketBlocker } from '../server/address.js';
 import { ourCommands } from '../hooks/settings.js';
 import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
@@ -56,14 +56,14 @@ function agentOf(name: string): AgentSpec {
 function scopeRoot(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return context.projectRoot;
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return process.env.CODEX_HOME;
-  return process.env.HOME ?? os.homedir();
+  return homeFolder();
 }
 
 /** The hook file of `spec` in the chosen scope. */
 function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return path.join(context.projectRoot, spec.files.project);
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return path.join(process.env.CODEX_HOME, 'hooks.json');
-  return path.join(process.env.HOME ?? os.homedir(), spec.files.user);
+  return path.join(homeFolder(), spec.files.user);
 }
 
 /**
@@ -119,7 +119,7 @@ async function writeSettings(file: string, settings: HookJsonObject, previousTex
  * own data folder (never beside the agent's file), keyed by the file's path.
  */
 function installRecordPath(file: string): string {
-  const base = process.env.XDG_DATA_HOME !== undefined && path.isAbsolute(process.env.XDG_DATA_HOME) ? process.env.XDG_DATA_HOME : path.join(process.env.HOME ?? os.homedir(), '.local', 'share');
+  const base = process.env.XDG_DATA_HOME !== undefined && path.isAbsolute(process.env.XDG_DATA_HOME) ? process.env.XDG_DATA_HOME : path.join(homeFolder(), '.local', 'share');
   return path.join(base, 'turnback', 'hook-installs', `${createHash('sha256').update(file).digest('hex').slice(0, 24)}.json`);
 }
 
@@ -190,6 +190,7 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
   }
   if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
   else if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
+  if (spec.feedbackLimit !== undefined) io.out(`  note: ${spec.feedbackLimit}`);
   if (gap !== undefined) io.out(`  not yet running: ${shownText(gap.why)}; to trust them: ${shownText(gap.step)}`);
   return EXIT.ok;
 }
@@ -398,11 +399,13 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     if (io.invocation.accept?.({ deadline, log: hookLogPath(context) }) === false) return EXIT.ok;
     const store = await openStore(context);
     // One budget for the whole event: the pictures of the calls it ends and the one it begins
-    // share `max_picture_seconds`, counted from the hook's start.
-    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: deadline });
+    // share `max_picture_seconds`, counted from the hook's start, and end when a served hook's
+    // client leaves (the agent goes ahead then), as does the wait for other events' store lock.
+    const workDeadline = deadline - HOOK_LEAVE_MS;
+    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: workDeadline });
     let outcome;
     try {
-      outcome = await applyHookEvent(observer, event);
+      outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds });
     } finally {
       await observer.close().catch(() => undefined);
     }
@@ -411,7 +414,10 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     if (event.kind === 'stop' || event.kind === 'session-end') startBackgroundPush(context);
     if (outcome.message !== undefined && spec.feedback === 'system-message') io.invocation.stdout.write(`${JSON.stringify({ systemMessage: outcome.message })}\n`);
   } catch (error) {
-    const { message: failure, reason: code } = describeFailure(error);
+    const described = describeFailure(error);
+    const code = described.reason;
+    // The log says what was not recorded, and why (a person's "try again" means nothing to an agent's hook).
+    const failure = isCheckpointError(error, 'STORE_BUSY') ? error.message : described.message;
     if (context === undefined) {
       try {
         context = await loadContext(options, io.invocation);

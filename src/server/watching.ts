@@ -1,4 +1,5 @@
 import { closeWatchers, ownWatchman, startWatchman, useWatchers, verifyWatchedProjects, type OwnWatchman } from '../admin.js';
+import type { ServiceStart } from './server.js';
 
 // The server's watchers (issue #28): the server keeps a watcher per project it serves, so a
 // served picture asks "what changed since the last picture" instead of sweeping the tree; a
@@ -12,18 +13,27 @@ import { closeWatchers, ownWatchman, startWatchman, useWatchers, verifyWatchedPr
 /** Idle time after which the verification sweep runs once (then waits for the next command). */
 export const VERIFY_AFTER_IDLE_MS = 30_000;
 
+/**
+ * The folder of the server's watchman service, beside its socket: `<key>.w/` for `<key>.sock`, so
+ * its socket (`<key>.w/sock`) is only 2 bytes longer than the server's, whose length is checked
+ * against the system's limit (address.ts).
+ */
+export function watchmanFolder(socketPath: string): string {
+  return `${socketPath.replace(/\.sock$/, '')}.w`;
+}
+
 /** The service this server started, once asked for. */
 let service: Promise<OwnWatchman | undefined> | undefined;
 
 /**
  * Starts watching the projects this server pictures, unless `TURNBACK_WATCHER=off`, with a
- * watchman service of its own in `<socketPath>-watchman/`, started by the first project's picture.
+ * watchman service of its own in {@link watchmanFolder}, started by the first project's picture.
  */
 export async function startWatching(socketPath: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
   if (env.TURNBACK_WATCHER === 'off') return;
   let refusal: { refused: true; reason: 'not-installed' | 'stopped'; detail: string } | undefined;
   const serviceOnce = (): Promise<OwnWatchman | undefined> =>
-    (service ??= ownWatchman(`${socketPath}-watchman`).then((made) => {
+    (service ??= ownWatchman(watchmanFolder(socketPath)).then((made) => {
       if ('refused' in made) {
         refusal = made;
         return undefined;
@@ -59,3 +69,16 @@ export class IdleVerification {
     this.#timer.unref();
   }
 }
+
+/** The watchers as one of the server's services: started with it, verified in its idle time, stopped when it leaves. */
+export const watchingService: ServiceStart = async ({ life, socketPath }) => {
+  await startWatching(socketPath);
+  const verification = new IdleVerification();
+  life.onActivity((idle) => verification.arm(idle && !life.left));
+  return {
+    async close() {
+      verification.arm(false);
+      await stopWatching();
+    },
+  };
+};

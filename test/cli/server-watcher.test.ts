@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { serverAddress } from '../../src/server/address.js';
+import { watchmanFolder } from '../../src/server/watching.js';
 import { cliRepo } from './harness.js';
 
 // The command server keeps a watcher per project (issue #28): its served pictures ask watchman
@@ -33,7 +34,7 @@ describe('the server watches the projects it serves', () => {
     repo.env.WATCHMAN_SOCK = path.join(repo.home, 'users-own-watchman.sock');
     const address = serverAddress(MAIN, repo.env);
     expect(address).toBeDefined();
-    const serviceFolder = `${address?.socket ?? ''}-watchman`;
+    const serviceFolder = watchmanFolder(address?.socket ?? '');
     const gitBefore = readdirSync(path.join(repo.proj, '.git'), { recursive: true }).sort();
     // A leftover cookie at the root (a service killed mid-query) is no file of the user's.
     writeFileSync(path.join(repo.proj, '.watchman-cookie-host-9-9'), '');
