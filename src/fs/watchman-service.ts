@@ -19,10 +19,11 @@ export const WATCHMAN_COOKIE_PREFIX = '.watchman-cookie-';
 /**
  * The global config of turnback's service. `ignore_vcs: []`: no cookie folder but the root;
  * `ignore_dirs`: the version-control folders are not watched at all (no event from them, no
- * cookie in them); `idle_reap_age_seconds`: a watch nobody asks about for an hour is dropped
- * (a server killed before it could remove its watches).
+ * cookie in them); `idle_reap_age_seconds`: a watch nobody asks about for two days is dropped
+ * (a server killed before it could remove its watches), longer than a server lives idle (at most
+ * one day, `TURNBACK_SERVER_IDLE_SECONDS`), so a live server's watch is never reaped under it.
  */
-export const WATCHMAN_CONFIG = { ignore_vcs: [], ignore_dirs: ['.git', '.hg', '.svn'], idle_reap_age_seconds: 3600 } as const;
+export const WATCHMAN_CONFIG = { ignore_vcs: [], ignore_dirs: ['.git', '.hg', '.svn'], idle_reap_age_seconds: 172_800 } as const;
 
 /** The keys of a project's own `.watchmanconfig` that would override {@link WATCHMAN_CONFIG} for its watch. */
 const OVERRIDING_KEYS = ['ignore_vcs', 'ignore_dirs'] as const;
