@@ -10,6 +10,11 @@ export { DEFAULTS } from './core/defaults.js';
 export { leftText } from './core/left-text.js';
 export { isPidAlive } from './core/pid.js';
 export { warmStatHelper } from './fs/parallel-lstat.js';
+export { startWatchman, type WatchmanOptions, type WatchmanRefusal } from './fs/watchman.js';
+export { ownWatchman, WATCHMAN_CONFIG, type OwnWatchman, type OwnWatchmanRefusal } from './fs/watchman-service.js';
+export type { NotVouchedReason, TreeWatcher, WatchAnswer, WatcherStatus } from './fs/tree-watcher.js';
+export { closeWatchers, useWatchers, watchReport, type WatchDisagreement, type WatcherFactory, type WatchReport } from './capture/watchers.js';
+export { verifyWatchedProjects } from './capture/watch-verify.js';
 export { workspaceRefusal, type WorkspaceRefusal } from './capture/coverage.js';
 export { openStore, openObserver, type OpenStoreOptions, type OpenObserverOptions } from './session/admin-open.js';
 export {

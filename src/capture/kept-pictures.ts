@@ -3,6 +3,7 @@ import type { IgnoreStack } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { PictureBase, PersistedRecords } from './picture-persist.js';
 import type { ScanMemo } from './scan-memo.js';
+import type { WatchedPictures } from './watched-picture.js';
 
 // What a closed picture keeper leaves for the next keeper of the same project in the same process
 // (the command server opens an observer per command): its last picture, the scan memo and ignore
@@ -23,6 +24,8 @@ export interface KeptPictures {
   readonly memo: ScanMemo;
   readonly ignores: IgnoreStack;
   readonly scanIndexSaved: { revision: number; at: number; tracked: string | undefined };
+  /** The token of its last picture, when the process watches the project. */
+  readonly watched: WatchedPictures;
 }
 
 /** Projects kept at most: each holds a tree's records (about 1 KB a file). */

@@ -10,6 +10,8 @@ import { restoreScanIndex, scanIndexOf } from './scan-index.js';
 import { hiddenTrackedAnswer, seedHiddenTracked, type HiddenTrackedAnswer } from './tracked-files.js';
 import { pictureStoreOf, type ObjectSink } from './stable-read.js';
 import { keepPictures, keptPicturesKey, takeKeptPictures } from './kept-pictures.js';
+import { WatchedPictures } from './watched-picture.js';
+import { noteWatched, watcherFor } from './watchers.js';
 
 /** What a {@link PictureKeeper} needs from the store. `CheckpointStore` satisfies it. */
 export interface PictureKeeperStore extends StateDocuments, ObjectSink {
@@ -91,10 +93,18 @@ export class PictureKeeper {
    * none; `null`: not known), so close can tell whether the document still is this keeper's.
    */
   #cacheIdentity: string | undefined | null = null;
+  /** The tokens of this keeper's pictures, when this process watches the project (see watchers.ts). */
+  #watched: WatchedPictures;
 
   constructor(options: PictureKeeperOptions) {
     this.#options = options;
     this.#pictureStore = pictureStoreOf(options.store, options.fs);
+    this.#watched = new WatchedPictures(options.projectRoot, options.coverage, [options.store.root]);
+  }
+
+  /** How this keeper's pictures used the watcher of its project (see watchers.ts). */
+  get watched(): WatchedPictures {
+    return this.#watched;
   }
 
   /** The base pictures are currently persisted against (a call baseline names it). */
@@ -117,6 +127,12 @@ export class PictureKeeper {
       this.#savedRecords = loaded.records;
     }
     const { store, projectRoot, coverage, readDir, deadline } = this.#options;
+    // A watcher, where this process keeps one, vouches for what changed since the last picture.
+    const watcher = readDir === undefined ? watcherFor(projectRoot) : undefined;
+    if (watcher !== undefined) noteWatched(projectRoot, this.#watched);
+    const plan = watcher !== undefined ? await this.#watched.plan(watcher, (cache ?? this.#cache)?.records) : undefined;
+    if (plan?.kind === 'same') return plan.picture;
+    const changes = plan?.changes;
     const picture = await takePicture({
       store: this.#pictureStore,
       projectRoot,
@@ -127,7 +143,9 @@ export class PictureKeeper {
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
       ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
       ...(readDir !== undefined ? { readDir } : {}),
+      ...(changes !== undefined ? { changes } : {}),
     });
+    if (plan !== undefined) this.#watched.taken(plan, picture);
     this.#cache = this.cacheOf(picture.records, picture.ignoreEpoch);
     this.#unsaved = picture;
     // A new base is written before the picture is used, so the baseline built from it is a small
@@ -217,6 +235,7 @@ export class PictureKeeper {
       memo: this.#memo,
       ignores: this.#ignores,
       scanIndexSaved: this.#scanIndexSaved,
+      watched: this.#watched,
     });
   }
 
@@ -238,6 +257,7 @@ export class PictureKeeper {
     this.#savedRecords = kept.records;
     this.#lastDelta = kept.lastDelta;
     this.#scanIndexSaved = kept.scanIndexSaved;
+    this.#watched = kept.watched;
     this.#cacheIdentity = cacheIdentity;
     return true;
   }

@@ -153,6 +153,8 @@ export interface TakePictureOptions {
   onProgress?: (progress: PictureProgress) => void;
   /** Lists one folder; for tests only (see {@link ScanOptions.readDir}). */
   readDir?: ScanOptions['readDir'];
+  /** What a watcher vouched changed since `cache` was pictured (see {@link ScanOptions.changes}). */
+  changes?: ScanOptions['changes'];
 }
 
 /**
@@ -183,6 +185,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     ...(cache?.memo !== undefined ? { memo: cache.memo } : {}),
     ...(cache?.parallel !== undefined ? { parallel: cache.parallel } : {}),
     ...(options.readDir !== undefined ? { readDir: options.readDir } : {}),
+    ...(options.changes !== undefined ? { changes: options.changes } : {}),
   });
   const root = canonicalRoot(options.projectRoot);
   const gaps: Gap[] = [...scan.gaps];

@@ -120,7 +120,7 @@ export function scanIndexOf(memo: ScanMemo, ignores: IgnoreStack, tracked?: Hidd
   for (const [rel, known] of folders) {
     const listing = known.listing;
     const key = keys.get(rel);
-    if (listing === undefined || key === undefined) continue;
+    if (listing?.settled !== true || key === undefined) continue;
     const prefixLength = rel === '' ? 0 : rel.length + 1;
     const covered: string[] = [];
     for (const record of known.records) if (record !== undefined) covered.push(record.path.slice(prefixLength));
@@ -168,7 +168,7 @@ export function restoreScanIndex(doc: unknown, records: ReadonlyMap<string, Stat
     folders.set(rel, {
       records: folderRecords,
       ignored,
-      listing: { mtimeMs, ino, subfolders, hasGitignore: (flags & HAS_GITIGNORE) !== 0, hasGit: (flags & HAS_GIT) !== 0, inRepository: (flags & IN_REPOSITORY) !== 0 },
+      listing: { mtimeMs, ino, subfolders, hasGitignore: (flags & HAS_GITIGNORE) !== 0, hasGit: (flags & HAS_GIT) !== 0, inRepository: (flags & IN_REPOSITORY) !== 0, settled: true },
     });
     keys.set(rel, key);
   }

@@ -10,7 +10,10 @@ export interface FolderMemo {
   records: (StatRecord | undefined)[];
   /** Name → record, built only when a later listing comes back in a different order. */
   byName?: Map<string, StatRecord>;
-  /** Set when a later scan may take the folder's entries from here instead of listing it. */
+  /**
+   * The folder's listing. A later scan takes the folder's entries from here instead of listing it
+   * when the listing is settled, or when a watcher vouches the folder is unchanged.
+   */
   listing?: SettledListing;
   /** Entries of the folder the ignore rules (and `skip`) left out when it was listed; a folder ends with `/`. */
   ignored?: string[];
@@ -33,6 +36,8 @@ export interface SettledListing {
   hasGit: boolean;
   /** Whether the project was a git repository: it decides which dependency folders are walked. */
   inRepository: boolean;
+  /** The folder's mtime lay {@link LISTING_SETTLE_MS} before the listing: reusable without a watcher. */
+  settled: boolean;
 }
 
 /**
@@ -129,13 +134,13 @@ export interface SettledBatch {
  */
 export async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
   let count = 0;
-  for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
+  for (const known of folders.values()) if (known.listing?.settled === true) count += 1 + known.records.length;
   if (count < parallel.minBatchPaths || count > PARALLEL_MAX_PATHS) return undefined;
   // The project paths themselves (strings the memo holds already), not absolute copies of them.
   const rels: string[] = [];
   const at = new Map<FolderMemo, number>();
   for (const [rel, known] of folders) {
-    if (known.listing === undefined) continue;
+    if (known.listing?.settled !== true) continue;
     at.set(known, rels.length);
     rels.push(rel);
     for (const record of known.records) if (record !== undefined) rels.push(record.path);

@@ -1,14 +1,16 @@
-// One walk (over 450 lines on purpose): the fresh listing, the settled-listing reuse and the
+// One walk: the fresh listing, the settled-listing reuse, the watcher-vouched reuse and the
 // tracked-file pass share the loop's state (deadline, memo, counts); split apart they would pass
-// a dozen variables back and forth.
+// a dozen variables back and forth. Its shapes live in scan-types.ts.
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import type { Gap, LeftByLimit } from '../core/model.js';
+import type { FolderOutcome, PendingFolder, ScanOptions, ScanResult, UncheckedPath, UncheckedReason, VouchedChanges } from './scan-types.js';
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
-import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS, type ParallelLstat } from '../fs/parallel-lstat.js';
-import { LISTING_SETTLE_MS, ScanMemo, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
-import { entryFromBatch, folderFromBatch, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
+import { isWatchmanCookieName } from '../fs/watchman-service.js';
+import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
+import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
+import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 import { withThousands } from '../core/numbers.js';
@@ -16,111 +18,7 @@ import { leftText } from '../core/left-text.js';
 
 export { ScanMemo } from './scan-memo.js';
 export type { StatRecord } from './stat-record.js';
-
-/**
- * Why a path was not checked. `unreadable`: listing failed; `unreadable-name`: a name that is not
- * valid UTF-8; `gitignore-unusable`: its `.gitignore` cannot be used whole; `too-deep`: past
- * `maxDepth`; `walk-entries` / `time-limit`: the walk stopped at that limit before reaching it.
- */
-export type UncheckedReason = 'unreadable' | 'unreadable-name' | 'gitignore-unusable' | 'too-deep' | 'walk-entries' | 'time-limit';
-
-/** A folder (or file) the walk did not check. Nothing under it may be called new or deleted. */
-export interface UncheckedPath {
-  /** Project-relative path; `'.'` is the whole project. */
-  path: string;
-  /** Why it was not checked. */
-  reason: UncheckedReason;
-}
-
-/** The stat index of a project tree. */
-export interface ScanResult {
-  /** Every covered file and symlink, in walk order. */
-  list: StatRecord[];
-  /** Every covered file and symlink, keyed by project path (built from `list` when first read). */
-  readonly entries: Map<string, StatRecord>;
-  /** Folders and files not checked, with reasons. */
-  unchecked: UncheckedPath[];
-  /** What was not covered and why; never silent. */
-  gaps: Gap[];
-  /** True when anything was left unchecked: the index must not be read as the whole tree. */
-  partial: boolean;
-  /**
-   * Tracked paths under folders a stopped walk left that were statted from git's index, found or
-   * gone: such a path with no record is deleted, though its folder is unchecked.
-   */
-  vouched?: ReadonlySet<string>;
-  /** What a walk stopped by a limit left, when it stopped. */
-  left?: LeftByLimit;
-  /** Folder entries listed. */
-  walked: number;
-  /** Entries the ignore rules, `skip` and the default skipped folders left out; a folder ends with `/` and counts once. */
-  ignored: string[];
-  /** The `ignores.epoch` when the scan ended (pass it back as `previousEpoch`). */
-  ignoreEpoch: number;
-  /** The `memo` generation this scan wrote, for {@link ScanMemo.bind}; `undefined` when it wrote none. */
-  memoGeneration: number | undefined;
-}
-
-/** Options of one {@link scanTree} call. */
-export interface ScanOptions {
-  /** Aborts the walk: the returned promise rejects with the signal's reason. */
-  signal?: AbortSignal;
-  /**
-   * Epoch milliseconds after which the walk stops and leaves the rest unchecked.
-   * @default Date.now() + coverage.maxPictureSeconds * 1000
-   */
-  deadline?: number;
-  /** Absolute paths never walked (the store, when it sits inside the project). */
-  exclude?: readonly string[];
-  /** A stack kept across scans, so unchanged `.gitignore` files are not parsed again. */
-  ignores?: IgnoreStack;
-  /**
-   * An earlier index of the same tree. A file whose lstat still matches its earlier record (and
-   * `reuse` allows it) is returned as that very object, so an unchanged tree allocates nothing
-   * per file. With `previousEpoch` equal to `ignores.epoch`, a file recorded earlier in a folder
-   * whose `.gitignore` chain is unchanged is not matched against the rules again.
-   */
-  previous?: ReadonlyMap<string, StatRecord>;
-  /** The `ignores.epoch` at the end of the scan that produced `previous`. */
-  previousEpoch?: number;
-  /** Per-folder listings kept across scans (see {@link ScanMemo}). */
-  memo?: ScanMemo;
-  /** Whether an unchanged earlier record may be returned as is. @default always */
-  reuse?: (record: StatRecord) => boolean;
-  /**
-   * Two-thread `lstat` for repeat scans of big trees: the files and folders of every settled
-   * listing are statted in one batch before the walk. Repeat scans of a tree of 2,048–50,000
-   * paths count toward starting its helper thread. Changes only the speed of a scan, never its
-   * result.
-   */
-  parallel?: ParallelLstat;
-  /**
-   * Lists one folder. For tests only (e.g. a folder that turns unreadable: tests run as root,
-   * where `chmod 000` hides nothing). @default `fs.readdirSync(path, { withFileTypes: true })`
-   */
-  readDir?: (absPath: string) => nodeFs.Dirent[];
-}
-
-/** What one folder added to a scan. */
-interface FolderOutcome {
-  /** Covered files and symlinks, in listing order. */
-  found: StatRecord[];
-  /** Subfolders to walk, in listing order. */
-  subfolders: PendingFolder[];
-  /** Entries that could not be recorded. */
-  problems: UncheckedPath[];
-  /** The folder's memo for the next scan, when a memo is kept. */
-  memo: FolderMemo | undefined;
-  /** Entries the ignore rules left out (a folder ends with `/`). */
-  ignored: string[];
-}
-
-interface PendingFolder {
-  abs: string;
-  rel: string;
-  depth: number;
-  frame: IgnoreFrame | undefined;
-}
+export type { ScanOptions, ScanResult, UncheckedPath, UncheckedReason, VouchedChanges } from './scan-types.js';
 
 const SKIPPED_WITHOUT_GIT = new Set(DEFAULT_SKIPPED_FOLDERS);
 /** How many entries pass between deadline checks and event-loop yields. */
@@ -168,7 +66,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const memoStart = memo?.begin(previous, [root, ...coverage.skip, '', ...excluded].join('\0'));
   const memoFolders = memoStart?.folders;
   const nextMemo = memo !== undefined ? new Map<string, FolderMemo>() : undefined;
-  const batch = memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
+  // A watcher's change set is used only against the very listings `previous` was taken with.
+  const trust = memoFolders !== undefined ? options.changes : undefined;
+  const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
   signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
   const gaps: Gap[] = [];
@@ -179,7 +79,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   let isRepository = false;
   let relisted = false;
   let stopped: 'walk-entries' | 'time-limit' | undefined;
-  const pending: PendingFolder[] = [{ abs: root, rel: '', depth: 0, frame: undefined }];
+  const pending: PendingFolder[] = [{ abs: root, rel: '', depth: 0, frame: undefined, trusted: trust !== undefined }];
 
   const leaveUnchecked = (folder: PendingFolder, reason: UncheckedReason, detail?: string): void => {
     const shown = folder.rel === '' ? '.' : folder.rel;
@@ -205,7 +105,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     // The folder's own stat: it decides whether a settled listing still holds, and is kept with a
     // new listing. A folder that cannot be statted is simply listed (and fails there if it must).
     const batchAt = known !== undefined ? batch?.at.get(known) : undefined;
-    const folderSeen = batch !== undefined && batchAt !== undefined ? folderFromBatch(batch.stats, batchAt) : lstatFolder(folder.abs);
+    // A folder the watcher vouches for (trusted, and no change named it or an entry in it) is as listed.
+    const clean = folder.trusted && known?.listing !== undefined && trust?.dirty.has(folder.rel) === false;
+    const folderSeen = clean ? (known.listing as SettledListing) : batch !== undefined && batchAt !== undefined ? folderFromBatch(batch.stats, batchAt) : lstatFolder(folder.abs);
     // Replaced by a link or a file since its parent was listed: never listed through (a link
     // would lead out of the project). The parent's next listing records what is there now.
     if (folderSeen === 'not-folder' && folder.rel !== '') continue;
@@ -215,6 +117,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     let attempted: { same: boolean } | undefined;
     if (
       known?.listing !== undefined &&
+      (known.listing.settled || clean) &&
       folderStat !== undefined &&
       folderStat.mtimeMs === known.listing.mtimeMs &&
       folderStat.ino === known.listing.ino &&
@@ -233,7 +136,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         // Rules that changed may cover different names: only a fresh listing can tell.
         if (same && trustPrevious) {
           if (folder.depth === 0) isRepository = listing.hasGit;
-          outcome = reuseListing(folder, known, loaded.frame, prefix, batchAt);
+          outcome = reuseListing(folder, known, loaded.frame, prefix, batchAt, clean);
           if (outcome !== 'stale' && outcome !== 'timed-out') walked += known.records.length + listing.subfolders.length;
         }
       }
@@ -274,10 +177,13 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       // Same chain object as the last scan (frames are reused while rules are unchanged). After an
       // attempt to reuse the listing, the chain was noted already: both checks must hold.
       const sameRules = ignores.noteFrame(folder.rel, frame) && (attempted === undefined || attempted.same) && trustPrevious;
-      outcome = listFolder(folder, dirents, known, frame, sameRules, prefix);
+      // Under a folder made anew, renamed in, or not the one listed before, nothing is vouched for.
+      const childrenTrusted = folder.trusted && known?.listing !== undefined && folderStat?.ino === known.listing.ino && trust?.replaced.has(folder.rel) === false;
+      outcome = listFolder(folder, dirents, known, frame, sameRules, prefix, childrenTrusted);
       relisted = true;
-      if (outcome !== 'timed-out' && outcome.problems.length === 0 && outcome.memo !== undefined && folderStat !== undefined && folderStat.mtimeMs < listedAt - LISTING_SETTLE_MS) {
+      if (outcome !== 'timed-out' && outcome.problems.length === 0 && outcome.memo !== undefined && folderStat !== undefined) {
         outcome.memo.listing = {
+          settled: folderStat.mtimeMs < listedAt - LISTING_SETTLE_MS,
           mtimeMs: folderStat.mtimeMs,
           ino: folderStat.ino,
           subfolders: outcome.subfolders.map((sub) => sub.rel.slice(prefix.length)),
@@ -320,7 +226,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
    * subfolders walked again. Anything that contradicts the listing (a file gone, or another
    * kind of entry now) makes it 'stale', and the folder is listed after all.
    */
-  function reuseListing(folder: PendingFolder, known: FolderMemo, frame: IgnoreFrame | undefined, prefix: string, batchAt: number | undefined): FolderOutcome | 'stale' | 'timed-out' {
+  function reuseListing(folder: PendingFolder, known: FolderMemo, frame: IgnoreFrame | undefined, prefix: string, batchAt: number | undefined, clean: boolean): FolderOutcome | 'stale' | 'timed-out' {
     const listing = known.listing as SettledListing;
     const found: StatRecord[] = [];
     const changedAt: number[] = [];
@@ -332,9 +238,11 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       if (found.length % CHECK_EVERY === CHECK_EVERY - 1 && Date.now() > deadline) return 'timed-out';
       // The batch holds the folder, then its records in this same order.
       const record =
-        batch !== undefined && batchAt !== undefined
-          ? entryFromBatch(batch.stats, batchAt + 1 + found.length, root, earlier, reuse)
-          : statEntry(`${root}${path.sep}${earlier.path}`, '', earlier.path, earlier, reuse);
+        clean && !(trust as VouchedChanges).paths.has(earlier.path)
+          ? asVouched(earlier)
+          : batch !== undefined && batchAt !== undefined
+            ? entryFromBatch(batch.stats, batchAt + 1 + found.length, root, earlier, reuse)
+            : statEntry(`${root}${path.sep}${earlier.path}`, '', earlier.path, earlier, reuse);
       if (typeof record === 'string' || record.type !== earlier.type) return 'stale';
       found.push(record);
       if (record !== earlier) {
@@ -345,8 +253,14 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     // Only now, with the whole folder read, does the memo take the new records.
     for (let k = 0; k < changedAt.length; k++) records[changedAt[k] as number] = changedTo[k];
     if (changedAt.length > 0) known.byName = undefined;
-    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame }));
+    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false }));
     return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? [] };
+  }
+
+  /** An unchanged file the watcher vouches for: the record itself, or a new one with its stat when `reuse` refuses it. */
+  function asVouched(earlier: StatRecord): StatRecord {
+    if (reuse === undefined || reuse(earlier)) return earlier;
+    return fresh(earlier.path, earlier.type, earlier.size, earlier.mode, earlier.mtimeMs, earlier.ino, earlier.target);
   }
 
   /** Reads a folder's fresh listing: ignore rules matched, every covered entry statted. */
@@ -357,6 +271,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     frame: IgnoreFrame | undefined,
     sameRules: boolean,
     prefix: string,
+    childrenTrusted: boolean,
   ): FolderOutcome | 'timed-out' {
     const found: StatRecord[] = [];
     const subfolders: PendingFolder[] = [];
@@ -367,6 +282,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
       if (name === '.git' || isTurnbackTempName(name)) continue;
+      // watchman's cookie files (turnback's service makes them at the root, each for one query;
+      // someone else's service may too): never the user's files, never pictured.
+      if (folder.depth === 0 && isWatchmanCookieName(name)) continue;
       if (dirent.isDirectory()) {
         const rel = prefix + name;
         if (excluded.size > 0 && excluded.has(rel)) continue;
@@ -374,7 +292,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
           ignoredHere.push(`${rel}/`);
           continue;
         }
-        subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame });
+        subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame, trusted: childrenTrusted && trust?.replaced.has(rel) === false });
         continue;
       }
       // The dirent type only filters; the lstat in statEntry decides what is recorded.
@@ -451,7 +369,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // every file and peaks in memory, and a thread booting beside it (about 10 MB) measured 10–25 MB
   // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
   // A memo an earlier process left makes this process's first scan no repeat of its own.
-  if (options.parallel !== undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
+  if (options.parallel !== undefined && trust === undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
   const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {

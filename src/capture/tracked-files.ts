@@ -72,6 +72,21 @@ function gitDirOf(root: string): string | undefined {
   return stats.isFile() ? gitDirFromFile(root, dotGit) : undefined;
 }
 
+/** The identity and stat of the index file of the work tree rooted at `root` (`''`: none): a picture's tracked files follow it. */
+export function indexKeyOf(root: string): string {
+  const gitDir = gitDirOf(root);
+  if (gitDir === undefined) return '';
+  try {
+    return keyOf(nodeFs.statSync(path.join(gitDir, 'index')));
+  } catch {
+    return '';
+  }
+}
+
+function keyOf(stats: nodeFs.Stats): string {
+  return `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+}
+
 /** The index of the work tree rooted at `root`, read again only when the index file changed. */
 function readingOf(root: string): IndexReading | undefined {
   const gitDir = gitDirOf(root);
@@ -84,7 +99,7 @@ function readingOf(root: string): IndexReading | undefined {
     return undefined;
   }
   if (stats.size > INDEX_MAX_BYTES) return undefined;
-  const key = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`;
+  const key = keyOf(stats);
   const known = readings.get(root);
   if (known?.key === key) return known;
   let parsed: { entries: GitIndexEntry[] | undefined } | undefined;

@@ -15,7 +15,7 @@ import { parseAgentSessionId } from '../hooks.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
-import { leftText, unpushedCheckpoints, type UnpushedReport } from '../admin.js';
+import { leftText, unpushedCheckpoints, watchReport, type UnpushedReport, type WatchReport } from '../admin.js';
 
 function refusalNotice(context: CliContext, io: Io): void {
   if (context.refusal !== undefined) io.err(`turnback: checkpoints are off: ${context.refusal}`);
@@ -222,6 +222,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     last: last !== undefined ? { ...metaJson(last), cutShort: cutShort.map((gap) => gap.detail) } : null,
     coverage: coverage ?? null,
     remote: unpushed ?? null,
+    watcher: watchReport(context.projectRoot),
     interrupted,
   });
   io.out(`checkpoints: ${on ? 'on' : `off (${why})`}`);
@@ -233,6 +234,7 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     const when = unpushed.lastPushAt === undefined ? 'never pushed from here' : `last push ${displayTime(unpushed.lastPushAt)}`;
     io.out(`remote: ${shownText(unpushed.location)} · ${unpushed.unpushed === 0 ? 'every checkpoint pushed' : `${withThousands(unpushed.unpushed)} ${unpushed.unpushed === 1 ? 'checkpoint' : 'checkpoints'} not pushed yet (turnback push)`} · ${when}`);
   }
+  io.out(watcherLine(watchReport(context.projectRoot), displayTime));
   for (const gap of cutShort) io.out(`⚠ last picture cut short: ${shownText(gap.detail)} (${CUT_SHORT.get(gap.reason) ?? ''})`);
   for (const report of interrupted) {
     if (report.running !== undefined) io.out(`${runningText(report)}; undo waits until it ends`);
@@ -241,6 +243,26 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
   return EXIT.ok;
 }
 
+/**
+ * `watcher: watching (watchman 4.9.0); verified 3 times, no disagreement`, or why it does not
+ * vouch and what pictures do meanwhile (issue #28).
+ */
+export function watcherLine(report: WatchReport, when: (iso: string) => string): string {
+  switch (report.state) {
+    case 'off':
+      return `watcher: off (${shownText(report.detail)}): every picture sweeps the whole tree`;
+    case 'starting':
+      return `watcher: starting (${shownText(report.detail)})`;
+    default: {
+      const checked =
+        report.verified === 0
+          ? 'not verified yet'
+          : `verified ${withThousands(report.verified)} ${report.verified === 1 ? 'time' : 'times'}, ${report.disagreements === 0 ? 'no disagreement' : `${withThousands(report.disagreements)} ${report.disagreements === 1 ? 'disagreement' : 'disagreements'}, the last ${shownText(report.lastDisagreement?.path ?? '')} at ${when(new Date(report.lastDisagreement?.at ?? 0).toISOString())}`}`;
+      if (report.state === 'watching') return `watcher: watching (${shownText(report.backend)}); ${checked}`;
+      return `watcher: not vouching (${report.reason ?? 'unknown'}: ${shownText(report.detail ?? '')}): the next picture sweeps the whole tree; ${checked}`;
+    }
+  }
+}
 
 /** Gaps that say a picture was cut short by a limit, and the setting that raises it. */
 const CUT_SHORT: ReadonlyMap<string, string> = new Map([

@@ -32,6 +32,7 @@ export class ServerLife {
   #timer: NodeJS.Timeout | undefined;
   #leaving = false;
   #leave: () => void = () => undefined;
+  readonly #activity: ((idle: boolean) => void)[] = [];
   /** Resolves once the server is told to leave (idle, `server stop`, a signal). */
   readonly leaving: Promise<void> = new Promise((resolve) => (this.#leave = resolve));
 
@@ -43,6 +44,16 @@ export class ServerLife {
   /** Starts the idle clock (once the server listens). */
   start(): void {
     this.#arm();
+    this.#tell(true);
+  }
+
+  /** Calls `listener` whenever the server turns idle (`true`) or busy (`false`): idle-time work (the watcher's verification sweep). */
+  onActivity(listener: (idle: boolean) => void): void {
+    this.#activity.push(listener);
+  }
+
+  #tell(idle: boolean): void {
+    for (const listener of this.#activity) listener(idle);
   }
 
   /** A command begins: the server is busy until the returned function is called (once). */
@@ -50,6 +61,7 @@ export class ServerLife {
     this.#served++;
     this.#active++;
     this.#disarm();
+    if (this.#active === 1) this.#tell(false);
     let ended = false;
     return () => {
       if (ended) return;
@@ -58,6 +70,7 @@ export class ServerLife {
       if (this.#active === 0) {
         this.#idleSince = Date.now();
         this.#arm();
+        this.#tell(true);
       }
     };
   }
@@ -72,6 +85,7 @@ export class ServerLife {
     if (this.#leaving) return;
     this.#leaving = true;
     this.#disarm();
+    this.#tell(false);
     this.#leave();
   }
 

@@ -7,6 +7,7 @@ import { idleSeconds, ServerLife, type ServerIdentity } from './life.js';
 import { listenOnSocket } from './listen.js';
 import { installRequestEnvironment } from './request-env.js';
 import { warmStatHelper } from '../admin.js';
+import { watchingService } from './watching.js';
 
 export { ClientGone, type Executor } from './connection.js';
 
@@ -33,6 +34,8 @@ export interface ServiceContext {
   life: ServerLife;
   /** The command code, as the command socket runs it. */
   execute: Executor;
+  /** The command socket's path (a service keeps its own files beside it). */
+  socketPath: string;
 }
 
 /** A listener or service running inside the server, closed (and awaited) when the server leaves. */
@@ -44,7 +47,7 @@ export interface ServerService {
 export type ServiceStart = (context: ServiceContext) => Promise<ServerService>;
 
 /** The listeners and services beside the command socket, in start order (closed in reverse). */
-const SERVICES: readonly ServiceStart[] = [];
+const SERVICES: readonly ServiceStart[] = [watchingService];
 
 /** The turnback version of the package `mainFile` belongs to (`…/dist/cli/main.cjs` → `…/package.json`). */
 function packageVersion(mainFile: string): string | null {
@@ -82,7 +85,7 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
   const life = new ServerLife(idleSeconds() * 1000, identity);
   // Before any command runs: from here on each served command's `process.env` is its client's.
   installRequestEnvironment();
-  const context: ServiceContext = { life, execute };
+  const context: ServiceContext = { life, execute, socketPath };
   const commands = await commandSocket(socketPath, context);
   if (commands === undefined) return;
   const running: ServerService[] = [commands];

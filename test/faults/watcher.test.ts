@@ -1,0 +1,40 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { runSteps, steps, watchmanForTheseTests, type RunCounts } from '../capture/watched-pictures.js';
+import { FULL, Tally, trials } from './campaign.js';
+
+// The watcher's property (issue #28), the test that lets anyone trust it: random changes made by
+// other processes between pictures — files and whole folders created, deleted, renamed within,
+// into and out of the tree, one name made and removed again and again, modes, symlinks,
+// `.gitignore` rules, same-size writes with the mtime put back, and the watcher losing its events
+// (an overflow, through the interface; test/capture/watched-pictures.test.ts makes a real one) —
+// and every watcher-backed picture equal to a full sweep of the same moment, every copy equal to
+// the bytes on disk. Quick counts in `npm test`, large ones in `npm run faults`.
+
+watchmanForTheseTests();
+
+describe('fault campaign: the watcher', () => {
+  it('every watcher-backed picture equals a full sweep of the same moment, whatever other processes change in between', async () => {
+    const tally = new Tally('watcher-backed pictures', 2028);
+    const totals: RunCounts = { same: 0, changes: 0, sweeps: 0, pictures: 0 };
+    await fc
+      .assert(
+        fc.asyncProperty(steps(FULL ? 12 : 6), async (plan) => {
+          tally.tried++;
+          await runSteps(plan, totals);
+          tally.held++;
+        }),
+        { seed: tally.random.seed, numRuns: trials(150, 6), endOnFailure: true },
+      )
+      .catch((error: unknown) => {
+        tally.broke++;
+        // fast-check's message names the counterexample; its cause is the assertion that failed.
+        const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
+        tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
+      });
+    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set, ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
+    tally.finish();
+    // The property held through the watcher, not around it: most pictures were answered from it.
+    expect(totals.changes + totals.same).toBeGreaterThan(totals.pictures / 2);
+  }, 1_800_000);
+});
