@@ -14,6 +14,7 @@ const NOT_RELAYED: Readonly<Record<string, string>> = {
   GEMINI_CLI_TRUST_WORKSPACE: 'hooks install/status only',
   GEMINI_RESTRICTED_MODE: 'hooks install/status only',
   COPILOT_ALLOW_ALL: 'hooks install/status only',
+  WATCHMAN_SOCK: 'never read: deleted from the environment of turnback\'s own watchman service, so the user\'s service is never asked',
 };
 
 describe('every variable src/ reads', () => {
