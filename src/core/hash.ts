@@ -22,8 +22,18 @@ function requireHasher(): Hasher {
  * Call {@link loadHasher} once before the first use.
  */
 export function contentHash(bytes: Uint8Array): string {
-  return requireHasher().h64Raw(bytes).toString(16).padStart(16, '0');
+  const hasher = requireHasher();
+  if (bytes.length <= HASH_PIECE_BYTES) return hasher.h64Raw(bytes).toString(16).padStart(16, '0');
+  // The wasm hasher copies its input into its own memory, which grows to fit and never shrinks: a
+  // 300 MiB object hashed whole kept 300 MiB more for the life of the process (issue #31's pull).
+  // In pieces it holds one piece; the digest is the same.
+  const h = hasher.create64();
+  for (let at = 0; at < bytes.length; at += HASH_PIECE_BYTES) h.update(bytes.subarray(at, at + HASH_PIECE_BYTES));
+  return h.digest().toString(16).padStart(16, '0');
 }
+
+/** The most the hasher copies into its memory at once. */
+const HASH_PIECE_BYTES = 4 * 1024 * 1024;
 
 /** A streaming xxh64 for files too large to hold in memory at once. */
 export interface StreamingHash {

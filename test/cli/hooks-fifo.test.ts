@@ -19,6 +19,10 @@ describe('a FIFO named like a file turnback reads', () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
+    const serverState = () => JSON.parse(repo.tb(['server', 'status', '--json']).stdout) as { running: boolean; pid: number | null; served: number | null };
+    expect(repo.tb(['server', 'start']).code).toBe(0);
+    const server = serverState();
+    expect(server.running).toBe(true);
     const config = path.join(repo.proj, 'turnback.toml');
     mkfifo(config);
     for (const args of [['status'], ['run', '--', 'true'], ['hooks', 'install', 'gemini']]) {
@@ -32,6 +36,10 @@ describe('a FIFO named like a file turnback reads', () => {
     expect([prompt.code, prompt.stdout]).toEqual([0, '']);
     const before = fire(repo, commands.PreToolUse, { ...common, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'true' }, tool_use_id: 'toolu_f' }, { CLAUDE_PROJECT_DIR: repo.proj });
     expect([before.code, before.stdout]).toEqual([0, '']);
+    // The server that served all of that is not jammed by the FIFO: the same one answers on.
+    const after = serverState();
+    expect([after.running, after.pid]).toEqual([true, server.pid]);
+    expect(after.served).toBeGreaterThan(server.served ?? 0);
   });
 
   it("an agent's settings file: hooks install and uninstall refuse it by name, hooks status says it cannot be read", async () => {

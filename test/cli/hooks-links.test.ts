@@ -69,6 +69,26 @@ describe('hooks install and uninstall never follow a link out of the project', (
     expect(await listing(outside)).toEqual({});
   });
 
+  // Copilot's settings sit a folder deeper (`.github/hooks/turnback.json`): issue #30 linked
+  // `.github/hooks` itself out, with `.github` a real folder of the project.
+  const deep = agents.flatMap((a) => (['project', 'user'] as const).filter((where) => a.files[where].split('/').length > 2).map((where) => [`${a.name} ${where === 'user' ? '--user' : 'project'}`, a, where] as const));
+  it.each(deep)('%s: a deeper folder of the settings path linked out is refused, nothing is created there', async (_name, spec, where) => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const outside = await tempFolder('turnback-outside-');
+    const base = where === 'user' ? repo.home : repo.proj;
+    const folder = path.join(base, path.dirname(spec.files[where]));
+    await mkdir(path.dirname(folder), { recursive: true });
+    await symlink(outside, folder);
+    const flags = where === 'user' ? ['--user'] : [];
+    const install = repo.tb(['hooks', 'install', spec.name, ...flags]);
+    expect(install.code).toBe(1);
+    expect(install.stderr).toContain(folder);
+    expect(install.stderr).toContain('outside');
+    expect(install.stdout).not.toContain('added to');
+    expect(repo.tb(['hooks', 'uninstall', spec.name, ...flags]).code).toBe(1);
+    expect(await listing(outside)).toEqual({});
+  });
+
   it('a link that stays inside the project is followed, and install says where the file really is', async () => {
     const repo = await cliRepo({ 'config/claude/keep.txt': 'k\n' });
     await symlink(path.join(repo.proj, 'config', 'claude'), path.join(repo.proj, '.claude'));

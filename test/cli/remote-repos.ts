@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { expect } from 'vitest';
 import type { S3TestServer } from '../remote/s3-server.js';
-import { CLI, cliRepo, type CliRepo } from './harness.js';
+import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
 
 // Repositories whose turns are pushed to a bucket of the S3 test server, for the tests and the
 // fault classes that cut, freeze or kill a push (test/cli/remote-faults.test.ts,
@@ -50,4 +50,25 @@ export function remoteRepos(server: () => S3TestServer, bucket: string): {
   }
 
   return { repoWithTurns, configure, tbAsync, sealedCount };
+}
+
+/** A clone of `origin` at another path, as a second machine with its own HOME and command server; `extraEnv` joins its environment (credentials). */
+export async function secondMachine(origin: CliRepo, extraEnv: NodeJS.ProcessEnv = {}): Promise<CliRepo> {
+  const root = path.join(path.dirname(origin.proj), 'machine-b');
+  const home = path.join(root, 'home');
+  const proj = path.join(root, 'somewhere', 'else', 'checkout');
+  // Another machine has its own command server: its own socket folder.
+  const runtime = path.join(root, 'run');
+  await mkdir(home, { recursive: true });
+  await mkdir(runtime, { mode: 0o700 });
+  await mkdir(path.dirname(proj), { recursive: true });
+  execFileSync('git', ['clone', '-q', origin.proj, proj]);
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS, ...extraEnv };
+  const tb = (args: string[], options: { input?: string; cwd?: string } = {}): CliResult => {
+    const result = spawnSync(process.execPath, ['--no-warnings', CLI, ...args], { cwd: options.cwd ?? proj, env, input: options.input ?? '', encoding: 'utf8' });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  };
+  const git = (...args: string[]): string => execFileSync('git', args, { cwd: proj, env, encoding: 'utf8' });
+  const newestId = (): string => (JSON.parse(tb(['list', '--json']).stdout) as { checkpoints: { id: string }[] }).checkpoints[0]?.id ?? '';
+  return { proj, home, runtime, env, tb, git, newestId };
 }

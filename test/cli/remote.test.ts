@@ -1,9 +1,10 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, cliRepo, TEST_SERVER_IDLE_SECONDS, type CliRepo, type CliResult } from './harness.js';
+import { cliRepo } from './harness.js';
+import { secondMachine } from './remote-repos.js';
 import { ensureBucket, s3TestServer, type S3TestServer } from '../remote/s3-server.js';
 import { S3_SKIPPED } from '../remote/s3-needs.js';
 import { S3Backend } from '../../src/remote/s3-backend.js';
@@ -36,27 +37,6 @@ function awsEnv(): NodeJS.ProcessEnv {
   return { AWS_ACCESS_KEY_ID: server.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: server.credentials.secretAccessKey, AWS_REGION: server.region };
 }
 
-/** A clone of `origin` at another path, as a second machine with its own HOME. */
-async function secondMachine(origin: CliRepo): Promise<CliRepo> {
-  const root = path.join(path.dirname(origin.proj), 'machine-b');
-  const home = path.join(root, 'home');
-  const proj = path.join(root, 'somewhere', 'else', 'checkout');
-  // Another machine has its own command server: its own socket folder.
-  const runtime = path.join(root, 'run');
-  await mkdir(home, { recursive: true });
-  await mkdir(runtime, { mode: 0o700 });
-  await mkdir(path.dirname(proj), { recursive: true });
-  execFileSync('git', ['clone', '-q', origin.proj, proj]);
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS, ...awsEnv() };
-  const tb = (args: string[], options: { input?: string; cwd?: string } = {}): CliResult => {
-    const result = spawnSync(process.execPath, ['--no-warnings', CLI, ...args], { cwd: options.cwd ?? proj, env, input: options.input ?? '', encoding: 'utf8' });
-    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
-  };
-  const git = (...args: string[]): string => execFileSync('git', args, { cwd: proj, env, encoding: 'utf8' });
-  const newestId = (): string => (JSON.parse(tb(['list', '--json']).stdout) as { checkpoints: { id: string }[] }).checkpoints[0]?.id ?? '';
-  return { proj, home, runtime, env, tb, git, newestId };
-}
-
 describe.skipIf(S3_SKIPPED !== undefined)('turnback push and pull', () => {
   it("one machine's runs are pushed; a clone elsewhere pulls, lists and undoes them byte for byte", async () => {
     const files: Record<string, string> = { 'src/app.ts': 'export const app = 1;\n', 'src/util.ts': 'export const util = 2;\n', 'README.md': '# project\n' };
@@ -64,7 +44,7 @@ describe.skipIf(S3_SKIPPED !== undefined)('turnback push and pull', () => {
     Object.assign(a.env, awsEnv());
     const prefix = `e2e-${randomBytes(4).toString('hex')}`;
     await useRemote(a.home, prefix);
-    const b = await secondMachine(a);
+    const b = await secondMachine(a, awsEnv());
     await useRemote(b.home, prefix);
 
     expect(a.tb(['run', '--', 'sh', '-c', 'echo "export const app = 10;" > src/app.ts; rm src/util.ts; echo notes > notes.md']).code).toBe(0);

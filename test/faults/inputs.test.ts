@@ -3,6 +3,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { describe, it } from 'vitest';
+import { parseWorkspaceCheckpointParams } from '../../src/adapters/acp.js';
 import { isCheckpointError } from '../../src/core/errors.js';
 import type { CheckpointId } from '../../src/core/id.js';
 import { openObserver, openStore } from '../../src/admin.js';
@@ -202,6 +203,51 @@ const ATTACKS: { name: string; run(w: World): Promise<void> }[] = [
       if (run.status !== 0) throw new Error(`run failed: ${run.stderr}`);
       if (/[\u0000-\u0008\u000b-\u001f\u007f]/.test(run.stderr)) throw new Error('a control character reached the terminal');
       if (run.stderr.split('\n').some((line) => line.trim() === 'write back  innocent.txt')) throw new Error('a name forged a line');
+    },
+  },
+  {
+    // Issue #30: a 100,000-character ACP boundary id was taken as a turn label.
+    name: 'ACP checkpoint requests with ids past 512 characters',
+    async run() {
+      for (const length of [513, 100_000]) {
+        const long = 'i'.repeat(length);
+        for (const params of [
+          { sessionId: long, action: 'capture', boundaryId: 'b' },
+          { sessionId: 's', action: 'capture', boundaryId: long },
+          { sessionId: 's', action: 'call_begin', callId: long },
+        ]) {
+          let refused: { code?: number; data?: { code?: string } } | undefined;
+          try {
+            parseWorkspaceCheckpointParams(params);
+          } catch (error) {
+            refused = error as typeof refused;
+          }
+          if (refused === undefined) throw new Error(`a ${length}-character id was accepted`);
+          if (refused.code !== -32602 || refused.data?.code !== 'INVALID_ARGUMENT') throw new Error(`refused untyped: ${JSON.stringify(refused).slice(0, 200)}`);
+        }
+      }
+    },
+  },
+  {
+    // Issue #30: `diff ID ../../etc/passwd` said "undo takes a path".
+    name: 'a path out of the project given to diff, show and undo: refused by the command typed',
+    async run(w: World) {
+      const home = path.join(w.base, 'home');
+      await fs.mkdir(home, { recursive: true });
+      const store = path.join(w.base, 'cli-paths-store');
+      const tb = (args: string[]) => spawnSync(process.execPath, ['--no-warnings', CLI, args[0] as string, '--store', store, ...args.slice(1)], { cwd: w.project, env: { PATH: process.env.PATH, HOME: home, NO_COLOR: '1', TURNBACK_SERVER: 'off' }, encoding: 'utf8' });
+      const made = tb(['run', '--', 'sh', '-c', 'echo changed > keep.txt']);
+      if (made.status !== 0) throw new Error(`run failed: ${made.stderr}`);
+      const id = (JSON.parse(tb(['list', '--json']).stdout) as { checkpoints: { id: string }[] }).checkpoints[0]?.id;
+      if (id === undefined) throw new Error('no checkpoint to name');
+      for (const [command, args] of [
+        ['diff', ['diff', id, '../../etc/passwd']],
+        ['show', ['show', id, '../../etc/passwd']],
+        ['undo', ['undo', id, '--path', '../../etc/passwd', '--yes']],
+      ] as const) {
+        const result = tb([...args]);
+        if (result.status !== 2 || !result.stderr.includes(`${command} takes a path inside the project`)) throw new Error(`${command}: exit ${String(result.status)}: ${result.stderr.slice(0, 200)}`);
+      }
     },
   },
   { name: 'max_file_mib past its ceiling', run: (w) => refusedTyped(() => openCheckpoints('[capabilities.checkpoint]\nenabled = true\nmax_file_mib = 4096', { projectRoot: w.project, sessionId: 'x' }), ['INVALID_ARGUMENT', 'INVALID_CONFIG']) },

@@ -78,4 +78,43 @@ describe('a pull of large bundles', () => {
     expect(measured.held).toBeLessThan(16 * MIB);
     expect(await fs.readdir(path.join(base, 'clone-store', 'tmp'))).toEqual([]);
   }, 180_000);
+
+  it('of one large object holds about one copy of it: the peak over the pull stays under twice the object', async () => {
+    const base = await tempFolder('turnback-pull-one-object-');
+    const a = await project(base, 'a');
+    // One incompressible 48 MiB file: one object, so one bundle of 48 MiB. Before, the pull held
+    // it three times (the bytes, the hasher's copy, the write's read-back): a 300 MiB one cost 966 MiB.
+    const size = 48 * MIB;
+    await turn(a.store, () => fs.writeFile(path.join(a.project, 'big.bin'), randomBytes(size)));
+    await turn(a.store, () => fs.rm(path.join(a.project, 'big.bin')));
+    const remote = path.join(base, 'remote');
+    const pushed = await pushCheckpoints(a.store, await DirectoryBackend.open(remote), a.workspace);
+    expect(pushed.bundles).toBe(1);
+    const clone = path.join(base, 'clone');
+    execFileSync('git', ['clone', '-q', a.project, clone]);
+    const script = path.join(base, 'pull.mjs');
+    await fs.writeFile(
+      script,
+      `import { readFileSync } from 'node:fs';
+      const { openStore } = await import(${JSON.stringify(pathToFileURL(path.join(DIST, 'admin.js')).href)});
+      const { DirectoryBackend, pullCheckpoints, workspaceIdentity } = await import(${JSON.stringify(pathToFileURL(path.join(DIST, 'remote.js')).href)});
+      const [project, store, remote] = process.argv.slice(2);
+      const kib = (field) => parseInt(readFileSync('/proc/self/status', 'utf8').split(String.fromCharCode(10)).find((line) => line.startsWith(field + ':')).slice(field.length + 1), 10) * 1024;
+      const local = await openStore(store, { projectRoot: project });
+      const backend = await DirectoryBackend.open(remote);
+      const workspace = await workspaceIdentity(project);
+      global.gc();
+      // The high-water mark only rises: what the pull adds is the peak past the larger of the two.
+      const before = kib('VmRSS');
+      const floor = kib('VmHWM');
+      const report = await pullCheckpoints(local, backend, workspace);
+      const peak = kib('VmHWM');
+      console.log(JSON.stringify({ pulled: report.pulled.length, objects: report.objects, grew: peak - Math.max(before, floor) }));`,
+    );
+    const child = spawnSync(process.execPath, ['--expose-gc', script, clone, path.join(base, 'clone-store'), remote], { encoding: 'utf8' });
+    expect(child.status, child.stderr).toBe(0);
+    const measured = JSON.parse(child.stdout) as { pulled: number; objects: number; grew: number };
+    expect([measured.pulled, measured.objects]).toEqual([2, 1]);
+    expect(measured.grew, `the pull grew ${(measured.grew / MIB).toFixed(1)} MiB past where it began`).toBeLessThan(2 * size);
+  }, 180_000);
 });

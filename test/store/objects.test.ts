@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, readdir, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import xxhash from 'xxhash-wasm';
 import * as path from 'node:path';
@@ -255,6 +256,24 @@ describe('objects', () => {
     const stored = await readFile(objectFile(ref.object));
     expect(stored[0]).toBe(0);
     expect(stored.length).toBe(noise.length + 1);
+    expect(Buffer.compare(await store.readObject(ref.object), noise)).toBe(0);
+  });
+
+  test('a raw object past the read-back piece (9 MiB) is checked in pieces: it reads back, and a wrong hash is refused at its write', async () => {
+    const noise = randomBytes(9 * 1024 * 1024);
+    const ref = await store.putBytes(noise);
+    const stored = await readFile(objectFile(ref.object));
+    expect([stored[0], stored.length]).toEqual([0, noise.length + 1]);
+    expect(Buffer.compare(await store.readObject(ref.object), noise)).toBe(0);
+    // A hash that is not the bytes': the piecewise check finds it before anything is linked.
+    const other = randomBytes(9 * 1024 * 1024);
+    const wrong = contentHash(noise);
+    const refused = await store.putHashed(other, wrong).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isCheckpointError(refused, 'INTEGRITY')).toBe(true);
+    expect((refused as Error).message).toContain('wrong hash');
     expect(Buffer.compare(await store.readObject(ref.object), noise)).toBe(0);
   });
 
