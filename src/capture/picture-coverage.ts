@@ -12,9 +12,11 @@ import { cleanTrackedBlob } from './tracked-files.js';
 /**
  * When the copy budget cannot take every file: a clean tracked file the store has never pictured
  * is taken out of `toCopy` and returned with its blob id — it rests on git's objects, and the
- * picture costs a stat sweep and an index read, not a copy of the tree (later pictures copy such
- * files in, within their budgets); and of the rest, the files git does not hold go first (they
- * have no other copy), then the clean tracked files pictured before, resting on git until copied.
+ * picture costs a stat sweep and an index read, not a copy of the tree (the store copies such
+ * blobs in outside pictures, `CheckpointStore.copyGitBlobsIn`, and later pictures reuse the record
+ * while its stat holds); and of the rest, the files git does not hold go first (they have no other
+ * copy), then the clean tracked files pictured before (changed since), resting on git if the
+ * budget cannot take them.
  * Stable, in place; nothing moves and nothing is returned when every file fits.
  */
 export function orderForBudget(

@@ -160,7 +160,7 @@ export interface TakePictureOptions {
  * of every file whose (size, mtime, inode, mode) is unchanged, and copies the rest into the store
  * within the picture's budgets. Credential files and files over `maxFileMib` are recorded, never
  * read. The budgets govern only files git holds: a clean tracked file past them is recorded by its
- * blob id (a later picture copies it in); every other file is copied past them, since its bytes
+ * blob id (the store copies it in outside pictures: `CheckpointStore.copyGitBlobsIn`); every other file is copied past them, since its bytes
  * exist nowhere else ({@link Picture.copiedPastBudget}).
  *
  * Known limit: a same-size edit within one file-system mtime tick is invisible to the stat check.
@@ -283,9 +283,10 @@ function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (ob
   const state = record.state;
   switch (state.type) {
     case 'file':
-      // A file resting on git's blob is copied in by a later picture, within its budget. A copy
-      // found missing or damaged is never pointed at again: the file is copied anew.
-      return state.size === record.size && gitBlobIdOf(state.object) === undefined && (intact === undefined || intact(state.object));
+      // A file resting on git's blob while its stat is unchanged stays so: the store copies the
+      // blob in outside any picture (store/git-copies.ts). A copy found missing or damaged is
+      // never pointed at again: the file is copied anew.
+      return state.size === record.size && (gitBlobIdOf(state.object) !== undefined || intact === undefined || intact(state.object));
     case 'symlink':
       return true;
     case 'uncopied':
