@@ -32,6 +32,7 @@ export class ServerLife {
   #timer: NodeJS.Timeout | undefined;
   #leaving = false;
   #leave: () => void = () => undefined;
+  readonly #idleListeners = new Set<() => void>();
   /** Resolves once the server is told to leave (idle, `server stop`, a signal). */
   readonly leaving: Promise<void> = new Promise((resolve) => (this.#leave = resolve));
 
@@ -58,8 +59,20 @@ export class ServerLife {
       if (this.#active === 0) {
         this.#idleSince = Date.now();
         this.#arm();
+        for (const listener of this.#idleListeners) listener();
       }
     };
+  }
+
+  /** Commands being served now. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Calls `listener` each time the last command being served ends (idle work starts there); returns the function that stops it. */
+  onIdle(listener: () => void): () => void {
+    this.#idleListeners.add(listener);
+    return () => this.#idleListeners.delete(listener);
   }
 
   /** True once the server was told to leave. */

@@ -7,6 +7,7 @@ import { idleSeconds, ServerLife, type ServerIdentity } from './life.js';
 import { listenOnSocket } from './listen.js';
 import { installRequestEnvironment } from './request-env.js';
 import { warmStatHelper } from '../admin.js';
+import { startIdleCopies } from './idle-copies.js';
 
 export { ClientGone, type Executor } from './connection.js';
 
@@ -44,7 +45,10 @@ export interface ServerService {
 export type ServiceStart = (context: ServiceContext) => Promise<ServerService>;
 
 /** The listeners and services beside the command socket, in start order (closed in reverse). */
-const SERVICES: readonly ServiceStart[] = [];
+const SERVICES: readonly ServiceStart[] = [
+  // Copies the git blobs that served projects' checkpoints rest on into their stores, while no command is served.
+  ({ life }) => Promise.resolve(startIdleCopies(life)),
+];
 
 /** The turnback version of the package `mainFile` belongs to (`…/dist/cli/main.cjs` → `…/package.json`). */
 function packageVersion(mainFile: string): string | null {
