@@ -166,12 +166,15 @@ export async function restingOnGit(ctx: GitCopyContext): Promise<string[]> {
   held.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   ctx.copies.refresh();
   const wanted = new Set<string>();
-  const note = (key: string): void => {
+  const seen = new Set<string>();
+  for (const key of [...state.gitKeys, ...held.flatMap((item) => [...item.refs])]) {
     const id = gitBlobIdOf(key);
-    if (id !== undefined && ctx.copies.get(id) === undefined) wanted.add(id);
-  };
-  for (const key of state.gitKeys) note(key);
-  for (const item of held) for (const key of item.refs) note(key);
+    if (id === undefined || seen.has(id)) continue;
+    seen.add(id);
+    // A line naming an object the store no longer has (a crash between prune's two steps, a lost pack) counts as no copy.
+    const copy = ctx.copies.get(id);
+    if (copy === undefined || !(await ctx.objects.hasObject(copy))) wanted.add(id);
+  }
   return [...wanted];
 }
 

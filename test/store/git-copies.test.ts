@@ -102,4 +102,22 @@ describe('files resting on git', () => {
     expect(fs.existsSync(path.join(dir, 'store', 'objects', 'git-copies'))).toBe(false);
     expect(await objectCount()).toBeLessThan(kept);
   });
+
+  it('copies in slices and stops between two when asked (a command arrived); a copy the index names but the store lacks reads from git', async () => {
+    await call('rm', () => fs.rmSync(path.join(project, 'src'), { recursive: true }));
+    let asked = 0;
+    const first = await store.copyGitBlobsIn({ sliceFiles: 2, shouldStop: () => ++asked > 2 });
+    expect(first).toMatchObject({ copied: 4, left: FILES - 4, stopped: true });
+    expect((await store.restingOnGit()).length).toBe(FILES - 4);
+
+    // An index line naming an object the store does not have: the read falls back to git's blob, checked against its id.
+    const id = gitBlobId(Buffer.from(text(7)));
+    fs.appendFileSync(path.join(dir, 'store', 'objects', 'git-copies'), `${id} 0123456789abcdef-${text(7).length.toString(16)}\n`);
+    expect((await store.readObject(`git:${id}`)).toString()).toBe(text(7));
+    expect(await store.hasObject(`git:${id}`)).toBe(true);
+    // It still counts as resting only on git, and the next copy-in puts it right.
+    expect(await store.restingOnGit()).toContain(id);
+    expect((await store.copyGitBlobsIn()).left).toBe(0);
+    expect(await store.restingOnGit()).toEqual([]);
+  });
 });
