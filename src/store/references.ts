@@ -34,6 +34,19 @@ function salvageRefs(text: string): Set<string> {
   return new Set(text.match(OBJECT_KEY_SCAN) ?? []);
 }
 
+/**
+ * The 16-digit hashes in a text's runs of hex digits whose length is a multiple of 16: a picture
+ * base's `hashes` column (capture/base-columns.ts) is every record's xxh64 one after another, and
+ * its object keys (`<hash>-<size hex>`) appear nowhere literally. Erring towards keeping: any such
+ * run keeps every object of each of its hashes, whatever its size.
+ */
+function salvageHashes(text: string, into: Set<string>): void {
+  for (const run of text.match(/[0-9a-f]{16,}/g) ?? []) {
+    if (run.length % 16 !== 0) continue;
+    for (let at = 0; at < run.length; at += 16) into.add(run.slice(at, at + 16));
+  }
+}
+
 /** The git object keys (`git:<id>`) in a text: a file resting on git's blob, whose store copy (git-copies.ts) lives while they are named. */
 function salvageGitKeys(text: string): string[] {
   return text.match(GIT_KEY_SCAN) ?? [];
@@ -110,6 +123,8 @@ export interface StateReferences {
   unreadable: string[];
   /** Every git object key (`git:<id>`) a document mentions, in the order found: files resting on git's blobs. */
   gitKeys: Set<string>;
+  /** Every object hash a document names without its key (a picture base's columns): an object `<hash>-<size>` with one of them is referenced. */
+  hashes: Set<string>;
 }
 
 /**
@@ -123,6 +138,7 @@ export async function stateReferences(ctx: { fs: FileSystem; layout: StoreLayout
   const refs = new Map<string, string>();
   const unreadable: string[] = [];
   const gitKeys = new Set<string>();
+  const hashes = new Set<string>();
   for (const name of await listNames(ctx.fs, ctx.layout.stateDir)) {
     if (!name.endsWith('.json')) continue;
     const file = path.join(ctx.layout.stateDir, name);
@@ -132,7 +148,8 @@ export async function stateReferences(ctx: { fs: FileSystem; layout: StoreLayout
     else {
       for (const key of salvageRefs(document.text)) if (!refs.has(key)) refs.set(key, file);
       for (const key of salvageGitKeys(document.text)) gitKeys.add(key);
+      salvageHashes(document.text, hashes);
     }
   }
-  return { refs, unreadable, gitKeys };
+  return { refs, unreadable, gitKeys, hashes };
 }

@@ -119,6 +119,15 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const state = await stateReferences(ctx);
     for (const key of state.refs.keys()) count(key, 1);
     for (const key of state.gitKeys) count(key, 1);
+    // A picture base names its copies by hash and size in separate columns: an object whose hash it holds is referenced (erring towards keeping).
+    if (state.hashes.size > 0) {
+      const named = new Set<string>();
+      for (const info of await ctx.objects.listObjects()) {
+        const parsed = parseObjectKey(info.key);
+        if (parsed !== undefined && parsed.suffix === 0 && state.hashes.has(parsed.hash) && !named.has(info.key)) named.add(info.key);
+      }
+      for (const key of named) count(key, 1);
+    }
     // A compressed document that does not decode may name any object: none is removed (verify names the document).
     const keepAllObjects = state.unreadable.length > 0 || held.some((item) => item.unknownRefs);
     const objects = new Map((await ctx.objects.listLoose()).map((info) => [info.key, info]));
