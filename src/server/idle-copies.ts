@@ -6,8 +6,8 @@ import { withEnvironment } from './request-env.js';
 // blobs its checkpoints and pictures rest on (clean tracked files past the copy budget), so their
 // pre-images outlive a history rewrite and a `git gc` — never inside an agent's tool call. It
 // runs only while no command is served, in slices of the store's (`copyGitBlobsIn`: a few dozen
-// blobs under the store lock, then a turn of the event loop), and stops at the first slice's end
-// after a command arrives; the next idle moment takes it up again.
+// blobs read, then a turn of the event loop; the store lock only for naming a batch's copies), and
+// stops at the first slice's end after a command arrives; the next idle moment takes it up again.
 
 /** A project a served command took a picture of: its store, and the environment its git ran with. */
 interface Served {
@@ -29,7 +29,7 @@ export function servedProject(storeRoot: string, projectRoot: string): void {
   noteServed?.({ storeRoot, projectRoot, env: { ...(process.env as Record<string, string>) } });
 }
 
-/** Blobs a slice copies under one hold of the store lock: a command that arrives waits for at most that many. */
+/** Blobs a slice reads before the copier looks whether a command arrived: one that does waits for at most that many reads (and the batch's last write). */
 const SLICE_FILES = 32;
 
 /**

@@ -184,9 +184,9 @@ export interface GitCopyOptions {
   maxFiles?: number;
   /** At most this many bytes (a blob larger than what is left waits for a later run). @default no limit */
   maxBytes?: number;
-  /** Blobs copied under one hold of the store lock, between two looks at `shouldStop`. @default 64 */
+  /** Blobs read between two looks at `shouldStop` (and two turns of the event loop). @default 64 */
   sliceFiles?: number;
-  /** Asked between slices: `true` ends the run (the server: a command arrived). */
+  /** Asked between slices: `true` ends the run (the server: a command arrived); what was read so far is still written and named. */
   shouldStop?: () => boolean;
 }
 
@@ -204,12 +204,18 @@ export interface GitCopyReport {
   stopped: boolean;
 }
 
+/** A batch's bounds: its small objects are compressed together in blocks (~2 MiB, as a picture's), so a batch spans many slices. */
+const BATCH_FILES = 2_048;
+const BATCH_BYTES = 4 * 1024 * 1024;
+
 /**
  * Copies into the store, within a budget, the blobs its documents rest on and it holds no copy
  * of (most wanted first, {@link restingOnGit}), reading them from git (`git cat-file`, read-only,
- * each checked against its id) and storing them as a picture's copies are (blocks). Works in
- * slices, each under the store lock and yielding to the event loop after it, so a command never
- * waits behind more than one slice. A busy store ends the run quietly.
+ * each checked against its id) and storing them as a picture's copies are (one batch: blocks).
+ * Works in slices, a turn of the event loop after each and `shouldStop` asked between two; the
+ * puts need no lock (as a picture's: the object is young and in this process's own pack, which
+ * prune leaves alone), and a batch's copies are named in the index under the store lock once the
+ * batch is on disk, which holds it for one append. A busy store ends the run quietly.
  */
 export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOptions = {}): Promise<GitCopyReport> {
   const maxFiles = options.maxFiles ?? Number.POSITIVE_INFINITY;
@@ -221,51 +227,52 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
   const wanted = await restingOnGit(ctx);
   const report: GitCopyReport = { copied: 0, bytes: 0, left: wanted.length, lost: 0, stopped: false };
   let at = 0;
-  while (at < wanted.length && report.copied < maxFiles && report.bytes < maxBytes) {
-    if (options.shouldStop?.() === true) {
-      report.stopped = true;
-      break;
+  let busy = false;
+  while (at < wanted.length && report.copied < maxFiles && report.bytes < maxBytes && !report.stopped && !busy) {
+    const batch = ctx.objects.openBatch();
+    const copies: { id: string; key: string; size: number }[] = [];
+    let batchBytes = 0;
+    let read = 0;
+    while (at < wanted.length && copies.length < BATCH_FILES && batchBytes < BATCH_BYTES && report.copied + copies.length < maxFiles) {
+      if (read > 0 && read % sliceFiles === 0) {
+        // Whatever waits (a command's frames, its picture) runs before the next slice.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      if (read % sliceFiles === 0 && options.shouldStop?.() === true) {
+        report.stopped = true;
+        break;
+      }
+      const id = wanted[at++] as string;
+      read += 1;
+      let blob: Buffer;
+      try {
+        blob = await readGitBlob(ctx.projectRoot, id);
+      } catch {
+        report.lost += 1;
+        continue;
+      }
+      if (report.bytes + batchBytes + blob.length > maxBytes) continue;
+      const ref = await ctx.objects.putBytes(blob, { batch });
+      copies.push({ id, key: ref.object, size: blob.length });
+      batchBytes += blob.length;
     }
-    const slice = wanted.slice(at, at + Math.min(sliceFiles, maxFiles - report.copied));
-    at += slice.length;
+    const failed = await ctx.objects.endBatch(batch);
+    const written = copies.filter((copy) => !failed.has(copy.key));
     try {
-      await ctx.withLock(() => copySlice(ctx, slice, maxBytes, report));
+      await ctx.withLock(async () => ctx.copies.append(written.map((copy) => [copy.id, copy.key] as const)));
     } catch (error) {
-      if (error instanceof CheckpointError && error.code === 'STORE_BUSY') break;
-      throw error;
+      if (!(error instanceof CheckpointError && error.code === 'STORE_BUSY')) throw error;
+      // Not named: those objects are garbage for a later prune, and the blobs are copied again next time.
+      busy = true;
+      continue;
     }
-    // Whatever waits (a command's frames, its picture) runs before the next slice.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    for (const copy of written) {
+      report.copied += 1;
+      report.bytes += copy.size;
+    }
   }
   report.left = wanted.length - report.copied;
   return report;
-}
-
-/** One slice: read each blob from git, put it in one batch, and name the copies once the batch is on disk. */
-async function copySlice(ctx: GitCopyContext, ids: readonly string[], maxBytes: number, report: GitCopyReport): Promise<void> {
-  const batch = ctx.objects.openBatch();
-  const copies: { id: string; key: string; size: number }[] = [];
-  let bytes = report.bytes;
-  for (const id of ids) {
-    let blob: Buffer;
-    try {
-      blob = await readGitBlob(ctx.projectRoot, id);
-    } catch {
-      report.lost += 1;
-      continue;
-    }
-    if (bytes + blob.length > maxBytes) continue;
-    const ref = await ctx.objects.putBytes(blob, { batch });
-    copies.push({ id, key: ref.object, size: blob.length });
-    bytes += blob.length;
-  }
-  const failed = await ctx.objects.endBatch(batch);
-  const written = copies.filter((copy) => !failed.has(copy.key));
-  ctx.copies.append(written.map((copy) => [copy.id, copy.key] as const));
-  for (const copy of written) {
-    report.copied += 1;
-    report.bytes += copy.size;
-  }
 }
 
 /** The git key's store copy, when it has one, for prune's reference counts. */
