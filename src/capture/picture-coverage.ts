@@ -5,7 +5,7 @@ import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
-import { cleanTrackedBlob } from './tracked-files.js';
+import { cleanTrackedBlob, cleanTrackedBlobs } from './tracked-files.js';
 
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
 
@@ -42,6 +42,18 @@ export function orderForBudget(
   for (const stat of tracked) toCopy[at++] = stat;
   toCopy.length = at;
   return restOnGit;
+}
+
+/**
+ * For one picture: true when a record resting on git's blob may stand as it is — git's index
+ * still names that very blob for the path, clean by git's rule for the record's stat. An index
+ * entry keeps its blob from any `git gc`, so the pre-image cannot be lost while it holds; once the
+ * index lets go (the file untracked, staged otherwise, or a history rewrite that moved it), the
+ * picture copies the file, whose bytes then exist nowhere else.
+ */
+export function restingCheck(root: string): (record: PictureRecord) => boolean {
+  const indexBlob = cleanTrackedBlobs(root);
+  return (record) => record.state.type === 'file' && gitBlobIdOf(record.state.object) !== undefined && indexBlob(record) === gitBlobIdOf(record.state.object);
 }
 
 /** The state of a file recorded by its git blob id instead of a copy: its bytes rest on git's objects. */

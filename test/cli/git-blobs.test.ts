@@ -112,6 +112,26 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
   });
 
+  it('a file git\'s index lets go of (untracked, history rewritten, gc) is copied by the next picture, not left resting on a blob git may drop', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    repo.env.TURNBACK_SERVER = 'off';
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
+    expect(repo.tb(['run', '--', 'true']).code).toBe(0);
+    expect(restingIn(repo.tb(['status']).stdout)).toBe(8);
+    const ids = blobIds(repo, files);
+    // The files stay on disk untouched; only git forgets them.
+    forgetSrc(repo);
+    for (const id of ids) expect(gitHas(repo, id)).toBe(false);
+    const run = repo.tb(['run', '--', 'true']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(restingIn(repo.tb(['status']).stdout)).toBe(0);
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+  });
+
   it('files resting on git rewritten with their very bytes (new inode and mtime) are not read as changed; one rewritten otherwise is', async () => {
     const files = tracked(8);
     const repo = await cliRepo(files);
