@@ -1,5 +1,5 @@
 // turnback benchmark REPORT (not a test): prints figures, ratios and PASS/MISS per goal; always exits 0.
-// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh,savepoint,acp,hooks,hook-beside-big,remote,store-size]
+// Usage: node --expose-gc bench/run.mjs [--quick] [--only=overhead,restore,pictures,memory,als,fresh,savepoint,acp,hooks,hook-beside-big,remote,store-size,resting-on-git]
 import * as fs from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import * as os from 'node:os';
@@ -14,10 +14,11 @@ import { benchHooks } from './hooks.mjs';
 import { benchHookBesideBig } from './hook-beside-big.mjs';
 import { benchRemote } from './remote.mjs';
 import { benchStoreSize } from './store-size.mjs';
+import { benchRestingOnGit } from './resting-on-git.mjs';
 import { benchMemory, benchPictures } from './pictures.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh', 'savepoint', 'acp', 'hooks', 'hook-beside-big', 'remote', 'store-size'];
+const BENCHES = ['overhead', 'restore', 'pictures', 'memory', 'als', 'fresh', 'savepoint', 'acp', 'hooks', 'hook-beside-big', 'remote', 'store-size', 'resting-on-git'];
 
 const args = parseArgs(process.argv.slice(2));
 if (args.help) {
@@ -312,7 +313,7 @@ async function benchAls() {
 }
 
 // ---------------------------------------------------------------------------------------------
-const table = { overhead: benchOverhead, restore: benchRestore, pictures: () => benchPictures({ temp, row, notes, quick, openObserver }), memory: () => benchMemory({ temp, row, notes }), als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }), savepoint: () => benchSavepoint({ temp, row, notes, quick, dist: DIST, openObserver }), acp: () => benchAcpProxy({ temp, row, notes, quick, dist: DIST }), hooks: () => benchHooks({ temp, row, notes, quick, dist: DIST }), 'hook-beside-big': () => benchHookBesideBig({ temp, row, notes, quick, dist: DIST }), remote: () => benchRemote({ temp, row, notes, quick, dist: DIST, openObserver }), 'store-size': () => benchStoreSize({ temp, row, notes, openObserver }) };
+const table = { overhead: benchOverhead, restore: benchRestore, pictures: () => benchPictures({ temp, row, notes, quick, openObserver }), memory: () => benchMemory({ temp, row, notes }), als: benchAls, fresh: () => benchFresh({ temp, row, notes, quick, dist: DIST }), savepoint: () => benchSavepoint({ temp, row, notes, quick, dist: DIST, openObserver }), acp: () => benchAcpProxy({ temp, row, notes, quick, dist: DIST }), hooks: () => benchHooks({ temp, row, notes, quick, dist: DIST }), 'hook-beside-big': () => benchHookBesideBig({ temp, row, notes, quick, dist: DIST }), remote: () => benchRemote({ temp, row, notes, quick, dist: DIST, openObserver }), 'store-size': () => benchStoreSize({ temp, row, notes, openObserver }), 'resting-on-git': () => benchRestingOnGit({ temp, row, notes, quick, dist: DIST }) };
 const startedAt = performance.now();
 const cleanup = () => temp.remove();
 process.on('SIGINT', () => {

@@ -5,16 +5,18 @@ import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
-import { cleanTrackedBlob } from './tracked-files.js';
+import { cleanTrackedBlob, cleanTrackedBlobs } from './tracked-files.js';
 
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
 
 /**
  * When the copy budget cannot take every file: a clean tracked file the store has never pictured
  * is taken out of `toCopy` and returned with its blob id — it rests on git's objects, and the
- * picture costs a stat sweep and an index read, not a copy of the tree (later pictures copy such
- * files in, within their budgets); and of the rest, the files git does not hold go first (they
- * have no other copy), then the clean tracked files pictured before, resting on git until copied.
+ * picture costs a stat sweep and an index read, not a copy of the tree (the store copies such
+ * blobs in outside pictures, `CheckpointStore.copyGitBlobsIn`, and later pictures reuse the record
+ * while its stat holds); and of the rest, the files git does not hold go first (they have no other
+ * copy), then the clean tracked files pictured before (changed since), resting on git if the
+ * budget cannot take them.
  * Stable, in place; nothing moves and nothing is returned when every file fits.
  */
 export function orderForBudget(
@@ -40,6 +42,18 @@ export function orderForBudget(
   for (const stat of tracked) toCopy[at++] = stat;
   toCopy.length = at;
   return restOnGit;
+}
+
+/**
+ * For one picture: true when a record resting on git's blob may stand as it is — git's index
+ * still names that very blob for the path, clean by git's rule for the record's stat. An index
+ * entry keeps its blob from any `git gc`, so the pre-image cannot be lost while it holds; once the
+ * index lets go (the file untracked, staged otherwise, or a history rewrite that moved it), the
+ * picture copies the file, whose bytes then exist nowhere else.
+ */
+export function restingCheck(root: string): (record: PictureRecord) => boolean {
+  const indexBlob = cleanTrackedBlobs(root);
+  return (record) => record.state.type === 'file' && gitBlobIdOf(record.state.object) !== undefined && indexBlob(record) === gitBlobIdOf(record.state.object);
 }
 
 /** The state of a file recorded by its git blob id instead of a copy: its bytes rest on git's objects. */

@@ -7,7 +7,7 @@ import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRe
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
-import { blobState, orderForBudget, stillTheSameBlob } from './picture-coverage.js';
+import { blobState, orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 
 /**
@@ -162,7 +162,7 @@ export interface TakePictureOptions {
  * of every file whose (size, mtime, inode, mode) is unchanged, and copies the rest into the store
  * within the picture's budgets. Credential files and files over `maxFileMib` are recorded, never
  * read. The budgets govern only files git holds: a clean tracked file past them is recorded by its
- * blob id (a later picture copies it in); every other file is copied past them, since its bytes
+ * blob id (the store copies it in outside pictures: `CheckpointStore.copyGitBlobsIn`); every other file is copied past them, since its bytes
  * exist nowhere else ({@link Picture.copiedPastBudget}).
  *
  * Known limit: a same-size edit within one file-system mtime tick is invisible to the stat check.
@@ -175,12 +175,13 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const deadline = options.deadline ?? Date.now() + coverage.maxPictureSeconds * 1000;
   const cached = cache?.records;
   const intact = cached !== undefined && cached.size > 0 ? await store.checkCopies?.() : undefined;
+  const heldByGit = restingCheck(canonicalRoot(options.projectRoot));
   const scan = await scanTree(options.projectRoot, coverage, {
     deadline,
     ...(signal !== undefined ? { signal } : {}),
     ...(options.exclude !== undefined ? { exclude: options.exclude } : {}),
     ...(cache?.ignores !== undefined ? { ignores: cache.ignores } : {}),
-    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage, intact) } : {}),
+    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage, intact, heldByGit) } : {}),
     ...(cache?.ignoreEpoch !== undefined ? { previousEpoch: cache.ignoreEpoch } : {}),
     ...(cache?.memo !== undefined ? { memo: cache.memo } : {}),
     ...(cache?.parallel !== undefined ? { parallel: cache.parallel } : {}),
@@ -282,13 +283,15 @@ function canonicalRoot(projectRoot: string): string {
  * is still not copied for a reason its unchanged stat cannot change. Files left by a budget or a
  * failed copy are tried again.
  */
-function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (object: string) => boolean): boolean {
+function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (object: string) => boolean, heldByGit?: (record: PictureRecord) => boolean): boolean {
   const state = record.state;
   switch (state.type) {
     case 'file':
-      // A file resting on git's blob is copied in by a later picture, within its budget. A copy
-      // found missing or damaged is never pointed at again: the file is copied anew.
-      return state.size === record.size && gitBlobIdOf(state.object) === undefined && (intact === undefined || intact(state.object));
+      // A file resting on git's blob stays so while git's index still names that blob for it: the
+      // store copies the blob in outside any picture (store/git-copies.ts). A copy found missing
+      // or damaged is never pointed at again: the file is copied anew.
+      if (gitBlobIdOf(state.object) !== undefined) return state.size === record.size && heldByGit?.(record) === true;
+      return state.size === record.size && (intact === undefined || intact(state.object));
     case 'symlink':
       return true;
     case 'uncopied':

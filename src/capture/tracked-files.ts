@@ -286,7 +286,23 @@ function coverable(projectPath: string, context: WalkContext): boolean {
  */
 export function cleanTrackedBlob(root: string, record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
   if (record.type !== 'file') return undefined;
-  const reading = readingOf(root);
+  return cleanBlobIn(readingOf(root), record);
+}
+
+/**
+ * {@link cleanTrackedBlob} for the many records of one picture: git's index is looked at once, on
+ * the first call, not once a record.
+ */
+export function cleanTrackedBlobs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>) => string | undefined {
+  let reading: IndexReading | undefined | null = null;
+  return (record) => {
+    if (record.type !== 'file') return undefined;
+    if (reading === null) reading = readingOf(root);
+    return cleanBlobIn(reading, record);
+  };
+}
+
+function cleanBlobIn(reading: IndexReading | undefined, record: Pick<StatRecord, 'path' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
   // Only stage 0 regular files: a conflicted path has no one blob.

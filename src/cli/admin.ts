@@ -43,15 +43,21 @@ export async function pruneCommand(options: GlobalOptions & { dryRun?: boolean }
   const store = await openStore(context);
   const dryRun = options.dryRun === true;
   const report = await store.prune({ retain: r.retain, keepDays: r.keepDays, maxStoreBytes: Math.floor(r.maxStoreGib * 1024 ** 3), dryRun });
+  // Then what the kept checkpoints and pictures rest on in git comes into the store (what the server does in its idle time), so it outlives a `git gc`.
+  const gitCopies = dryRun || !context.config.enabled || context.refusal !== undefined ? undefined : await store.copyGitBlobsIn();
   // The store's copy on S3 too, by the same retain and keep_days; its failure leaves the local prune done.
   const remote = r.remote === undefined ? undefined : await pruneRemoteStore(context, r.remote, dryRun).catch((error: unknown) => ({ error: describeFailure(error).message }));
-  io.emit({ ...report, ...(remote !== undefined ? { remote } : {}) });
+  io.emit({ ...report, ...(gitCopies !== undefined ? { gitCopies: { copied: gitCopies.copied, bytes: gitCopies.bytes, left: gitCopies.left, lost: gitCopies.lost } } : {}), ...(remote !== undefined ? { remote } : {}) });
   const byReason = new Map<string, number>();
   for (const c of report.cleared) byReason.set(c.reason, (byReason.get(c.reason) ?? 0) + 1);
   const why = [...byReason].map(([reason, n]) => `${n} ${reason === 'retain' ? `past retain = ${r.retain}` : reason === 'keep-days' ? `older than ${r.keepDays} days` : 'over the store cap'}`).join(', ');
   const cleared = `${report.removedCheckpoints.length} ${report.removedCheckpoints.length === 1 ? 'checkpoint' : 'checkpoints'}${why.length > 0 ? ` (${why})` : ''}, ${report.removedObjects} objects`;
   if (dryRun) io.out(`would clear ${cleared}, freeing at most ${sizeText(report.freedBytes)} (nothing was removed; the max_store_gib cap is not simulated)`);
   else io.out(`cleared ${cleared}, freed ${sizeText(report.freedBytes)}`);
+  if (gitCopies !== undefined && gitCopies.copied + gitCopies.left > 0) {
+    const lost = gitCopies.lost > 0 ? `; ${gitCopies.lost} git no longer has (their pre-images are lost)` : '';
+    io.out(`copied ${gitCopies.copied} ${gitCopies.copied === 1 ? 'pre-image' : 'pre-images'} resting on git's objects into the store (${sizeText(gitCopies.bytes)})${lost}`);
+  }
   if (report.keptByGrace > 0) {
     const minutes = Math.round(report.graceMs / 60_000);
     io.out(`${dryRun ? 'would keep' : 'kept'} ${report.keptByGrace} unreferenced ${report.keptByGrace === 1 ? 'object' : 'objects'} younger than ${minutes} ${minutes === 1 ? 'minute' : 'minutes'} (a capture elsewhere may be about to use them); a later prune removes them`);

@@ -2,6 +2,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
+import { servedProject } from '../server/idle-copies.js';
 import { defaultStoreDir, openObserver, openStore as openStoreView, recoverInterruptedRestores } from '../admin.js';
 import { renderRecoveredRestore } from '../report/interrupted.js';
 import { shownPath, shownText } from '../report/escape.js';
@@ -212,6 +213,8 @@ export function observerFor(context: CliContext, store: StoreView, sessionId?: s
   // One session per command: two concurrent runs must never share a call baseline. Its calls
   // follow the life of the process the person started, which a server is not.
   const { pid } = context.invocation;
+  // Checkpoints off: the server's idle copies leave the store alone too.
+  if (context.config.enabled && context.refusal === undefined) servedProject(store.root, store.projectRoot);
   return openObserver(store, { config: context.config.resolved, sessionId: sessionId ?? `cli-${pid}-${Date.now().toString(36)}-${(sessionCount++).toString(36)}`, ownerPid: pid });
 }
 

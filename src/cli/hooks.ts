@@ -19,6 +19,7 @@ import {
   type HookJsonObject,
 } from '../hooks.js';
 import { shownPath, shownText } from '../report/escape.js';
+import { servedProject } from '../server/idle-copies.js';
 import { openObserver } from '../admin.js';
 import { loadContext, openStore, storeFolderProblem, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
@@ -403,6 +404,7 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     // client leaves (the agent goes ahead then), as does the wait for other events' store lock.
     const workDeadline = deadline - HOOK_LEAVE_MS;
     const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: workDeadline });
+    servedProject(store.root, store.projectRoot);
     let outcome;
     try {
       outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds });

@@ -209,7 +209,9 @@ export async function statusCommand(options: GlobalOptions, io: Io): Promise<num
     last = (await undoablePictures(store))[0];
     interrupted = await handleInterrupted(context, store, false);
   }
-  const coverage = store === undefined ? undefined : await lastCoverage(store);
+  const pictured = store === undefined ? undefined : await lastCoverage(store);
+  // What still rests only on git is the store's own answer now, not the newest picture's count: the server's idle copies (and prune) take files off it.
+  const coverage = pictured === undefined || store === undefined ? pictured : { ...pictured, onGit: (await store.restingOnGit()).length };
   const remote = context.config.resolved.remote;
   const unpushed: UnpushedReport | undefined = remote === undefined ? undefined : store === undefined ? { location: remote.location, unpushed: 0, lastPushAt: undefined } : await unpushedCheckpoints(store, remote.location);
   const cutShort = last === undefined || store === undefined ? [] : ((await store.manifest(last.id as CheckpointId).catch(() => undefined))?.gaps ?? []).filter((gap) => CUT_SHORT.has(gap.reason)).slice(0, 1);
@@ -295,6 +297,6 @@ export function coverageLine(counts: CoverageCounts, maxFileMib: number, copyCre
   // A walk stopped by a limit: never "nothing left out".
   if (counts.left !== undefined) parts.push(`${leftText(counts.left)} (${counts.left.reason === 'walk-entries' ? 'max_walk_entries' : 'max_picture_seconds'})`);
   const onGit = counts.onGit ?? 0;
-  const resting = onGit > 0 ? ` (${n(onGit)} tracked ${onGit === 1 ? 'file rests' : 'files rest'} on git's objects: past the copy budget, later pictures copy them in)` : '';
+  const resting = onGit > 0 ? ` (${n(onGit)} ${onGit === 1 ? 'pre-image rests' : 'pre-images rest'} only on git's objects: clean tracked files past the copy budget, copied into the store while the server is idle or by turnback prune)` : '';
   return `coverage: ${n(counts.files)} ${counts.files === 1 ? 'file' : 'files'} pictured${resting}${parts.length > 0 ? `; left out: ${parts.join(', ')}` : '; nothing left out'}`;
 }

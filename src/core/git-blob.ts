@@ -7,6 +7,9 @@ import { createHash } from 'node:crypto';
 
 const GIT_KEY = /^git:([0-9a-f]{40}|[0-9a-f]{64})$/;
 
+/** Every git object key in a text (a document read as text, as prune reads it): global, so use with `match`. */
+export const GIT_KEY_SCAN: RegExp = /git:(?:[0-9a-f]{64}|[0-9a-f]{40})(?![0-9a-f])/g;
+
 /** The store key of a file whose bytes are git's blob `id` (40 hex digits for SHA-1, 64 for SHA-256). */
 export function gitObjectKey(id: string): string {
   return `git:${id}`;

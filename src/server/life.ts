@@ -32,7 +32,7 @@ export class ServerLife {
   #timer: NodeJS.Timeout | undefined;
   #leaving = false;
   #leave: () => void = () => undefined;
-  readonly #activity: ((idle: boolean) => void)[] = [];
+  readonly #activity = new Set<(idle: boolean) => void>();
   /** Resolves once the server is told to leave (idle, `server stop`, a signal). */
   readonly leaving: Promise<void> = new Promise((resolve) => (this.#leave = resolve));
 
@@ -48,8 +48,9 @@ export class ServerLife {
   }
 
   /** Calls `listener` whenever the server turns idle (`true`) or busy (`false`): idle-time work (the watcher's verification sweep). */
-  onActivity(listener: (idle: boolean) => void): void {
-    this.#activity.push(listener);
+  onActivity(listener: (idle: boolean) => void): () => void {
+    this.#activity.add(listener);
+    return () => this.#activity.delete(listener);
   }
 
   #tell(idle: boolean): void {
@@ -73,6 +74,18 @@ export class ServerLife {
         this.#tell(true);
       }
     };
+  }
+
+  /** Commands being served now. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Calls `listener` each time the server turns idle (once it listens, and when the last command being served ends): idle work starts there. Returns the function that stops it. */
+  onIdle(listener: () => void): () => void {
+    return this.onActivity((idle) => {
+      if (idle) listener();
+    });
   }
 
   /** True once the server was told to leave. */

@@ -8,6 +8,7 @@ import { listenOnSocket } from './listen.js';
 import { installRequestEnvironment } from './request-env.js';
 import { warmStatHelper } from '../admin.js';
 import { watchingService } from './watching.js';
+import { startIdleCopies } from './idle-copies.js';
 
 export { ClientGone, type Executor } from './connection.js';
 
@@ -47,7 +48,11 @@ export interface ServerService {
 export type ServiceStart = (context: ServiceContext) => Promise<ServerService>;
 
 /** The listeners and services beside the command socket, in start order (closed in reverse). */
-const SERVICES: readonly ServiceStart[] = [watchingService];
+const SERVICES: readonly ServiceStart[] = [
+  watchingService,
+  // Copies the git blobs that served projects' checkpoints rest on into their stores, while no command is served.
+  ({ life }) => Promise.resolve(startIdleCopies(life)),
+];
 
 /** The turnback version of the package `mainFile` belongs to (`…/dist/cli/main.cjs` → `…/package.json`). */
 function packageVersion(mainFile: string): string | null {

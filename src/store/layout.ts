@@ -60,6 +60,8 @@ export class StoreLayout {
   readonly tmpDir: string;
   /** `store.lock` */
   readonly lockFile: string;
+  /** `objects/git-copies`: which objects are the store's copies of git blobs (git-copies.ts) */
+  readonly gitCopiesFile: string;
   private tempCounter = 0;
   private readonly tempTag: string = `${process.pid}-${randomBytes(4).toString('hex')}`;
 
@@ -72,6 +74,7 @@ export class StoreLayout {
     this.stateDir = path.join(root, 'state');
     this.tmpDir = path.join(root, 'tmp');
     this.lockFile = path.join(root, 'store.lock');
+    this.gitCopiesFile = path.join(root, 'objects', 'git-copies');
   }
 
   /** Fan-out folder of an object key (first two hex digits). */

@@ -11,6 +11,7 @@ import { GRACE_MS, HOSTNAME, readJsonIfExists, type StoreLayout } from './layout
 import { listNames } from './leftovers.js';
 import { manifestObjects, parseManifest } from './manifests.js';
 import { OBJECT_KEY_SCAN } from './object-codec.js';
+import { GIT_KEY_SCAN } from '../core/git-blob.js';
 
 // What references which stored objects, as prune and verify read it: every checkpoint (manifest
 // or journal) and every state document, read as text and erring towards keeping.
@@ -31,6 +32,24 @@ export interface Held {
 /** Object keys anywhere in unreadable text: when a manifest cannot be parsed, keep what it may reference. */
 function salvageRefs(text: string): Set<string> {
   return new Set(text.match(OBJECT_KEY_SCAN) ?? []);
+}
+
+/**
+ * The 16-digit hashes in a text's runs of hex digits whose length is a multiple of 16: a picture
+ * base's `hashes` column (capture/base-columns.ts) is every record's xxh64 one after another, and
+ * its object keys (`<hash>-<size hex>`) appear nowhere literally. Erring towards keeping: any such
+ * run keeps every object of each of its hashes, whatever its size.
+ */
+function salvageHashes(text: string, into: Set<string>): void {
+  for (const run of text.match(/[0-9a-f]{16,}/g) ?? []) {
+    if (run.length % 16 !== 0) continue;
+    for (let at = 0; at < run.length; at += 16) into.add(run.slice(at, at + 16));
+  }
+}
+
+/** The git object keys (`git:<id>`) in a text: a file resting on git's blob, whose store copy (git-copies.ts) lives while they are named. */
+function salvageGitKeys(text: string): string[] {
+  return text.match(GIT_KEY_SCAN) ?? [];
 }
 
 /** A document's bytes and their text; `undefined` when it is gone, `text: undefined` when it is compressed and does not decode. */
@@ -71,6 +90,7 @@ export async function loadReferences(ctx: { fs: FileSystem; layout: StoreLayout;
         if (header && header.hostname === HOSTNAME && isPidAlive(header.pid)) item.removable = false;
         if (header !== undefined && header.pid !== process.pid && (header.hostname === HOSTNAME ? isPidAlive(header.pid) : checkpointIdTime(entry.id) > Date.now() - GRACE_MS)) item.otherLiveWriter = true;
         for (const key of salvageRefs(text)) item.refs.add(key);
+        for (const key of salvageGitKeys(text)) item.refs.add(key);
       }
     }
     if (entry.sealed) {
@@ -85,6 +105,7 @@ export async function loadReferences(ctx: { fs: FileSystem; layout: StoreLayout;
             for (const key of manifestObjects(parseManifest(text, { id: entry.id, workspace: ctx.projectRoot, file }))) item.refs.add(key);
           } catch {
             for (const key of salvageRefs(text)) item.refs.add(key);
+            for (const key of salvageGitKeys(text)) item.refs.add(key);
           }
         }
       }
@@ -100,6 +121,10 @@ export interface StateReferences {
   refs: Map<string, string>;
   /** Compressed documents that do not decode: what they reference is unknown. */
   unreadable: string[];
+  /** Every git object key (`git:<id>`) a document mentions, in the order found: files resting on git's blobs. */
+  gitKeys: Set<string>;
+  /** Every object hash a document names without its key (a picture base's columns): an object `<hash>-<size>` with one of them is referenced. */
+  hashes: Set<string>;
 }
 
 /**
@@ -112,13 +137,19 @@ export interface StateReferences {
 export async function stateReferences(ctx: { fs: FileSystem; layout: StoreLayout }): Promise<StateReferences> {
   const refs = new Map<string, string>();
   const unreadable: string[] = [];
+  const gitKeys = new Set<string>();
+  const hashes = new Set<string>();
   for (const name of await listNames(ctx.fs, ctx.layout.stateDir)) {
     if (!name.endsWith('.json')) continue;
     const file = path.join(ctx.layout.stateDir, name);
     const document = await readDocument(ctx.fs, file);
     if (document === undefined) continue;
     if (document.text === undefined) unreadable.push(file);
-    else for (const key of salvageRefs(document.text)) if (!refs.has(key)) refs.set(key, file);
+    else {
+      for (const key of salvageRefs(document.text)) if (!refs.has(key)) refs.set(key, file);
+      for (const key of salvageGitKeys(document.text)) gitKeys.add(key);
+      salvageHashes(document.text, hashes);
+    }
   }
-  return { refs, unreadable };
+  return { refs, unreadable, gitKeys, hashes };
 }

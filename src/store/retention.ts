@@ -11,6 +11,8 @@ import { PACK_FRESH_MS, diskShare, readPackHeader, type PackFile } from './packs
 import { isOpenInThisProcess } from './pack-writer.js';
 import { removeLeftovers } from './leftovers.js';
 import { loadReferences, stateReferences, type Held } from './references.js';
+import { copyKeyOf, type GitCopies } from './git-copies.js';
+import { gitObjectKey } from '../core/git-blob.js';
 
 export { stateReferences } from './references.js';
 
@@ -22,6 +24,8 @@ export interface StoreContext {
   projectRoot: string;
   withLock<T>(fn: () => Promise<T>): Promise<T>;
   storeSizeBytes(): Promise<number>;
+  /** The store's copies of git blobs (git-copies.ts): each lives while its git key is named. */
+  copies: GitCopies;
 }
 
 /** Options of `prune`. */
@@ -104,9 +108,26 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const dryRun = resolved.dryRun === true;
     const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs, keptByGrace: 0, dryRun };
     const refcount = new Map<string, number>();
-    for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
+    ctx.copies.refresh();
+    // A git key (`git:<id>`) counts for the store's copy of that blob too: the copy lives while a document names the key.
+    const count = (key: string, delta: number): void => {
+      refcount.set(key, (refcount.get(key) ?? 0) + delta);
+      const copy = copyKeyOf(ctx.copies, key);
+      if (copy !== undefined) refcount.set(copy, (refcount.get(copy) ?? 0) + delta);
+    };
+    for (const item of held) for (const key of item.refs) count(key, 1);
     const state = await stateReferences(ctx);
-    for (const key of state.refs.keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);
+    for (const key of state.refs.keys()) count(key, 1);
+    for (const key of state.gitKeys) count(key, 1);
+    // A picture base names its copies by hash and size in separate columns: an object whose hash it holds is referenced (erring towards keeping).
+    if (state.hashes.size > 0) {
+      const named = new Set<string>();
+      for (const info of await ctx.objects.listObjects()) {
+        const parsed = parseObjectKey(info.key);
+        if (parsed !== undefined && parsed.suffix === 0 && state.hashes.has(parsed.hash) && !named.has(info.key)) named.add(info.key);
+      }
+      for (const key of named) count(key, 1);
+    }
     // A compressed document that does not decode may name any object: none is removed (verify names the document).
     const keepAllObjects = state.unreadable.length > 0 || held.some((item) => item.unknownRefs);
     const objects = new Map((await ctx.objects.listLoose()).map((info) => [info.key, info]));
@@ -126,7 +147,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
           if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove checkpoint', file.path);
         }
       }
-      for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 1) - 1);
+      for (const key of item.refs) count(key, -1);
       removed.add(item.id);
       report.cleared.push({ id: item.id, reason });
       report.freedBytes += freed;
@@ -207,6 +228,8 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
         size -= await collect();
       }
     }
+    // Last: a copy whose git key nothing names any more leaves the index (its object went with the garbage above; a crash in between leaves a line naming nothing, and a read then asks git).
+    if (!dryRun && !keepAllObjects) ctx.copies.rewrite((id) => (refcount.get(gitObjectKey(id)) ?? 0) > 0, ctx.layout.tempPath());
     report.removedCheckpoints = [...removed].sort();
     report.cleared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return report;

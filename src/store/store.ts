@@ -22,7 +22,8 @@ import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } 
 import { StateDocumentFolder, type StateWriteOptions } from './state-documents.js';
 import { goneMessage, recordRemovals, removalOf, type Removal } from './removals.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
-import { hasGitBlob, readGitBlob } from './git-blobs.js';
+import { hasGitBlob } from './git-blobs.js';
+import { GitCopies, copyGitBlobsIn, hasGitCopy, readGitObject, restingOnGit, type GitCopyContext, type GitCopyOptions, type GitCopyReport } from './git-copies.js';
 
 export { buildManifest } from './checkpoint-writer.js';
 
@@ -54,6 +55,7 @@ export interface OpenCheckpointOptions {
   scopeId?: string;
 }
 
+export type { GitCopyOptions, GitCopyReport } from './git-copies.js';
 export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, ObjectBatch, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
 
 /**
@@ -70,6 +72,7 @@ export class CheckpointStore {
   private readonly objects: ObjectStore;
   private readonly lock: StoreLock;
   private readonly state: StateDocumentFolder;
+  private readonly gitCopies: GitCopies;
 
   /** This process's presence file (see store/presence.ts), removed at close. */
   private presence: string | undefined;
@@ -82,6 +85,7 @@ export class CheckpointStore {
     this.lock = new StoreLock(fs, layout, lockTimeoutMs);
     this.state = new StateDocumentFolder(fs, layout);
     this.objects = new ObjectStore(fs, layout, { withLock: (fn) => this.lock.withLock(fn) });
+    this.gitCopies = new GitCopies(layout.gitCopiesFile);
   }
 
   /**
@@ -204,7 +208,7 @@ export class CheckpointStore {
     return verifyStore(this.context());
   }
 
-  private context(): Parameters<typeof pruneStore>[0] {
+  private context(): Parameters<typeof pruneStore>[0] & GitCopyContext {
     return {
       fs: this.fs,
       layout: this.layout,
@@ -212,7 +216,25 @@ export class CheckpointStore {
       projectRoot: this.projectRoot,
       withLock: (fn) => this.lock.withLock(fn),
       storeSizeBytes: () => this.storeSizeBytes(),
+      copies: this.gitCopies,
     };
+  }
+
+  /**
+   * Copies into the store, within the budget, the git blobs its checkpoints and pictures rest on
+   * and it holds no copy of (read from git, read-only, each checked against its id), in slices
+   * under the store lock; from then on a read of `git:<id>` takes the store's copy, so the
+   * pre-image outlives a history rewrite and `git gc`. What the command server runs in its idle
+   * time, and `turnback prune` before it prunes.
+   * @throws CheckpointError `INVALID_ARGUMENT`.
+   */
+  copyGitBlobsIn(options: GitCopyOptions = {}): Promise<GitCopyReport> {
+    return copyGitBlobsIn(this.context(), options);
+  }
+
+  /** The git blob ids the store's checkpoints and pictures rest on and it holds no copy of: pre-images that live only in git's objects. */
+  restingOnGit(): Promise<string[]> {
+    return restingOnGit(this.context());
   }
 
   /**
@@ -276,16 +298,16 @@ export class CheckpointStore {
 
   /** An object's original bytes. @throws CheckpointError `INTEGRITY` when missing or damaged. */
   readObject(object: string): Promise<Buffer> {
-    // A file recorded by its blob id: read from the project's repository and checked against the id.
+    // A file recorded by its blob id: the store's copy of that blob, else the project's repository's, checked against the id.
     const blob = gitBlobIdOf(object);
-    if (blob !== undefined) return readGitBlob(this.projectRoot, blob);
+    if (blob !== undefined) return readGitObject(this.context(), blob);
     return this.objects.readObject(object);
   }
 
-  /** True when the object file exists (for a file recorded by its blob id: when git still has the blob). */
-  hasObject(object: string): Promise<boolean> {
+  /** True when the object file exists (for a file recorded by its blob id: when the store has a copy of the blob, or git still has it). */
+  async hasObject(object: string): Promise<boolean> {
     const blob = gitBlobIdOf(object);
-    if (blob !== undefined) return hasGitBlob(this.projectRoot, blob);
+    if (blob !== undefined) return (await hasGitCopy(this.context(), blob)) || (await hasGitBlob(this.projectRoot, blob));
     return this.objects.hasObject(object);
   }
 

@@ -3,6 +3,7 @@ import type { CheckpointId } from '../core/id.js';
 import type { CheckpointManifest, CheckpointMeta } from '../core/model.js';
 import type { Removal } from './removals.js';
 import type { PruneOptions, PruneReport } from './retention.js';
+import type { GitCopyOptions, GitCopyReport } from './git-copies.js';
 import { CheckpointStore } from './store.js';
 import type { VerifyReport } from './verify.js';
 
@@ -39,6 +40,16 @@ export interface StoreView {
   verify(): Promise<VerifyReport>;
   /** Total bytes of every file under the store root. */
   storeSizeBytes(): Promise<number>;
+  /**
+   * Copies into the store, within the budget, the git blobs that checkpoints and pictures rest on
+   * (clean tracked files recorded by their blob id past the copy budget), so their pre-images
+   * outlive a history rewrite and `git gc`. Reads git read-only; works in small slices under the
+   * store lock. The command server runs it in its idle time; `turnback prune` before it prunes.
+   * @throws CheckpointError `INVALID_ARGUMENT`.
+   */
+  copyGitBlobsIn(options?: GitCopyOptions): Promise<GitCopyReport>;
+  /** The git blob ids checkpoints and pictures rest on that the store holds no copy of. */
+  restingOnGit(): Promise<string[]>;
   /** Why checkpoint `id` is gone (pruned, cleared, dropped), or `undefined` when it never existed here. */
   removal(id: string): Promise<Removal | undefined>;
   /** Seals this process's open pack and closes descriptors. */
@@ -60,6 +71,8 @@ export function viewOf(store: CheckpointStore): StoreView {
     dropCheckpoint: (id: CheckpointId | string) => store.dropCheckpoint(id),
     verify: () => store.verify(),
     storeSizeBytes: () => store.storeSizeBytes(),
+    copyGitBlobsIn: (options?: GitCopyOptions) => store.copyGitBlobsIn(options),
+    restingOnGit: () => store.restingOnGit(),
     removal: (id: string) => store.removal(id),
     close: () => store.close(),
   });

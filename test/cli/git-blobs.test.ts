@@ -4,8 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { cliRepo } from './harness.js';
 
 // A clean tracked file past the copy budget is recorded by its git blob id (read-only: nothing
-// is written into .git), restored from git with its bytes checked against the id, and copied in
-// by later pictures; a blob git has since lost is reported, never written wrong.
+// is written into .git), restored from git with its bytes checked against the id, and copied into
+// the store outside any picture — by the server while idle, or by `turnback prune` — after which
+// it outlives a history rewrite and `git gc`; a blob git has lost first is reported, never written wrong.
 
 function tracked(count: number): Record<string, string> {
   const files: Record<string, string> = {};
@@ -13,10 +14,33 @@ function tracked(count: number): Record<string, string> {
   return files;
 }
 
-const rests = /coverage: \d+ files pictured \((\d+) tracked files? rests? on git's objects/;
+const rests = /coverage: \d+ files? pictured \((\d+) pre-images? rests? only on git's objects/;
+
+/** What `status` says still rests only on git (0 when it says nothing of it). */
+const restingIn = (status: string): number => Number(rests.exec(status)?.[1] ?? 0);
+
+/** The blob ids of `files`, as git names them. */
+const blobIds = (repo: { git: (...args: string[]) => string }, files: Record<string, string>): string[] => Object.keys(files).map((name) => repo.git('rev-parse', `HEAD:${name}`).trim());
+
+/** Rewrites history so that no commit holds src/ any more and collects git's garbage: the blobs are gone from git. */
+function forgetSrc(repo: { git: (...args: string[]) => string }): void {
+  repo.git('rm', '-r', '-q', '--cached', '--ignore-unmatch', 'src');
+  repo.git('commit', '-q', '--amend', '--allow-empty', '-m', 'without src');
+  repo.git('reflog', 'expire', '--expire=now', '--all');
+  repo.git('gc', '-q', '--prune=now');
+}
+
+const gitHas = (repo: { git: (...args: string[]) => string }, id: string): boolean => {
+  try {
+    repo.git('cat-file', '-e', id);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 describe("clean tracked files past the copy budget rest on git's objects", () => {
-  it('a first picture over the budget copies none of them; an rm of every file comes back byte for byte from git; status counts them; verify is clean; later pictures copy them in', async () => {
+  it('a first picture over the budget copies none of them; an rm of every file comes back byte for byte from git; status counts them; verify is clean', async () => {
     const files = tracked(8);
     const repo = await cliRepo(files);
     await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
@@ -25,7 +49,8 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     const status = repo.tb(['status']).stdout;
     const onGit = Number(rests.exec(status)?.[1]);
     // The first picture is a stat sweep and an index read: every tracked file rests on git (a
-    // file copied in would not be counted), and the budget went to the one untracked file.
+    // file copied in would not be counted), and the budget went to the one untracked file. (The
+    // first command ran in-process, so no server noted the project for its idle copies.)
     expect(onGit).toBe(8);
     expect(repo.tb(['run', '--', 'true']).stderr).not.toContain('cut short');
     expect(repo.tb(['verify']).code).toBe(0);
@@ -36,12 +61,75 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     expect(undo.code, undo.stdout + undo.stderr).toBe(0);
     for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
     expect(repo.git('status', '--porcelain', '--', 'src')).toBe('');
+  });
 
-    // Each later picture copies more of them into the store, within its budget.
-    repo.tb(['run', '--', 'true']);
-    repo.tb(['run', '--', 'true']);
-    const later = Number(rests.exec(repo.tb(['status']).stdout)?.[1] ?? 0);
-    expect(later).toBeLessThan(onGit);
+  it('a served project gets its resting pre-images copied in while the server is idle; then a history rewrite and gc --prune=now lose nothing', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
+    // Every command from here is served (the server listens once `start` returns).
+    expect(repo.tb(['server', 'start']).code).toBe(0);
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    const removal = repo.newestId();
+    // Polled until the idle copies are done: each `status` is itself a command, which the copy
+    // yields to, and the next idle moment takes it up again. The deadline is only a guard.
+    const guard = Date.now() + 60_000;
+    let status = repo.tb(['status']).stdout;
+    while (restingIn(status) > 0 && Date.now() < guard) status = repo.tb(['status']).stdout;
+    expect(status).toMatch(/coverage: \d+ files? pictured; /);
+    expect(restingIn(status)).toBe(0);
+
+    const ids = blobIds(repo, files);
+    forgetSrc(repo);
+    for (const id of ids) expect(gitHas(repo, id)).toBe(false);
+    const undo = repo.tb(['undo', removal, '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+    expect(repo.tb(['verify']).code).toBe(0);
+  });
+
+  it('without the server, turnback prune copies them in; later pictures copy nothing of them; the checkpoint outlives gc', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    repo.env.TURNBACK_SERVER = 'off';
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
+    expect(repo.tb(['run', '--', 'true']).code).toBe(0);
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    const removal = repo.newestId();
+    expect(repo.tb(['run', '--', 'true']).code).toBe(0);
+    // No picture took them in: they still rest on git.
+    expect(restingIn(repo.tb(['status']).stdout)).toBe(8);
+    const prune = repo.tb(['prune']);
+    expect(prune.code, prune.stderr).toBe(0);
+    expect(prune.stdout).toMatch(/copied 8 pre-images resting on git's objects into the store/);
+    expect(restingIn(repo.tb(['status']).stdout)).toBe(0);
+
+    const ids = blobIds(repo, files);
+    forgetSrc(repo);
+    for (const id of ids) expect(gitHas(repo, id)).toBe(false);
+    const undo = repo.tb(['undo', removal, '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+  });
+
+  it('a file git\'s index lets go of (untracked, history rewritten, gc) is copied by the next picture, not left resting on a blob git may drop', async () => {
+    const files = tracked(8);
+    const repo = await cliRepo(files);
+    repo.env.TURNBACK_SERVER = 'off';
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
+    expect(repo.tb(['run', '--', 'true']).code).toBe(0);
+    expect(restingIn(repo.tb(['status']).stdout)).toBe(8);
+    const ids = blobIds(repo, files);
+    // The files stay on disk untouched; only git forgets them.
+    forgetSrc(repo);
+    for (const id of ids) expect(gitHas(repo, id)).toBe(false);
+    const run = repo.tb(['run', '--', 'true']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(restingIn(repo.tb(['status']).stdout)).toBe(0);
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
   });
 
   it('files resting on git rewritten with their very bytes (new inode and mtime) are not read as changed; one rewritten otherwise is', async () => {

@@ -75,7 +75,7 @@ describe('the package', () => {
       })();`;
     const seen = JSON.parse(run(['-e', script])) as Record<string, unknown>;
     expect(seen).toEqual({
-      view: ['close', 'dropCheckpoint', 'hasObject', 'list', 'manifest', 'projectRoot', 'prune', 'readObject', 'removal', 'root', 'storeSizeBytes', 'verify'],
+      view: ['close', 'copyGitBlobsIn', 'dropCheckpoint', 'hasObject', 'list', 'manifest', 'projectRoot', 'prune', 'readObject', 'removal', 'restingOnGit', 'root', 'storeSizeBytes', 'verify'],
       writer: 'undefined',
       observer: true,
       fromMain: true,

@@ -1,0 +1,84 @@
+import { openStore } from '../admin.js';
+import type { ServerLife } from './life.js';
+import { withEnvironment } from './request-env.js';
+
+// The server's idle work for the projects it served (issue #28): copying into each store the git
+// blobs its checkpoints and pictures rest on (clean tracked files past the copy budget), so their
+// pre-images outlive a history rewrite and a `git gc` — never inside an agent's tool call. It
+// runs only while no command is served, in slices of the store's (`copyGitBlobsIn`: a few dozen
+// blobs read, then a turn of the event loop; the store lock only for naming a batch's copies), and
+// stops at the first slice's end after a command arrives; the next idle moment takes it up again.
+
+/** A project a served command took a picture of: its store, and the environment its git ran with. */
+interface Served {
+  storeRoot: string;
+  projectRoot: string;
+  env: Record<string, string>;
+}
+
+/** Set while the server's service runs: without it (a command in the person's own process) nothing is noted. */
+let noteServed: ((served: Served) => void) | undefined;
+
+/**
+ * Notes, inside a served command, that it took pictures of `projectRoot` into the store at
+ * `storeRoot` (with checkpoints on): the server copies that store's resting blobs in once idle.
+ * Does nothing outside the server.
+ */
+export function servedProject(storeRoot: string, projectRoot: string): void {
+  // The request's environment (PATH and GIT_* choose the git that reads the blobs), copied now: the work runs after the request.
+  noteServed?.({ storeRoot, projectRoot, env: { ...(process.env as Record<string, string>) } });
+}
+
+/** Blobs a slice reads before the copier looks whether a command arrived: one that does waits for at most that many reads (and the batch's last write). */
+const SLICE_FILES = 32;
+
+/**
+ * The idle copier as one of the server's services: started with the server's life, it copies each
+ * served project's resting blobs in whenever the server goes idle, and stops with the server.
+ */
+export function startIdleCopies(life: ServerLife): { close(): Promise<void> } {
+  const pending = new Map<string, Served>();
+  let running: Promise<void> | undefined;
+  let closed = false;
+  const busy = (): boolean => closed || life.left || life.active > 0;
+  const run = async (): Promise<void> => {
+    while (!busy()) {
+      const next = pending.values().next();
+      if (next.done === true) return;
+      const served = next.value;
+      let stopped = false;
+      try {
+        stopped = await withEnvironment(served.env, async () => {
+          const store = await openStore(served.storeRoot, { projectRoot: served.projectRoot });
+          try {
+            return (await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy })).stopped;
+          } finally {
+            await store.close();
+          }
+        });
+      } catch {
+        // A store that cannot be opened or written now: its next served command notes it again.
+      }
+      // A note taken while the copy ran (a command came and went between two slices) stays for the next idle moment.
+      if (!stopped && pending.get(served.storeRoot) === served) pending.delete(served.storeRoot);
+    }
+  };
+  const kick = (): void => {
+    if (running !== undefined || busy() || pending.size === 0) return;
+    running = run().finally(() => {
+      running = undefined;
+    });
+  };
+  noteServed = (served) => {
+    pending.set(served.storeRoot, served);
+  };
+  const offIdle = life.onIdle(kick);
+  return {
+    async close() {
+      closed = true;
+      offIdle();
+      noteServed = undefined;
+      await running;
+    },
+  };
+}

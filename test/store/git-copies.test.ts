@@ -1,0 +1,123 @@
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CheckpointObserver } from '../../src/session/observer.js';
+import { CheckpointStore } from '../../src/store/store.js';
+import { gitBlobId } from '../../src/core/git-blob.js';
+import { removeFolder, tempFolder } from '../helpers/temp.js';
+
+// Clean tracked files past the copy budget rest on git's blobs (`git:<id>`): later pictures reuse
+// those records as they are (no copy inside a tool call), and the store copies the blobs in on
+// its own (`copyGitBlobsIn`), after which every checkpoint resting on them reads the store's copy.
+// Real git, real files.
+
+const FILES = 8;
+let dir: string;
+let project: string;
+let store: CheckpointStore;
+
+const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: project, encoding: 'utf8' });
+const text = (i: number): string => `file ${i}\n${'x'.repeat(i * 11)}\n`;
+
+beforeEach(async () => {
+  dir = await tempFolder('turnback-git-copies-');
+  project = path.join(dir, 'project');
+  fs.mkdirSync(path.join(project, 'src'), { recursive: true });
+  for (let i = 0; i < FILES; i++) fs.writeFileSync(path.join(project, 'src', `f${i}.txt`), text(i));
+  git('init', '-q');
+  git('add', '-A');
+  git('commit', '-qm', 'init');
+  store = await CheckpointStore.open(path.join(dir, 'store'), { projectRoot: project });
+});
+
+afterEach(async () => {
+  await store.close();
+  await removeFolder(dir);
+});
+
+/** One call of its own observer, as each command is (its turn sealed and its pictures saved at the end). */
+async function call(id: string, change?: () => void): Promise<void> {
+  const observer = new CheckpointObserver({ store, sessionId: id, coverage: { maxPictureFiles: 1 } });
+  await observer.callBegin(id);
+  change?.();
+  await observer.callEnd(id);
+  await observer.close();
+}
+
+const objectCount = async (): Promise<number> => (await store.listObjects()).length;
+
+describe('files resting on git', () => {
+  it('past the budget, the first picture rests every clean tracked file on git, and the second and third copy nothing of them', async () => {
+    await call('c1');
+    const resting = await store.restingOnGit();
+    expect(resting.length).toBe(FILES);
+    const after1 = await objectCount();
+    await call('c2');
+    await call('c3');
+    expect(await objectCount()).toBe(after1);
+    expect((await store.restingOnGit()).length).toBe(FILES);
+  });
+
+  it('copied in, a checkpoint resting on git reads the store copy; prune keeps the copies while named and drops them after', async () => {
+    await call('rm', () => fs.rmSync(path.join(project, 'src'), { recursive: true }));
+    const checkpoints = await store.sealedIds();
+    const removal = await store.manifest(checkpoints.at(-1) as string);
+    const keys = removal.entries.flatMap((entry) => (entry.before.type === 'file' ? [entry.before.object] : []));
+    expect(keys.length).toBe(FILES);
+    expect(keys.every((key) => key.startsWith('git:'))).toBe(true);
+
+    const before = await objectCount();
+    const report = await store.copyGitBlobsIn({ maxFiles: 3 });
+    expect(report).toMatchObject({ copied: 3, left: FILES - 3, lost: 0 });
+    expect((await store.copyGitBlobsIn()).copied).toBe(FILES - 3);
+    expect(await store.restingOnGit()).toEqual([]);
+    expect(await objectCount()).toBeGreaterThan(before);
+    const index = fs.readFileSync(path.join(dir, 'store', 'objects', 'git-copies'), 'utf8').trim().split('\n');
+    expect(index.length).toBe(FILES);
+
+    // A reader that cannot reach git at all still gets every byte: they come from the store.
+    fs.renameSync(path.join(project, '.git'), path.join(project, '.git-away'));
+    try {
+      for (let i = 0; i < FILES; i++) {
+        const id = gitBlobId(Buffer.from(text(i)));
+        expect((await store.readObject(`git:${id}`)).toString()).toBe(text(i));
+        expect(await store.hasObject(`git:${id}`)).toBe(true);
+      }
+    } finally {
+      fs.renameSync(path.join(project, '.git-away'), path.join(project, '.git'));
+    }
+    expect((await store.verify()).problems).toEqual([]);
+
+    // Named by the checkpoint: prune keeps every copy.
+    await store.prune({ graceMs: 0 });
+    expect(fs.readFileSync(path.join(dir, 'store', 'objects', 'git-copies'), 'utf8').trim().split('\n').length).toBe(FILES);
+    const kept = await objectCount();
+
+    // Nothing names the blobs any more (the checkpoints dropped, the files gone from the pictures): the copies go.
+    for (const id of await store.sealedIds()) await store.dropCheckpoint(id);
+    await call('after');
+    for (const id of await store.sealedIds()) await store.dropCheckpoint(id);
+    await store.prune({ graceMs: 0 });
+    expect(fs.existsSync(path.join(dir, 'store', 'objects', 'git-copies'))).toBe(false);
+    expect(await objectCount()).toBeLessThan(kept);
+  });
+
+  it('copies in slices and stops between two when asked (a command arrived); a copy the index names but the store lacks reads from git', async () => {
+    await call('rm', () => fs.rmSync(path.join(project, 'src'), { recursive: true }));
+    let asked = 0;
+    const first = await store.copyGitBlobsIn({ sliceFiles: 2, shouldStop: () => ++asked > 2 });
+    expect(first).toMatchObject({ copied: 4, left: FILES - 4, stopped: true });
+    expect((await store.restingOnGit()).length).toBe(FILES - 4);
+
+    // An index line naming an object the store does not have: the read falls back to git's blob, checked against its id.
+    const id = gitBlobId(Buffer.from(text(7)));
+    fs.appendFileSync(path.join(dir, 'store', 'objects', 'git-copies'), `${id} 0123456789abcdef-${text(7).length.toString(16)}\n`);
+    expect((await store.readObject(`git:${id}`)).toString()).toBe(text(7));
+    expect(await store.hasObject(`git:${id}`)).toBe(true);
+    // It still counts as resting only on git, and the next copy-in puts it right.
+    expect(await store.restingOnGit()).toContain(id);
+    expect((await store.copyGitBlobsIn()).left).toBe(0);
+    expect(await store.restingOnGit()).toEqual([]);
+  });
+});
