@@ -197,7 +197,7 @@ const ATTACKS: { name: string; run(w: World): Promise<void> }[] = [
       await fs.mkdir(home, { recursive: true });
       const run = spawnSync(process.execPath, ['--no-warnings', CLI, 'run', '--store', path.join(w.base, 'cli-store'), '--', 'sh', '-c', 'for f in x*; do echo after > "$f"; done'], {
         cwd: w.project,
-        env: { PATH: process.env.PATH, HOME: home, NO_COLOR: '1' },
+        env: { PATH: process.env.PATH, HOME: home, NO_COLOR: '1', TURNBACK_SERVER: 'off' },
         encoding: 'utf8',
       });
       if (run.status !== 0) throw new Error(`run failed: ${run.stderr}`);
