@@ -67,18 +67,27 @@ export function socketFolder(env: NodeJS.ProcessEnv): string | undefined {
   if (uid === undefined) return undefined;
   const runtime = env.XDG_RUNTIME_DIR;
   const folder = runtime !== undefined && path.isAbsolute(runtime) ? path.join(runtime, 'turnback') : path.join(os.tmpdir(), `turnback-${uid}`);
+  // Made only when it is missing (every command asks: one lstat, not a mkdir and an lstat).
+  let stats;
   try {
-    mkdirSync(folder, { mode: 0o700 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
-  }
-  try {
-    const stats = lstatSync(folder);
-    // Another user's folder, or one others can write into, could hold a socket that is not ours.
-    if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o077) !== 0) return undefined;
+    stats = lstatSync(folder, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }
+  if (stats === undefined) {
+    try {
+      mkdirSync(folder, { mode: 0o700 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
+    }
+    try {
+      stats = lstatSync(folder);
+    } catch {
+      return undefined;
+    }
+  }
+  // Another user's folder, or one others can write into, could hold a socket that is not ours.
+  if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o077) !== 0) return undefined;
   return folder;
 }
 
