@@ -34,6 +34,7 @@ import { blockedLine, serverAddress, socketBlocker } from '../server/address.js'
 import { ourCommands } from '../hooks/settings.js';
 import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
 import { codexConfigPath, trustGapOf } from './hook-trust.js';
+import { httpPlanFor, keepOutOfGit, undoIgnoreEdit, type IgnoreEdit } from './hook-http.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
 // installed hooks run (see src/hooks/ for what each event does).
@@ -44,6 +45,8 @@ export interface HooksOptions extends GlobalOptions {
   projectScope?: boolean;
   /** Codex: also turn its `hooks` feature on in its config.toml. */
   codexFeature?: boolean;
+  /** Claude Code: every event a command hook, in the usual file, not HTTP hooks in this machine's own. */
+  commandHooks?: boolean;
 }
 
 
@@ -107,10 +110,11 @@ async function readSettings(file: string): Promise<{ settings: HookJsonObject; t
   return { settings: parsed as HookJsonObject, text };
 }
 
-async function writeSettings(file: string, settings: HookJsonObject, previousText: string | undefined): Promise<{ text: string; createdFolder: string | undefined }> {
+/** Writes the agent's file; `ownerOnly` makes a new one readable by its owner alone (it holds the hooks' secret). */
+async function writeSettings(file: string, settings: HookJsonObject, previousText: string | undefined, ownerOnly = false): Promise<{ text: string; createdFolder: string | undefined }> {
   const createdFolder = await mkdir(path.dirname(file), { recursive: true });
   const text = `${JSON.stringify(settings, null, previousText === undefined ? 2 : indentationOf(previousText))}\n`;
-  await writeFileAtomic(file, text);
+  await writeFileAtomic(file, text, ownerOnly && previousText === undefined ? { mode: 0o600 } : {});
   return { text, createdFolder };
 }
 
@@ -144,48 +148,64 @@ function beforeText(spec: AgentSpec, settings: HookJsonObject, text: string | un
 }
 
 /** What install wrote into `file` and what the file held before, when install recorded it. */
-async function readInstallRecord(file: string): Promise<{ file: string; before: string | null; installed: string; createdFolder?: string } | undefined> {
+async function readInstallRecord(file: string): Promise<{ file: string; before: string | null; installed: string; createdFolder?: string; ignore?: IgnoreEdit } | undefined> {
   try {
-    const record = JSON.parse(await readRegularText(installRecordPath(file))) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown };
+    const record = JSON.parse(await readRegularText(installRecordPath(file))) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown; ignore?: Partial<IgnoreEdit> };
     if (record.file !== file || typeof record.installed !== 'string' || (record.before !== null && typeof record.before !== 'string')) return undefined;
     const createdFolder = typeof record.createdFolder === 'string' && file.startsWith(`${record.createdFolder}${path.sep}`) ? record.createdFolder : undefined;
-    return { file, before: record.before, installed: record.installed, ...(createdFolder !== undefined ? { createdFolder } : {}) };
+    const { ignore } = record;
+    const ignored = ignore !== undefined && ignore.file === path.join(path.dirname(file), '.gitignore') && typeof ignore.created === 'boolean' && ignore.line === path.basename(file) ? (ignore as IgnoreEdit) : undefined;
+    return { file, before: record.before, installed: record.installed, ...(createdFolder !== undefined ? { createdFolder } : {}), ...(ignored !== undefined ? { ignore: ignored } : {}) };
   } catch {
     return undefined;
   }
 }
 
-/** `turnback hooks install AGENT [--user | --project]`. */
+/** `turnback hooks install AGENT [--user | --project] [--command-hooks]`. */
 export async function hooksInstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
   const spec = agentOf(name);
   const context = await loadContext(options, io.invocation);
-  const named = hookFile(spec, context, options.user === true);
-  const file = await writableTarget(scopeRoot(spec, context, options.user === true), named);
+  const user = options.user === true;
+  // An agent that runs HTTP hooks gets them for its tool events, in this machine's own file.
+  const plan = options.commandHooks === true ? undefined : await httpPlanFor(spec, context.projectRoot, user, hookFile(spec, context, true));
+  const http = plan !== undefined && 'file' in plan ? plan : undefined;
+  const named = http?.file ?? hookFile(spec, context, user);
+  const file = await writableTarget(scopeRoot(spec, context, user), named);
   const { settings, text } = await readSettings(file);
   let result;
   try {
-    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event, options.user === true));
+    // This machine's own file runs this Node and this turnback by path, as the user's own file does.
+    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event, user || http !== undefined), http?.target);
   } catch (error) {
     throw new CliExit(EXIT.error, 'HOOK_FILE', `${file}: ${(error as Error).message}; nothing was changed`);
   }
   if (result.added.length > 0) {
     const previous = await readInstallRecord(file);
-    const written = await writeSettings(file, result.settings, text);
+    const written = await writeSettings(file, result.settings, text, http !== undefined);
     // So uninstall can give back the very bytes the file held (a re-install keeps the first "before"),
     // and take away the folders install made for it.
     const same = previous !== undefined && previous.installed === text;
     const before = same ? previous.before : beforeText(spec, settings, text);
     const createdFolder = same ? previous.createdFolder : written.createdFolder;
+    // The local file holds the secret: git must not take it into a commit.
+    const ignore = http !== undefined && !user ? ((await keepOutOfGit(context.projectRoot, file)) ?? previous?.ignore) : undefined;
     const record = installRecordPath(file);
     await mkdir(path.dirname(record), { recursive: true, mode: 0o700 });
-    await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}) })}\n`, { mode: 0o600 });
+    await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}), ...(ignore !== undefined ? { ignore } : {}) })}\n`, { mode: 0o600 });
   }
+  // The committed file keeps none of turnback's hooks beside the local ones: every event would run twice.
+  const moved = http !== undefined && !user ? await uninstallFrom(spec, context.projectRoot, hookFile(spec, context, false)) : [];
   // Hooks the agent will skip without a word until the person trusts them: said, with the step.
-  const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user: options.user === true, hookFile: file, changed: result.added.length > 0 });
-  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, note: spec.installNote ?? null, untrusted: gap ?? null });
+  const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user, hookFile: file, changed: result.added.length > 0 });
+  const httpEvents = http === undefined ? [] : Object.keys(spec.events).filter((event) => http.target(event) !== undefined);
+  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, http: httpEvents, ...(plan !== undefined && 'refused' in plan ? { httpRefused: plan.refused } : {}), note: spec.installNote ?? null, untrusted: gap ?? null });
   if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownTarget(named, file)}: nothing changed`);
   else io.out(`turnback: added to ${shownTarget(named, file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
-  if (options.user !== true && !turnbackOnPathIsThis(process.env.PATH)) {
+  if (http !== undefined) {
+    io.out(`  ${httpEvents.join(', ')}: HTTP hooks to the command server (127.0.0.1:${http.endpoint.port}, with your secret), no process per tool call; this file is this machine's alone`);
+    if (moved.length > 0) io.out(`  taken out of ${shownPath(hookFile(spec, context, false))}: ${moved.join(', ')} (they would run twice)`);
+  } else if (plan !== undefined && 'refused' in plan) io.out(`  note: command hooks, not HTTP hooks: ${shownText(plan.refused)}`);
+  if (!user && http === undefined && !turnbackOnPathIsThis(process.env.PATH)) {
     io.out('  note: `turnback` on PATH is not this install, so the hooks run `npx turnback` (the project\'s own turnback, else npm\'s): `npm install -g turnback` (or the project\'s devDependencies) makes them run without a download');
   }
   if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
@@ -228,16 +248,17 @@ async function codexFeature(options: HooksOptions, io: Io, userRoot: string): Pr
   else io.out(`  note: ${AGENTS.codex.installNote ?? ''} (\`--codex-feature\` sets it)`);
 }
 
-/** `turnback hooks uninstall AGENT [--user | --project]`. */
-export async function hooksUninstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
-  const spec = agentOf(name);
-  const context = await loadContext(options, io.invocation);
-  const named = hookFile(spec, context, options.user === true);
-  const file = await writableTarget(scopeRoot(spec, context, options.user === true), named);
+/**
+ * Takes turnback's hooks out of `named` (within `root`): the very bytes it held before install
+ * when it is untouched since, else exactly turnback's entries. The events it took out.
+ */
+async function uninstallFrom(spec: AgentSpec, root: string, named: string): Promise<string[]> {
+  const file = await writableTarget(root, named);
   const { settings, text } = await readSettings(file);
   const result = uninstallHooks(spec, settings);
   const record = await readInstallRecord(file);
   if (text !== undefined && result.removed.length > 0) {
+    if (record?.ignore !== undefined) await undoIgnoreEdit(record.ignore);
     if (record !== undefined && record.installed === text) {
       // Untouched since install: the file goes back to its very bytes (or away, if install made it).
       if (record.before === null) {
@@ -248,8 +269,22 @@ export async function hooksUninstallCommand(name: string, options: HooksOptions,
     else await writeSettings(file, result.settings, text);
   }
   if (record !== undefined) await rm(installRecordPath(file), { force: true });
-  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), removed: result.removed });
-  io.out(result.removed.length === 0 ? `turnback: no turnback hooks in ${shownTarget(named, file)}` : `turnback: removed from ${shownTarget(named, file)}: ${result.removed.join(', ')}`);
+  return result.removed;
+}
+
+/** `turnback hooks uninstall AGENT [--user | --project]`: from the agent's file, and from this machine's own file of the project where HTTP hooks went. */
+export async function hooksUninstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
+  const spec = agentOf(name);
+  const context = await loadContext(options, io.invocation);
+  const user = options.user === true;
+  const files = [hookFile(spec, context, user), ...(!user && spec.http !== undefined ? [path.join(context.projectRoot, spec.http.localFile)] : [])];
+  const rows: { file: string; removed: string[] }[] = [];
+  for (const named of files) {
+    const removed = await uninstallFrom(spec, scopeRoot(spec, context, user), named);
+    if (removed.length > 0 || named === files[0]) rows.push({ file: named, removed });
+  }
+  io.emit({ agent: spec.name, file: files[0], removed: rows.flatMap((row) => row.removed), files: rows });
+  for (const row of rows) if (row.removed.length > 0 || rows.length === 1) io.out(row.removed.length === 0 ? `turnback: no turnback hooks in ${shownPath(row.file)}` : `turnback: removed from ${shownPath(row.file)}: ${row.removed.join(', ')}`);
   return EXIT.ok;
 }
 
@@ -314,13 +349,13 @@ export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promis
   const rows: Record<string, unknown>[] = [];
   for (const spec of Object.values(AGENTS)) {
     const scopes: { scope: string; file: string; installed: number; commands: string[] }[] = [];
-    for (const user of [false, true]) {
-      const file = hookFile(spec, context, user);
+    const files: [string, string][] = [['project', hookFile(spec, context, false)], ...(spec.http !== undefined ? [['local', path.join(context.projectRoot, spec.http.localFile)] as [string, string]] : []), ['user', hookFile(spec, context, true)]];
+    for (const [scope, file] of files) {
       try {
         const { settings, text } = await readSettings(file);
-        if (text !== undefined) scopes.push({ scope: user ? 'user' : 'project', file, installed: installedEvents(spec, settings).length, commands: ourCommands(spec, settings) });
+        if (text !== undefined) scopes.push({ scope, file, installed: installedEvents(spec, settings).length, commands: ourCommands(spec, settings) });
       } catch {
-        scopes.push({ scope: user ? 'user' : 'project', file, installed: -1, commands: [] });
+        scopes.push({ scope, file, installed: -1, commands: [] });
       }
     }
     const mine = log.filter((l) => l.agent === spec.name);

@@ -5,6 +5,7 @@ import { readFrames, sendFrame, type ServerFrame, type TerminalShape } from './f
 import { INTERRUPTS, type ChildEnd, type ProcessSeam } from './seam.js';
 import { PROTOCOL_VERSION, SERVED_COMMANDS, serverListening } from './address.js';
 import { warmStatHelper } from '../admin.js';
+import { startHookListener } from './hook-listener.js';
 
 // The per-user command server. A fresh `turnback` process pays Node's start, the load of the whole
 // command and a cold JIT on every command; a person's shell and every agent hook start one per
@@ -233,6 +234,25 @@ export async function serveForever(socketPath: string, execute: Executor): Promi
   });
   if (!server.listening) return;
   serverListening(socketPath);
+  // Agents' HTTP hooks (hook-listener.ts): each request is work, as a connection is.
+  const hooks = await startHookListener(
+    {
+      execute,
+      busy() {
+        active++;
+        armIdle();
+        let ended = false;
+        return () => {
+          if (ended) return;
+          ended = true;
+          active--;
+          armIdle();
+        };
+      },
+    },
+    socketPath,
+  );
+  void closed.then(() => hooks?.close());
   // Every picture a served command takes is the first of its observer: the helper would never warm on its own.
   warmStatHelper();
   try {
