@@ -1,5 +1,5 @@
 import * as nodeFs from 'node:fs';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import ignore from 'ignore';
 import type { Ignore } from 'ignore';
@@ -168,9 +168,9 @@ export interface WorkspaceRefusal {
  * the home folder or at `/` would picture far more than a project, so it is refused outright.
  * Both paths are compared canonically (symlinks resolved) when they exist.
  *
- * @example workspaceRefusal(os.homedir()) // { reason: 'home', detail: 'the project is your home folder' }
+ * @example workspaceRefusal(homeFolder()) // { reason: 'home', detail: 'the project is your home folder' }
  */
-export function workspaceRefusal(projectRoot: string, homeDir: string = os.homedir()): WorkspaceRefusal | undefined {
+export function workspaceRefusal(projectRoot: string, homeDir: string = homeFolder()): WorkspaceRefusal | undefined {
   let canonical: string;
   try {
     canonical = nodeFs.realpathSync(path.resolve(projectRoot));

@@ -5,6 +5,7 @@ import { isatty } from 'node:tty';
 import type { ChildProcess } from 'node:child_process';
 import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
 import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
+import { checkedVariables, relayedVariables } from '../server/environment.js';
 import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
 import { HANDED_INPUT, readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
@@ -203,6 +204,7 @@ function served(address: { socket: string; mainFile: string }): void {
       argv: process.argv,
       cwd: process.cwd(),
       pid: process.pid,
+      env: relayed,
       stdout: terminalShape(1),
       stderr: terminalShape(2),
       startedAt,
@@ -275,6 +277,9 @@ function served(address: { socket: string; mainFile: string }): void {
   });
 }
 
-const address = SERVED_COMMANDS.has(process.argv[2] ?? '') ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
+/** What of this process's environment the served command gets (environment.ts). */
+const relayed = relayedVariables(process.env);
+// An environment past the bounds the server accepts is never sent: the command runs here.
+const address = SERVED_COMMANDS.has(process.argv[2] ?? '') && checkedVariables(relayed) !== undefined ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
 if (address === undefined) inProcess();
 else served(address);

@@ -1,5 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import writeFileAtomic from 'write-file-atomic';
@@ -35,7 +35,7 @@ export interface CliConfig {
 /** `$XDG_CONFIG_HOME/turnback/config.toml`, else `~/.config/turnback/config.toml`. */
 export function userConfigPath(env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_CONFIG_HOME;
-  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(env.HOME ?? os.homedir(), '.config');
+  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(homeFolder(env), '.config');
   return path.join(base, 'turnback', 'config.toml');
 }
 
@@ -87,7 +87,7 @@ async function readSource(file: string): Promise<ConfigSource> {
 
 /** `~/x` and relative dirs, made absolute against the config file's folder. */
 export function expandDir(dir: string, base: string): string {
-  if (dir === '~' || dir.startsWith('~/')) return path.join(os.homedir(), dir.slice(1));
+  if (dir === '~' || dir.startsWith('~/')) return path.join(homeFolder(), dir.slice(1));
   return path.resolve(base, dir);
 }
 

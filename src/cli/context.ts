@@ -1,6 +1,6 @@
 import { realpathSync, statSync } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import { defaultStoreDir, openObserver, openStore as openStoreView, recoverInterruptedRestores } from '../admin.js';
 import { renderRecoveredRestore } from '../report/interrupted.js';
@@ -90,7 +90,7 @@ export function gitRepoFor(context: CliContext): Promise<GitRepo | undefined> {
  * are never projects.
  */
 async function enclosingProject(dir: string, env: NodeJS.ProcessEnv): Promise<string | undefined> {
-  let home = env.HOME ?? os.homedir();
+  let home = homeFolder(env);
   try {
     home = realpathSync(home);
   } catch {
@@ -118,7 +118,7 @@ async function exists(target: string, kind: 'file' | 'folder'): Promise<boolean>
  * as the library's workspace refusal (home folder, file-system root), kept here because the CLI
  * imports only the public API.
  */
-export function refusalOf(projectRoot: string, home: string = os.homedir()): string | undefined {
+export function refusalOf(projectRoot: string, home: string = homeFolder()): string | undefined {
   if (path.parse(projectRoot).root === projectRoot) return `the project is the root folder (${projectRoot})`;
   let canonicalHome = home;
   try {
@@ -154,7 +154,7 @@ export async function loadContext(options: GlobalOptions, invocation: Invocation
     storeDir = defaultStoreDir(projectRoot, env);
     storeFrom = 'default';
   }
-  const refusal = refusalOf(projectRoot, env.HOME ?? os.homedir());
+  const refusal = refusalOf(projectRoot, homeFolder(env));
   return { projectRoot, config, storeDir, storeFrom, maxRows: rowLimit(options), invocation, ...(refusal !== undefined ? { refusal } : {}) };
 }
 

@@ -1,5 +1,5 @@
 import { realpath } from 'node:fs/promises';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import type { AgentSpec } from '../hooks/agents.js';
 import { codexTrustGap, copilotTrustGap, geminiTrustGap, type TrustGap } from '../hooks/trust.js';
@@ -10,7 +10,7 @@ import { readRegularText } from '../fs/regular-file.js';
 // cannot be read is said as the reason.
 
 function home(): string {
-  return process.env.HOME ?? os.homedir();
+  return homeFolder();
 }
 
 /** Codex's config.toml: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`. */

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, rm, rmdir, stat } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import writeFileAtomic from 'write-file-atomic';
 import {
@@ -59,14 +59,14 @@ function agentOf(name: string): AgentSpec {
 function scopeRoot(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return context.projectRoot;
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return process.env.CODEX_HOME;
-  return process.env.HOME ?? os.homedir();
+  return homeFolder();
 }
 
 /** The hook file of `spec` in the chosen scope. */
 function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return path.join(context.projectRoot, spec.files.project);
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return path.join(process.env.CODEX_HOME, 'hooks.json');
-  return path.join(process.env.HOME ?? os.homedir(), spec.files.user);
+  return path.join(homeFolder(), spec.files.user);
 }
 
 /**
@@ -123,7 +123,7 @@ async function writeSettings(file: string, settings: HookJsonObject, previousTex
  * own data folder (never beside the agent's file), keyed by the file's path.
  */
 function installRecordPath(file: string): string {
-  const base = process.env.XDG_DATA_HOME !== undefined && path.isAbsolute(process.env.XDG_DATA_HOME) ? process.env.XDG_DATA_HOME : path.join(process.env.HOME ?? os.homedir(), '.local', 'share');
+  const base = process.env.XDG_DATA_HOME !== undefined && path.isAbsolute(process.env.XDG_DATA_HOME) ? process.env.XDG_DATA_HOME : path.join(homeFolder(), '.local', 'share');
   return path.join(base, 'turnback', 'hook-installs', `${createHash('sha256').update(file).digest('hex').slice(0, 24)}.json`);
 }
 

@@ -206,10 +206,11 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
   ).action((agent: string, event: string, options: GlobalOptions) => guarded(false, (io) => hookCommand(agent, event, options, io)));
   program
     .command('server')
-    .description('the command server that keeps commands fast: status, start (returns once it listens) or stop')
-    .argument('[action]', 'status (default), start or stop')
+    .description('the command servers that keep commands fast: status, start (returns once it listens) or stop')
+    .argument('[action]', 'status (default: every server of this user), start or stop (this build\'s)')
+    .option('--all', 'with stop: stop every server of this user, of every build and version')
     .option('--json', 'print one JSON document on stdout, for scripts')
-    .action((action: string | undefined, options: { json?: boolean }) => guarded(options.json, (io) => serverCommand(action, io)));
+    .action((action: string | undefined, options: { json?: boolean; all?: boolean }) => guarded(options.json, (io) => serverCommand(action, io, { ...(options.all === true ? { all: true } : {}) })));
   common(program.command('config').description('the configuration in effect: every [checkpoints] key, its value and where it came from')).action((options: GlobalOptions) =>
     guarded(options.json, (io) => configCommand(options, io)),
   );

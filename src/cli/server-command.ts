@@ -1,62 +1,158 @@
 import * as path from 'node:path';
 import { EXIT } from './exit-codes.js';
 import { CliExit, type Io } from './io.js';
-import { blockedLine, serverAddress, SERVER_SWITCH, socketBlocker, type ServerAddress } from '../server/address.js';
-import { shownText } from '../report/escape.js';
+import { blockedLine, serverAddress, SERVER_SWITCH, socketBlocker, socketFolder, socketsIn, type ServerAddress } from '../server/address.js';
+import { shownPath, shownText } from '../report/escape.js';
 import { askServer, launchServer } from '../server/launch.js';
 import type { Readable } from 'node:stream';
 
+/** One server in this user's socket folder, as it describes itself (`null`: it did not say: an older turnback, or nobody answers). */
+export interface ServerEntry {
+  socket: string;
+  /** The server of the turnback that runs this command (its build and time zone). */
+  thisBuild: boolean;
+  /** False for a socket file nobody answers (a killed server's). */
+  answering: boolean;
+  pid: number | null;
+  /** Its protocol; an older turnback's server says less about itself. */
+  protocol: number | null;
+  version: string | null;
+  mainFile: string | null;
+  startedAt: string | null;
+  served: number | null;
+  /** Commands it is serving now. */
+  active: number | null;
+  /** Since when it has had nothing to do; `null` while it serves (or when it did not say). */
+  idleSince: string | null;
+  /** The idle time after which it leaves. */
+  idleSeconds: number | null;
+  /** Resident memory, bytes. */
+  rss: number | null;
+  /** The TZ it serves (`null`: unset, or it did not say). */
+  tz: string | null;
+}
+
 /** The `--json` document of `turnback server`. */
 export interface ServerJson {
+  /** Whether this turnback can use a server here at all. */
   available: boolean;
+  /** Whether this build's server answers (the fields below up to `served` are its). */
   running: boolean;
   socket: string | null;
   pid: number | null;
   startedAt: string | null;
   served: number | null;
-  /** Why no server can be used here. */
+  /** Why no server can be used here, or why this build's cannot listen. */
   reason?: string;
+  /** This user's socket folder (`null`: none usable). */
+  folder: string | null;
+  /** Every server in it: every build and version of turnback this user runs. */
+  servers: ServerEntry[];
 }
 
-/** The address of the server of this build and environment (dist/cli/main.cjs beside this file). */
+const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+const count = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+/** The address of the server of this build (dist/cli/main.cjs beside this file). */
 function address(): ServerAddress | undefined {
   return serverAddress(path.join(__dirname, 'main.cjs'), process.env);
 }
 
+/** What the server at `socket` says about itself. */
+async function entryOf(socket: string, own: string | undefined): Promise<ServerEntry> {
+  const pong = await askServer(socket, { t: 'ping' });
+  return {
+    socket,
+    thisBuild: socket === own,
+    answering: pong !== undefined,
+    pid: count(pong?.pid),
+    protocol: count(pong?.protocol),
+    version: text(pong?.version),
+    mainFile: text(pong?.mainFile),
+    startedAt: text(pong?.startedAt),
+    served: count(pong?.served),
+    active: count(pong?.active),
+    idleSince: text(pong?.idleSince),
+    idleSeconds: count(pong?.idleSeconds),
+    rss: count(pong?.rss),
+    tz: text(pong?.tz),
+  };
+}
+
 async function describe(where: ServerAddress | undefined): Promise<ServerJson> {
+  const folder = process.env[SERVER_SWITCH] === 'off' ? undefined : socketFolder(process.env);
+  const sockets = folder === undefined ? [] : socketsIn(folder);
+  if (where !== undefined && !sockets.includes(where.socket)) sockets.push(where.socket);
+  const entries = await Promise.all(sockets.map((socket) => entryOf(socket, where?.socket)));
+  const own = entries.find((entry) => entry.thisBuild);
+  // This build's socket when nothing answers is said on the first line; a path something else blocks is not a server.
+  const servers = entries.filter((entry) => entry.answering || (!entry.thisBuild && socketBlocker(entry.socket) === undefined));
+  const base = { folder: folder ?? null, servers };
   if (where === undefined) {
     const reason = process.env[SERVER_SWITCH] === 'off' ? `${SERVER_SWITCH}=off` : 'no private socket folder here (see CHECKPOINT-DESIGN.md, The command server)';
-    return { available: false, running: false, socket: null, pid: null, startedAt: null, served: null, reason };
+    return { available: false, running: false, socket: null, pid: null, startedAt: null, served: null, reason, ...base };
   }
-  const pong = await askServer(where.socket, { t: 'ping' });
-  if (pong === undefined) {
+  if (own === undefined || !own.answering) {
     const blocker = socketBlocker(where.socket);
-    return { available: true, running: false, socket: where.socket, pid: null, startedAt: null, served: null, ...(blocker !== undefined ? { reason: blockedLine(where.socket, blocker) } : {}) };
+    return { available: true, running: false, socket: where.socket, pid: null, startedAt: null, served: null, ...(blocker !== undefined ? { reason: blockedLine(where.socket, blocker) } : {}), ...base };
   }
-  return { available: true, running: true, socket: where.socket, pid: Number(pong.pid), startedAt: String(pong.startedAt), served: Number(pong.served) };
+  return { available: true, running: true, socket: where.socket, pid: own.pid, startedAt: own.startedAt, served: own.served, ...base };
+}
+
+/** `42 s`, `3 min`, `2 h 5 min`. */
+function duration(seconds: number): string {
+  if (seconds < 60) return `${Math.max(0, Math.round(seconds))} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+/** One server's line: pid, version and build, start, idle time, commands, memory. */
+function entryLine(entry: ServerEntry, now: number): string {
+  if (!entry.answering) return `  ${shownPath(entry.socket)}: nobody answers (left by a server that was killed; the next server there removes it)`;
+  const parts = [`pid ${entry.pid ?? '?'}`];
+  if (entry.protocol === null) parts.push('an older turnback');
+  else parts.push(`turnback ${shownText(entry.version ?? '(version unknown)')}`);
+  if (entry.thisBuild) parts.push('this build');
+  if (entry.startedAt !== null) parts.push(`since ${shownText(entry.startedAt)}`);
+  // An older server counts connections as active, the asking one included: said only by ours.
+  if (entry.protocol !== null && entry.active !== null && entry.active > 0) parts.push(`serving ${entry.active} now`);
+  else if (entry.idleSince !== null) {
+    const idle = (now - Date.parse(entry.idleSince)) / 1000;
+    parts.push(`idle ${duration(idle)}${entry.idleSeconds !== null ? ` (leaves after ${duration(entry.idleSeconds)})` : ''}`);
+  }
+  if (entry.served !== null) parts.push(`${entry.served} commands served`);
+  if (entry.rss !== null) parts.push(`${(entry.rss / (1024 * 1024)).toFixed(0)} MiB`);
+  if (entry.tz !== null) parts.push(`TZ=${shownText(entry.tz)}`);
+  const where = entry.mainFile !== null ? `\n    ${shownPath(entry.mainFile)}` : entry.protocol === null ? `\n    ${shownPath(entry.socket)}` : '';
+  return `  ${parts.join(', ')}${where}`;
 }
 
 function print(io: Io, state: ServerJson): void {
   io.emit(state);
-  if (!state.available) io.out(`server: not used here (${state.reason ?? 'unavailable'}); every command runs in its own process`);
+  if (!state.available) io.out(`server: not used here (${shownText(state.reason ?? 'unavailable')}); every command runs in its own process`);
   else if (!state.running) io.out(state.reason !== undefined ? `server: not running: ${shownText(state.reason)}` : 'server: not running (the next command starts one)');
-  else io.out(`server: running, pid ${state.pid} since ${state.startedAt}, ${state.served} commands served`, `socket: ${state.socket}`);
+  else io.out(`server: running, pid ${state.pid} since ${shownText(state.startedAt ?? '')}, ${state.served} commands served`, `socket: ${shownPath(state.socket ?? '')}`);
+  if (state.servers.length === 0) return;
+  const now = Date.now();
+  io.out(`servers of this user (${state.servers.length}, in ${shownPath(state.folder ?? '')}):`);
+  for (const entry of state.servers) io.out(entryLine(entry, now));
 }
 
 /** Waits for the started server's `ready` line (or its end). */
 function readyLine(stdout: Readable | null): Promise<boolean> {
   return new Promise((resolve) => {
     if (stdout === null) return resolve(false);
-    let text = '';
+    let seen = '';
     stdout.setEncoding('utf8');
     stdout.on('data', (chunk: string) => {
-      text += chunk;
-      if (text.includes('ready\n')) {
+      seen += chunk;
+      if (seen.includes('ready\n')) {
         stdout.destroy();
         resolve(true);
       }
     });
-    stdout.on('close', () => resolve(text.includes('ready\n')));
+    stdout.on('close', () => resolve(seen.includes('ready\n')));
   });
 }
 
@@ -81,13 +177,16 @@ export async function serverRunning(): Promise<boolean> {
 }
 
 /**
- * `turnback server [status|start|stop]`: the per-user command server of this build and
- * environment. `start` returns once it listens (scripts and tests need no waiting loop); `stop`
- * ends it (a command it is serving finishes first).
+ * `turnback server [status|start|stop] [--all]`: this user's command servers. `status` lists
+ * every one (every build and version in the socket folder); `start` starts this build's and
+ * returns once it listens (scripts and tests need no waiting loop); `stop` ends this build's, and
+ * `stop --all` every one (a command one is serving finishes first).
  */
-export async function serverCommand(action: string | undefined, io: Io): Promise<number> {
+export async function serverCommand(action: string | undefined, io: Io, options: { all?: boolean } = {}): Promise<number> {
   const where = address();
-  switch (action ?? 'status') {
+  const chosen = action ?? 'status';
+  if (options.all === true && chosen !== 'stop') throw new CliExit(EXIT.usage, 'USAGE', '--all goes with stop only');
+  switch (chosen) {
     case 'status':
       print(io, await describe(where));
       return EXIT.ok;
@@ -104,9 +203,12 @@ export async function serverCommand(action: string | undefined, io: Io): Promise
     }
     case 'stop': {
       const state = await describe(where);
-      if (where !== undefined && state.running) await askServer(where.socket, { t: 'stop' });
-      io.emit({ ...state, running: false });
-      io.out(state.running ? `server: stopped (pid ${state.pid})` : 'server: not running');
+      const targets = state.servers.filter((entry) => entry.answering && (options.all === true || entry.thisBuild));
+      await Promise.all(targets.map((entry) => askServer(entry.socket, { t: 'stop' })));
+      const stopped = new Set(targets.map((entry) => entry.socket));
+      io.emit({ ...state, running: state.running && !stopped.has(state.socket ?? ''), stopped: targets.map((entry) => ({ socket: entry.socket, pid: entry.pid })), servers: state.servers.filter((entry) => !stopped.has(entry.socket)) });
+      if (options.all !== true) io.out(state.running ? `server: stopped (pid ${state.pid})` : 'server: not running');
+      else io.out(targets.length === 0 ? 'server: none running' : `server: stopped ${targets.length} (pid ${targets.map((entry) => entry.pid ?? '?').join(', ')})`);
       return EXIT.ok;
     }
     default:

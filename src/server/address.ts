@@ -1,12 +1,12 @@
-import { lstatSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
 // Where the per-user command server listens (see server.ts), computed the same way by the small
 // client and by the server. Small on purpose: the client loads this and nothing heavy.
 
-/** Bumped whenever the frames between client and server change. */
-export const PROTOCOL_VERSION = 2;
+/** Bumped whenever the frames between client and server change (3: a request carries the client's environment). */
+export const PROTOCOL_VERSION = 3;
 
 /** The hidden argument that starts `main.cjs` as the server. */
 export const SERVE_FLAG = '--turnback-serve';
@@ -22,33 +22,7 @@ export const SERVED_COMMANDS: ReadonlySet<string> = new Set(['run', 'list', 'sho
 /** The variable that turns the server off (`TURNBACK_SERVER=off`): every command runs in its own process. */
 export const SERVER_SWITCH = 'TURNBACK_SERVER';
 
-/**
- * The environment a command's outcome can depend on: what turnback reads (its own variables, the
- * XDG folders, HOME, colour, the time zone), what the git it asks reads (GIT_*, PATH, the
- * locale) and what the AWS SDK reads for a store on S3 (AWS_*: its settings and credentials). A
- * server serves only clients whose values of these are its own, so inside it `process.env`
- * answers every command as the person's own process would. TURNBACK_RUN is left out: it marks
- * the processes of a run, and a server must never carry one.
- */
-const RELEVANT = /^(HOME|USER|LOGNAME|PATH|TZ|TMPDIR|TERM|NO_COLOR|FORCE_COLOR|NODE_OPTIONS|LANG|LANGUAGE|LC_[A-Z]+|XDG_[A-Z_]+|GIT_[A-Z0-9_]+|AWS_[A-Z0-9_]+|TURNBACK_[A-Z0-9_]+)$/;
-
-/** The environment a server is started with: the client's, without TURNBACK_RUN. */
-export function serverEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const copy = { ...env };
-  delete copy.TURNBACK_RUN;
-  return copy;
-}
-
-/** The part of `env` a server must share with its clients, as sorted `NAME=value` lines. */
-export function relevantEnvironment(env: NodeJS.ProcessEnv): string {
-  return Object.keys(env)
-    .filter((name) => RELEVANT.test(name) && name !== 'TURNBACK_RUN')
-    .sort()
-    .map((name) => `${name}=${env[name] ?? ''}`)
-    .join('\n');
-}
-
-/** Where this user's server for this build and environment listens. */
+/** Where this user's server for this build listens. */
 export interface ServerAddress {
   /** The socket's path. */
   socket: string;
@@ -56,45 +30,62 @@ export interface ServerAddress {
   mainFile: string;
 }
 
+/** Where systemd keeps each user's runtime folder (`/run/user/<uid>`), when a client has no XDG_RUNTIME_DIR. */
+export const RUN_USER_ROOT = '/run/user';
+
+/** True when `folder` is a real folder of user `uid` that nobody else can write into or read. */
+function privateFolder(folder: string, uid: number): boolean {
+  try {
+    const stats = lstatSync(folder);
+    // Another user's folder, or one others can write into, could hold a socket that is not ours.
+    return stats.isDirectory() && stats.uid === uid && (stats.mode & 0o077) === 0;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * The folder of this user's sockets: `$XDG_RUNTIME_DIR/turnback`, else `<tmp>/turnback-<uid>`,
- * created owner-only. `undefined` (no server: every command runs in-process) where it cannot be
- * made safe — not a folder, a symlink, another owner, open to others — or on a system without
- * user ids (Windows).
+ * The folder of this user's sockets: `$XDG_RUNTIME_DIR/turnback`; else, when systemd made the
+ * user's runtime folder (`/run/user/<uid>`, private to them), `turnback` in it — so a client
+ * started without XDG_RUNTIME_DIR (sudo, a cron job, an agent that trims its hooks' environment)
+ * finds the same server as the person's shell —; else `<tmp>/turnback-<uid>`. Created
+ * owner-only. `undefined` (no server: every command runs in-process) where it cannot be made
+ * safe — not a folder, a symlink, another owner, open to others — or on a system without user
+ * ids (Windows).
  */
-export function socketFolder(env: NodeJS.ProcessEnv): string | undefined {
+export function socketFolder(env: NodeJS.ProcessEnv, runUserRoot: string = RUN_USER_ROOT): string | undefined {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
   const runtime = env.XDG_RUNTIME_DIR;
-  const folder = runtime !== undefined && path.isAbsolute(runtime) ? path.join(runtime, 'turnback') : path.join(os.tmpdir(), `turnback-${uid}`);
-  // Made only when it is missing (every command asks: one lstat, not a mkdir and an lstat).
-  let stats;
+  const systemd = path.join(runUserRoot, String(uid));
+  const folder =
+    runtime !== undefined && path.isAbsolute(runtime) ? path.join(runtime, 'turnback') : privateFolder(systemd, uid) ? path.join(systemd, 'turnback') : path.join(os.tmpdir(), `turnback-${uid}`);
+  // Every command asks: one lstat when it is there, a mkdir only when it is not.
+  if (privateFolder(folder, uid)) return folder;
   try {
-    stats = lstatSync(folder, { throwIfNoEntry: false });
+    mkdirSync(folder, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
+  }
+  return privateFolder(folder, uid) ? folder : undefined;
+}
+
+/** The sockets in this user's socket folder `folder` (every build's and version's server), as paths. */
+export function socketsIn(folder: string): string[] {
+  try {
+    return readdirSync(folder)
+      .filter((name) => name.endsWith('.sock'))
+      .sort()
+      .map((name) => path.join(folder, name));
   } catch {
-    return undefined;
+    return [];
   }
-  if (stats === undefined) {
-    try {
-      mkdirSync(folder, { mode: 0o700 });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
-    }
-    try {
-      stats = lstatSync(folder);
-    } catch {
-      return undefined;
-    }
-  }
-  // Another user's folder, or one others can write into, could hold a socket that is not ours.
-  if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o077) !== 0) return undefined;
-  return folder;
 }
 
 /**
  * 20 hex digits naming `text`: three 32-bit FNV-1a lanes with different seeds. Not a
  * cryptographic hash, and it need not be one: the socket folder is the user's own (no one else can
- * place a socket there), so the name only has to keep builds and environments apart; and loading
+ * place a socket there), so the name only has to keep builds apart; and loading
  * `node:crypto` cost the client about 2.5 ms of every command's start.
  */
 export function socketKey(text: string): string {
@@ -112,23 +103,34 @@ export function socketKey(text: string): string {
 }
 
 /**
- * The server address for the command file `mainFile` and environment `env`, or `undefined` when
- * no server can be used. The socket's name is a hash of the protocol version, the build (the
- * file's device, inode, size and modification time: a rebuilt or upgraded turnback never talks to
- * an old server) and the relevant environment.
+ * The identity of the build `mainFile` is: its path, device, inode, size and modification time.
+ * A rebuilt or upgraded turnback has another, so it never talks to an old server.
  */
-export function serverAddress(mainFile: string, env: NodeJS.ProcessEnv): ServerAddress | undefined {
-  if (env[SERVER_SWITCH] === 'off') return undefined;
-  let build: string;
+export function buildIdentity(mainFile: string): string | undefined {
   try {
     const stats = statSync(mainFile);
-    build = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
+    return `${mainFile}\0${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The server address for the command file `mainFile`, for a client with environment `env`, or
+ * `undefined` when no server can be used. One server per user and build: the socket's name is a
+ * hash of the protocol version, the build ({@link buildIdentity}) and the time zone — the one part
+ * of the environment a served command cannot be given per request, because V8 reads TZ from the
+ * C environment at start (unset and empty are different zones to the C library). Everything
+ * else of the environment travels with each request (environment.ts, request-env.ts).
+ */
+export function serverAddress(mainFile: string, env: NodeJS.ProcessEnv): ServerAddress | undefined {
+  if (env[SERVER_SWITCH] === 'off') return undefined;
+  const build = buildIdentity(mainFile);
+  if (build === undefined) return undefined;
   const folder = socketFolder(env);
   if (folder === undefined) return undefined;
-  const key = socketKey(`${PROTOCOL_VERSION}\0${mainFile}\0${build}\0${relevantEnvironment(env)}`);
+  const zone = env.TZ === undefined ? 'TZ unset' : `TZ=${env.TZ}`;
+  const key = socketKey(`${PROTOCOL_VERSION}\0${build}\0${zone}`);
   const socket = path.join(folder, `${key}.sock`);
   // A socket path longer than the system's limit (about 107 bytes) cannot be bound.
   if (Buffer.byteLength(socket) > 100) return undefined;

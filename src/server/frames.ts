@@ -1,16 +1,17 @@
 import type { Socket } from 'node:net';
+import { MAX_RELAYED_CHARS } from './environment.js';
 
 // The frames between the command client and the server: one JSON object per line, both ways.
 //
 //   server → client   hello · taken (the request arrived) · accepted (a hook's deadline, before it changes
 //                     anything) · out (stdout text)
 //                     · err (stderr text) · spawn (run's command) · exit · pong
-//   client → server   request (argv, folder, pid, terminals, a hook's payload) · signal · child (how run's
+//   client → server   request (argv, folder, pid, terminals, environment, a hook's payload) · signal · child (how run's
 //                     command ended) · ping · stop
 
 /** What a client asks the server. */
 export type ClientFrame =
-  | { t: 'request'; argv: string[]; cwd: string; pid: number; stdout: TerminalShape; stderr: TerminalShape; startedAt?: number; input?: string; inputGap?: string }
+  | { t: 'request'; argv: string[]; cwd: string; pid: number; env: Record<string, string>; stdout: TerminalShape; stderr: TerminalShape; startedAt?: number; input?: string; inputGap?: string }
   | { t: 'signal'; signal: NodeJS.Signals }
   | { t: 'child'; code: number; signal: NodeJS.Signals | null; spawnError?: string }
   | { t: 'ping' }
@@ -25,7 +26,32 @@ export type ServerFrame =
   | { t: 'err'; text: string }
   | { t: 'spawn'; argv: string[]; sessionId: string }
   | { t: 'exit'; code: number }
-  | { t: 'pong'; pid: number; startedAt: string; served: number; active: number };
+  | ({ t: 'pong' } & ServerReport);
+
+/** What a server says about itself (`turnback server status`). */
+export interface ServerReport {
+  pid: number;
+  /** When it started (ISO 8601). */
+  startedAt: string;
+  /** Commands it has served. */
+  served: number;
+  /** Commands it is serving now. */
+  active: number;
+  /** Its protocol version (address.ts). */
+  protocol: number;
+  /** The version of the turnback package it runs, `null` when its package.json cannot be read. */
+  version: string | null;
+  /** The command file it runs (`…/dist/cli/main.cjs`): which install or build it is. */
+  mainFile: string;
+  /** Since when it has had nothing to do (ISO 8601), `null` while it serves a command. */
+  idleSince: string | null;
+  /** The idle time after which it leaves, in seconds. */
+  idleSeconds: number;
+  /** Its resident memory, in bytes. */
+  rss: number;
+  /** The time zone it was started with (`null`: TZ unset): it serves only clients with the same. */
+  tz: string | null;
+}
 
 /** Whether a client's output is a terminal, and its width. */
 export interface TerminalShape {
@@ -34,11 +60,12 @@ export interface TerminalShape {
 }
 
 /**
- * The longest line either side accepts: a hook's payload (at most 8 MiB, src/cli/hook-input.ts)
- * escaped inside a request is the largest frame (valid JSON text at most doubles when escaped);
- * anything longer is not a client of ours.
+ * The longest line either side accepts: a request with a hook's payload (at most 8 MiB,
+ * src/cli/hook-input.ts; valid JSON text at most doubles when escaped) and the client's
+ * environment (at most MAX_RELAYED_CHARS characters, which JSON writes in at most six each) is the
+ * largest frame; anything longer is not a client of ours.
  */
-export const MAX_LINE: number = 16 * 1024 * 1024 + 64 * 1024;
+export const MAX_LINE: number = 16 * 1024 * 1024 + 6 * MAX_RELAYED_CHARS + 64 * 1024;
 
 /** Writes one frame. */
 export function sendFrame(socket: Socket, frame: ClientFrame | ServerFrame): void {

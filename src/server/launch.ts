@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
 import { readFrames, sendFrame, type ClientFrame } from './frames.js';
-import { SERVE_FLAG, serverEnvironment, type ServerAddress } from './address.js';
+import { SERVE_FLAG, type ServerAddress } from './address.js';
+import { serverEnvironment } from './environment.js';
 
 /**
  * Starts the server for `address` in the background: its own session (the person's Ctrl-C and a

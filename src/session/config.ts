@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import * as path from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { CheckpointError } from '../core/errors.js';
@@ -233,6 +233,6 @@ export function projectKey(canonicalProjectRoot: string): string {
 /** The default store folder for a project: under `$XDG_DATA_HOME/turnback/`, else `~/.local/share/turnback/`. */
 export function defaultStoreDir(canonicalProjectRoot: string, env: NodeJS.ProcessEnv = process.env): string {
   const xdg = env.XDG_DATA_HOME;
-  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.local', 'share');
+  const base = xdg !== undefined && path.isAbsolute(xdg) ? xdg : path.join(homeFolder(env), '.local', 'share');
   return path.join(base, 'turnback', projectKey(canonicalProjectRoot));
 }

@@ -1,5 +1,5 @@
 import { realpath } from 'node:fs/promises';
-import * as os from 'node:os';
+import { homeFolder } from '../core/home.js';
 import { workspaceRefusal } from '../capture/coverage.js';
 import { CheckpointStore } from '../store/store.js';
 import { checkpointTableOf, defaultStoreDir, resolveCheckpointConfig, type CheckpointConfig, type ResolvedCheckpointConfig } from './config.js';
@@ -44,8 +44,7 @@ async function open(resolved: ResolvedCheckpointConfig, options: ObserverForConf
   } catch (error) {
     return { reason: 'not-a-directory', detail: `checkpoints are off: cannot resolve the project root ${options.projectRoot}: ${(error as Error).message}` };
   }
-  const home = options.env?.HOME;
-  const refusal = workspaceRefusal(projectRoot, home !== undefined && home !== '' ? home : os.homedir());
+  const refusal = workspaceRefusal(projectRoot, homeFolder(options.env));
   if (refusal !== undefined) return { reason: REFUSAL_REASON[refusal.reason], detail: `checkpoints are off: ${refusal.detail}` };
   const dir = resolved.dir ?? defaultStoreDir(projectRoot, options.env);
   try {

@@ -1,0 +1,69 @@
+// The part of a client's environment that travels with its request to the per-user server, and
+// the checks the server makes on it. Small on purpose: the client loads this and nothing heavy.
+
+/**
+ * The environment a command's outcome can depend on: what turnback reads (its own variables, the
+ * XDG folders, HOME, colour, the time zone), what the git it asks reads (GIT_*, PATH, the
+ * locale), what a Node child it starts reads (NODE_*) and what the AWS SDK reads for a store on
+ * S3 (AWS_*: its settings and credentials). A served command sees exactly the client's values of
+ * these, and the server's own for everything else. TURNBACK_RUN is left out: it marks the
+ * processes of a run, and a server must never carry one.
+ */
+const RELEVANT = /^(HOME|USER|LOGNAME|PATH|TZ|TMPDIR|TERM|NO_COLOR|FORCE_COLOR|NODE_[A-Z0-9_]+|LANG|LANGUAGE|LC_[A-Z]+|XDG_[A-Z_]+|GIT_[A-Z0-9_]+|AWS_[A-Z0-9_]+|TURNBACK_[A-Z0-9_]+)$/;
+
+/** The variable that marks the processes of a run; never relayed, never carried by a server. */
+const RUN_MARK = 'TURNBACK_RUN';
+
+/** The most variables a request may carry. */
+export const MAX_RELAYED_VARIABLES = 1024;
+
+/**
+ * The most characters (names and values together) a request's environment may hold: far above
+ * any real one (Linux caps one variable at 128 KiB), and small beside a hook's payload.
+ */
+export const MAX_RELAYED_CHARS: number = 256 * 1024;
+
+/** Whether a served command takes variable `name` from its client. */
+export function isRelayedName(name: string): boolean {
+  return RELEVANT.test(name) && name !== RUN_MARK;
+}
+
+/** The variables of `env` a request carries (`isRelayedName`), with their values. */
+export function relayedVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+  const relayed: Record<string, string> = {};
+  for (const name of Object.keys(env).sort()) {
+    const value = env[name];
+    if (value !== undefined && isRelayedName(name)) relayed[name] = value;
+  }
+  return relayed;
+}
+
+/**
+ * `value` as a request's environment, or `undefined` when it is not one a client of ours sends:
+ * not a plain object of strings, a name outside the relayed set, a NUL (no process can hold
+ * one), more than {@link MAX_RELAYED_VARIABLES} variables or {@link MAX_RELAYED_CHARS} characters.
+ * The client checks the same bounds before it sends, and runs the command itself when its own
+ * environment is past them.
+ */
+export function checkedVariables(value: unknown): Record<string, string> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const names = Object.keys(value);
+  if (names.length > MAX_RELAYED_VARIABLES) return undefined;
+  const checked: Record<string, string> = Object.create(null) as Record<string, string>;
+  let chars = 0;
+  for (const name of names) {
+    const text = (value as Record<string, unknown>)[name];
+    if (!isRelayedName(name) || typeof text !== 'string' || text.includes('\0')) return undefined;
+    chars += name.length + text.length;
+    if (chars > MAX_RELAYED_CHARS) return undefined;
+    checked[name] = text;
+  }
+  return checked;
+}
+
+/** The environment a server is started with: the client's, without TURNBACK_RUN. */
+export function serverEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy[RUN_MARK];
+  return copy;
+}
