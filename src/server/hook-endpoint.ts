@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
+import { homeFolder } from '../core/home.js';
 
 // Where agents' HTTP hooks reach the server (issue #28): 127.0.0.1, a port, and a per-user
 // secret every request must carry. Both live in one owner-only file of the user's state folder
@@ -29,7 +29,7 @@ const MAX_FILE_BYTES = 4096;
 export function stateFolder(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
-  const base = env.XDG_STATE_HOME !== undefined && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(env.HOME !== undefined && path.isAbsolute(env.HOME) ? env.HOME : os.homedir(), '.local', 'state');
+  const base = env.XDG_STATE_HOME !== undefined && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(homeFolder(env), '.local', 'state');
   const folder = path.join(base, 'turnback');
   try {
     mkdirSync(folder, { recursive: true, mode: 0o700 });

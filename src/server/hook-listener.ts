@@ -4,6 +4,7 @@ import * as http from 'node:http';
 import type { ProcessSeam } from './seam.js';
 import { ensureEndpoint, portRecord, readEndpoint, stateFolder, writeEndpoint, type HookEndpoint } from './hook-endpoint.js';
 import { MAX_PAYLOAD_BYTES } from '../hooks/events.js';
+import { isAgentName } from '../hooks/agents.js';
 
 // Agents' HTTP hooks, served without a process (issue #28): Claude Code POSTs a hook's JSON — the
 // payload a command hook reads on stdin — to http://127.0.0.1:PORT/hook/AGENT/EVENT, and the
@@ -148,7 +149,7 @@ export async function startHookListener(context: HookListenerContext, socket: st
       return;
     }
     const route = HOOK_PATH.exec(request.url ?? '');
-    if (route === null) {
+    if (route === null || !isAgentName(route[1])) {
       request.resume();
       answer(response, 404, '{}');
       return;

@@ -1,0 +1,139 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import * as http from 'node:http';
+import * as path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { cliRepo, type CliRepo } from './harness.js';
+
+// Agents' HTTP hooks (src/server/hook-listener.ts): the server listens on 127.0.0.1 and runs a
+// posted hook only with the user's secret; install writes Claude Code's tool events as HTTP hooks
+// into this machine's own settings file.
+
+const started: CliRepo[] = [];
+afterEach(() => {
+  for (const repo of started.splice(0)) repo.tb(['server', 'stop']);
+});
+
+/** A repository whose server listens; its hook endpoint (port and secret) as the server recorded it. */
+async function servedRepo(): Promise<{ repo: CliRepo; port: number; secret: string; endpointFile: string }> {
+  const repo = await cliRepo({ 'a.txt': 'a\n' });
+  started.push(repo);
+  expect(repo.tb(['server', 'start']).code).toBe(0);
+  const endpointFile = path.join(repo.home, '.local', 'state', 'turnback', 'hook-endpoint.json');
+  const { port, secret } = JSON.parse(await readFile(endpointFile, 'utf8')) as { port: number; secret: string };
+  return { repo, port, secret, endpointFile };
+}
+
+/** One POST to the listener: its status and body. */
+function post(port: number, url: string, body: string | Buffer, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: url, headers: { 'content-type': 'application/json', ...headers } }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+    });
+    // A server that refuses an oversized body may close before all of it is sent.
+    request.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? resolve({ status: -1, body: '' }) : reject(error)));
+    request.end(body);
+  });
+}
+
+/** The hook log's lines (every event the hooks ran), for this repository. */
+async function hookLog(repo: CliRepo): Promise<string[]> {
+  const folder = path.join(repo.home, 'data', 'turnback');
+  if (!existsSync(folder)) return [];
+  const logs = (await readdir(folder)).filter((name) => name.endsWith('.hooks.log'));
+  return (await Promise.all(logs.map((name) => readFile(path.join(folder, name), 'utf8')))).join('').split('\n').filter((line) => line.length > 0);
+}
+
+describe('HTTP hooks', () => {
+  it('the endpoint is owner-only and outside the project; a request without the secret, with another, or with a body over the limit runs nothing', async () => {
+    const { repo, port, secret, endpointFile } = await servedRepo();
+    expect(port).toBeGreaterThan(0);
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect((await stat(endpointFile)).mode & 0o077).toBe(0);
+    expect((await stat(path.dirname(endpointFile))).mode & 0o077).toBe(0);
+    expect(endpointFile.startsWith(repo.proj)).toBe(false);
+    const prompt = JSON.stringify({ session_id: 'web', cwd: repo.proj, hook_event_name: 'UserPromptSubmit', prompt: 'from outside' });
+    const before = repo.tb(['list', '--json']).stdout;
+
+    expect((await post(port, '/hook/claude/UserPromptSubmit', prompt)).status).toBe(401);
+    expect((await post(port, '/hook/claude/UserPromptSubmit', prompt, { 'X-Turnback-Secret': 'f'.repeat(64) })).status).toBe(401);
+    expect((await post(port, '/hook/claude/UserPromptSubmit', prompt, { 'X-Turnback-Secret': secret.slice(0, 63) })).status).toBe(401);
+    // Over the payload limit (8 MiB), with the right secret: refused before any of it is run.
+    const huge = Buffer.alloc(8 * 1024 * 1024 + 1, 0x20);
+    const oversize = await post(port, '/hook/claude/UserPromptSubmit', huge, { 'X-Turnback-Secret': secret });
+    expect([413, -1]).toContain(oversize.status);
+    expect((await post(port, '/hook/nobody/UserPromptSubmit', prompt, { 'X-Turnback-Secret': secret })).status).toBe(404);
+
+    // Nothing ran: no hook event logged, no turn begun, the store's list unchanged.
+    expect(await hookLog(repo)).toEqual([]);
+    expect(repo.tb(['list', '--json']).stdout).toBe(before);
+
+    // The same request with the secret runs the hook, as a command hook would.
+    const ok = await post(port, '/hook/claude/UserPromptSubmit', prompt, { 'X-Turnback-Secret': secret });
+    expect(ok).toEqual({ status: 200, body: '{}' });
+    expect((await hookLog(repo)).map((line) => (JSON.parse(line) as { event: string; session: string }).session)).toEqual(['web']);
+  });
+
+  it('a shell call through HTTP hooks is pictured and named, and the stop answers with the turn\'s line', async () => {
+    const { repo, port, secret } = await servedRepo();
+    const send = (event: string, extra: Record<string, unknown>): Promise<{ status: number; body: string }> =>
+      post(port, `/hook/claude/${event}`, JSON.stringify({ session_id: 'h', cwd: repo.proj, hook_event_name: event, ...extra }), { 'X-Turnback-Secret': secret });
+    expect((await send('UserPromptSubmit', { prompt: 'edit through http' })).status).toBe(200);
+    const call = { tool_name: 'Bash', tool_input: { command: 'echo b > a.txt' }, tool_use_id: 'toolu_http_1' };
+    expect((await send('PreToolUse', call)).status).toBe(200);
+    await writeFile(path.join(repo.proj, 'a.txt'), 'b\n');
+    expect((await send('PostToolUse', call)).status).toBe(200);
+    const stop = await send('Stop', {});
+    expect(stop.status).toBe(200);
+    expect((JSON.parse(stop.body) as { systemMessage: string }).systemMessage).toMatch(/^turnback: 1 changed · turnback undo [0-9a-f]{8}$/);
+    const listed = repo.tb(['list']).stdout;
+    expect(listed).toContain('turn 1 "edit through http"');
+    expect(listed).toContain('Bash: echo b > a.txt');
+    expect(repo.tb(['undo', '--call', 'toolu_http_1', '--yes']).code).toBe(0);
+    expect(await readFile(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('a\n');
+  });
+
+  it('install puts the tool events as HTTP hooks in this machine\'s settings.local.json (owner-only, ignored by git), the rest as commands; uninstall gives the tree back', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    started.push(repo);
+    const installed = repo.tb(['hooks', 'install', 'claude', '--json']);
+    expect(installed.code, installed.stderr).toBe(0);
+    const local = path.join(repo.proj, '.claude', 'settings.local.json');
+    expect((await stat(local)).mode & 0o077).toBe(0);
+    expect(existsSync(path.join(repo.proj, '.claude', 'settings.json'))).toBe(false);
+    const { hooks } = JSON.parse(await readFile(local, 'utf8')) as { hooks: Record<string, { hooks: { type: string; url?: string; command?: string; headers?: Record<string, string> }[] }[]> };
+    const { port, secret } = JSON.parse(await readFile(path.join(repo.home, '.local', 'state', 'turnback', 'hook-endpoint.json'), 'utf8')) as { port: number; secret: string };
+    for (const event of ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']) {
+      expect(hooks[event]?.[0]?.hooks[0]).toMatchObject({ type: 'http', url: `http://127.0.0.1:${port}/hook/claude/${event}`, headers: { 'X-Turnback-Secret': secret } });
+    }
+    for (const event of ['UserPromptSubmit', 'Stop', 'SessionEnd']) expect(hooks[event]?.[0]?.hooks[0]?.command).toMatch(new RegExp(` hook claude ${event}$`));
+    // Git does not take the secret into a commit.
+    // check-ignore exits 1 (and git() throws) when the file is not ignored.
+    repo.git('check-ignore', '-q', '.claude/settings.local.json');
+    expect(repo.git('status', '--porcelain', '--untracked-files=all')).not.toContain('settings.local.json');
+    // Twice changes nothing.
+    expect(repo.tb(['hooks', 'install', 'claude']).stdout).toContain('nothing changed');
+    const removed = repo.tb(['hooks', 'uninstall', 'claude']);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(existsSync(path.join(repo.proj, '.claude'))).toBe(false);
+  });
+
+  it('a settings file others can read gets no secret: install says so and writes command hooks', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    started.push(repo);
+    const local = path.join(repo.proj, '.claude', 'settings.local.json');
+    await mkdir(path.dirname(local), { recursive: true });
+    await writeFile(local, '{}\n', { mode: 0o644 });
+    const installed = repo.tb(['hooks', 'install', 'claude']);
+    expect(installed.code, installed.stderr).toBe(0);
+    expect(installed.stdout).toContain('command hooks, not HTTP hooks');
+    expect(installed.stdout).toContain('can be read by other users');
+    expect(await readFile(local, 'utf8')).toBe('{}\n');
+    const committed = await readFile(path.join(repo.proj, '.claude', 'settings.json'), 'utf8');
+    expect(committed).not.toContain('"http"');
+    expect(committed).toContain('turnback hook claude PreToolUse');
+  });
+});
