@@ -15,7 +15,7 @@ import { generateTree } from './tree.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.join(HERE, '..');
-const args = Object.fromEntries(process.argv.slice(2).map((arg) => /^--([\w-]+)(?:=(.*))?$/.exec(arg)?.slice(1) ?? [arg, true]));
+const args = Object.fromEntries(process.argv.slice(2).map((arg) => { const [, name, value] = /^--([\w-]+)(?:=(.*))?$/.exec(arg) ?? [arg, arg]; return [name, value ?? true]; }));
 const runs = Number(args.runs ?? 5);
 const bigFiles = Number(args.files ?? 9000);
 const claude = path.join(ROOT, 'test', 'agents', 'node_modules', '.bin', 'claude');
