@@ -47,7 +47,22 @@ export interface CallBaseline {
   scope?: string[];
   /** Ended by another process by design (an agent hook's call): never an interrupted run. */
   detached?: boolean;
+  /**
+   * A whole-tree call's entries the picture passed over (ignored, `skip`; a folder ends with `/`):
+   * the process that ends the call names the ones it deleted (an agent's hook ends a call in
+   * another process). Absent when the picture had more than {@link BASELINE_IGNORED_MAX}: then
+   * none can be named.
+   */
+  ignored?: string[];
 }
+
+/**
+ * The most passed-over entries a baseline keeps (a folder counts once, so a tree of thousands of
+ * ignored files in a few ignored folders keeps a few). Past it the baseline keeps none: a
+ * baseline is written for every call, and a few hundred kilobytes per call would cost more than
+ * naming the deletions is worth.
+ */
+export const BASELINE_IGNORED_MAX = 5000;
 
 /** The state document name of a call's baseline (names are limited to `[a-z0-9._-]`). */
 export function baselineStateName(sessionId: string, callId: string): string {
@@ -74,6 +89,7 @@ export function toBaseline(
     ...(call.command !== undefined ? { command: call.command } : {}),
     ...(call.scope !== undefined ? { scope: call.scope } : {}),
     ...(call.detached === true ? { detached: true } : {}),
+    ...(call.scope === undefined && picture.ignoredPaths !== undefined && picture.ignoredPaths.length > 0 && picture.ignoredPaths.length <= BASELINE_IGNORED_MAX ? { ignored: [...picture.ignoredPaths] } : {}),
     pid: call.pid,
     startedAt: new Date().toISOString(),
     partial: picture.partial,
@@ -96,6 +112,7 @@ export function parseBaseline(value: unknown): CallBaseline | undefined {
   if (typeof doc.pid !== 'number' || typeof doc.startedAt !== 'string') return undefined;
   if (!Array.isArray(doc.gaps) || !Array.isArray(doc.unchecked)) return undefined;
   if (doc.scope !== undefined && (!Array.isArray(doc.scope) || !doc.scope.every((p) => typeof p === 'string' && p.length > 0))) return undefined;
+  if (doc.ignored !== undefined && (!Array.isArray(doc.ignored) || doc.ignored.length > BASELINE_IGNORED_MAX || !doc.ignored.every((p) => typeof p === 'string' && p.length > 0))) return undefined;
   if (doc.version === 2) {
     const persisted = parsePersistedRecords(doc);
     if (persisted === undefined) return undefined;
@@ -117,7 +134,7 @@ export async function loadBaselinePicture(
   store: StateDocuments,
   baseline: CallBaseline,
   known?: PictureBase,
-): Promise<Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps'> | undefined> {
+): Promise<Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'ignoredPaths'> | undefined> {
   let base: PictureBase | undefined;
   if (baseline.version === 2 && baseline.base !== undefined && baseline.base !== null) {
     base = known?.ref.generation === baseline.base.generation ? known : await readPictureBase(store, baseline.base);
@@ -128,5 +145,6 @@ export async function loadBaselinePicture(
     unchecked: baseline.unchecked,
     partial: baseline.partial,
     gaps: baseline.gaps,
+    ...(baseline.ignored !== undefined ? { ignoredPaths: baseline.ignored } : {}),
   };
 }

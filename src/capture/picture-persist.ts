@@ -1,6 +1,7 @@
 import type { StateWriteOptions } from '../store/store.js';
 import { UNCOPIED_REASONS, type PathState, type UncopiedReason } from '../core/model.js';
 import type { PictureCache, PictureRecord } from './picture.js';
+import { readColumns, toColumns, type BaseTuple } from './base-columns.js';
 
 // How pictures persist between processes: immutable picture bases written in chunks, and small
 // documents (the stat cache head, call baselines) that hold only what differs from a base.
@@ -70,9 +71,6 @@ export interface PersistedRecords {
   removed: string[];
 }
 
-/** Tuple of a base record: path, size, mode, mtimeMs, ino, object, hash, and the stored mode when it differs. */
-type CacheTuple = [string, number, number, number, number, string, string] | [string, number, number, number, number, string, string, number];
-
 /** A record a base can hold: a file with a stored copy taken at this very stat. */
 function baseable(record: PictureRecord): boolean {
   return record.type === 'file' && record.state.type === 'file' && record.state.size === record.size;
@@ -112,10 +110,11 @@ export function applyDelta(base: PictureBase | undefined, persisted: Pick<Persis
 export async function writePictureBase(store: StateDocuments, records: ReadonlyMap<string, PictureRecord>): Promise<PictureBase> {
   const generation = `${Date.now().toString(36)}${Math.floor(Math.random() * 36 ** GENERATION_RANDOM).toString(36).padStart(GENERATION_RANDOM, '0')}`;
   let count = 0;
-  let chunk: CacheTuple[] = [];
+  let chunk: BaseTuple[] = [];
   let chunks = 0;
   const flush = async (): Promise<void> => {
-    await store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 1, generation, index: chunks, records: chunk }, NOT_DURABLE);
+    // Version 2: the records as columns (base-columns.ts); version 1 (tuples) is still read.
+    await store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 2, generation, index: chunks, count: chunk.length, ...toColumns(chunk) }, NOT_DURABLE);
     chunks += 1;
     chunk = [];
   };
@@ -201,8 +200,16 @@ async function parseBaseChunks(store: StateDocuments, ref: PictureBaseRef): Prom
       return undefined;
     }
     if (typeof doc !== 'object' || doc === null) return undefined;
-    const d = doc as { format?: unknown; version?: unknown; generation?: unknown; index?: unknown; records?: unknown };
-    if (d.format !== BASE_FORMAT || d.version !== 1 || d.generation !== ref.generation || d.index !== index || !Array.isArray(d.records)) return undefined;
+    const d = doc as { format?: unknown; version?: unknown; generation?: unknown; index?: unknown; records?: unknown; count?: unknown };
+    if (d.format !== BASE_FORMAT || d.generation !== ref.generation || d.index !== index) return undefined;
+    if (d.version === 2) {
+      const read = readColumns(doc as Record<string, unknown>, d.count as number, (p, size, mode, mtimeMs, ino, object, hash, stateMode) => {
+        records.set(p, { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: stateMode ?? mode, ino } });
+      });
+      if (!read) return undefined;
+      continue;
+    }
+    if (d.version !== 1 || !Array.isArray(d.records)) return undefined;
     for (const tuple of d.records as unknown[]) {
       const record = fromTuple(tuple);
       if (record === undefined) return undefined;

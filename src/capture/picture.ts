@@ -1,16 +1,14 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Gap, LeftByLimit, PathState, UncopiedReason } from '../core/model.js';
-import { errnoCode, isCheckpointError } from '../core/errors.js';
-import { mapLimit } from '../core/pool.js';
+import type { Gap, LeftByLimit, PathState } from '../core/model.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRecord, type UncheckedPath } from './scan.js';
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
-import { cleanTrackedBlob } from './tracked-files.js';
 import { blobState, orderForBudget, stillTheSameBlob } from './picture-coverage.js';
+import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -33,6 +31,21 @@ export interface PictureStore {
    * picture never points at a copy found missing or damaged.
    */
   checkCopies?(): Promise<(object: string) => boolean>;
+  /**
+   * Optional: the copy calls of one picture as a batch (the store writes small files together,
+   * compressed as blocks). The picture calls `end` once its copies are done, before it returns
+   * any record: the objects it names are in the store from then on, except the ones `end` names,
+   * whose files the picture records as not copied.
+   */
+  batch?(): PictureCopies;
+}
+
+/** A picture's copy calls as one batch (see {@link PictureStore.batch}). */
+export interface PictureCopies extends Pick<PictureStore, 'putFile' | 'putFileSync'> {
+  /** The largest file `putFileSync` takes (the batch keeps the files of a folder together, in walk order). @default 256 KiB */
+  syncMaxBytes?: number;
+  /** Writes what waits; resolves with the objects that could not be written, and why. Never rejects. */
+  end(): Promise<ReadonlyMap<string, unknown>>;
 }
 
 /** One covered path in a picture: its stat index entry plus the recorded state. */
@@ -77,7 +90,8 @@ export interface Picture {
   ignored?: number;
   /**
    * Those entries' paths (a folder ends with `/`): the walk passes them anyway, so keeping them is
-   * free, and a later picture can tell which were deleted though neither copied them. In memory only.
+   * free, and a later picture can tell which were deleted though neither copied them. Not in the
+   * stat cache; a call's baseline keeps them (`CallBaseline.ignored`).
    */
   ignoredPaths?: readonly string[];
 }
@@ -140,16 +154,6 @@ export interface TakePictureOptions {
   /** Lists one folder; for tests only (see {@link ScanOptions.readDir}). */
   readDir?: ScanOptions['readDir'];
 }
-
-/** Files copied at once: enough to overlap reads and store writes, few enough to bound memory. */
-const COPY_CONCURRENCY = 8;
-/** Files up to this size are offered to the store's synchronous copy (its pack limit). */
-const SYNC_COPY_MAX_BYTES = 256 * 1024;
-/** How long the synchronous copies may hold the event loop before yielding a turn. */
-const YIELD_EVERY_MS = 10;
-const PROGRESS_EVERY = 256;
-
-type BudgetStop = 'files' | 'bytes' | 'time';
 
 /**
  * Takes a whole-tree picture: walks the covered tree ({@link scanTree}), reuses the cached state
@@ -224,116 +228,18 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   scan.list = [];
   onProgress?.({ phase: 'scan', walked, files, toCopy: toCopy.length, copied: 0 });
 
-  let copied = 0;
-  let copiedBytes = 0;
-  let reservedFiles = 0;
-  let reservedBytes = 0;
-  const budgetStops = new Set<BudgetStop>();
-  let copiedPastBudget = 0;
-  /** Files recorded by their git blob id instead of a copy. */
-  let onGit = restOnGit.length;
-  const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
-
-  type StoredRef = { object: string; hash: string; size: number; mode: number };
-  /** Budget check and reservation; false when the file is left uncopied by a budget. */
-  const reserve = (index: number, stat: StatRecord): boolean => {
-    const stop =
-      Date.now() > deadline
-        ? 'time'
-        : reservedFiles + 1 > coverage.maxPictureFiles
-          ? 'files'
-          : reservedBytes + stat.size > coverage.maxPictureBytes
-            ? 'bytes'
-            : undefined;
-    if (stop !== undefined) {
-      // A clean tracked file needs no copy to come back: its bytes are git's blob, recorded by id.
-      const blob = cleanTrackedBlob(root, stat);
-      if (blob !== undefined) {
-        results[index] = withState(stat, blobState(stat, blob));
-        onGit += 1;
-        return false;
-      }
-      // Any other file's bytes exist nowhere else: the budget governs only what git holds.
-      budgetStops.add(stop);
-      copiedPastBudget += 1;
-    }
-    reservedFiles += 1;
-    reservedBytes += stat.size;
-    return true;
-  };
-  const settle = (index: number, stat: StatRecord, ref: StoredRef | undefined, error: unknown): void => {
-    if (ref !== undefined) {
-      copied += 1;
-      copiedBytes += ref.size;
-      results[index] = withState(stat, { type: 'file', object: ref.object, hash: ref.hash, size: ref.size, mode: ref.mode & 0o7777, ino: stat.ino });
-    } else {
-      reservedFiles -= 1;
-      reservedBytes -= stat.size;
-      const reason = failureReason(error);
-      gaps.push({ path: stat.path, reason, detail: `${stat.path}: ${FAILURE_DETAIL[reason]}` });
-      results[index] = withState(stat, uncopiedState(reason, stat));
-    }
-    if (onProgress !== undefined && copied % PROGRESS_EVERY === 0) {
-      onProgress({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
-    }
-  };
-  const absOf = (stat: StatRecord): string => (path.sep === '/' ? `${root}/${stat.path}` : path.join(root, ...stat.path.split('/')));
-  /** Copies a file whose budget is reserved through the store's promise API. */
-  const putReserved = async (index: number, stat: StatRecord): Promise<void> => {
-    let ref: StoredRef;
-    try {
-      ref = await store.putFile(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
-    } catch (error) {
-      settle(index, stat, undefined, error);
-      return;
-    }
-    settle(index, stat, ref, undefined);
-  };
-
-  // Small files first, on this thread: no promise per file, and the event loop gets a turn every
-  // few milliseconds. What the store cannot take synchronously waits for the concurrent copies.
-  const later: number[] = [];
-  const putSync = store.putFileSync?.bind(store);
-  let lastYield = performance.now();
-  for (let index = 0; index < toCopy.length; index++) {
-    const stat = toCopy[index] as StatRecord;
-    if (putSync === undefined || stat.size > SYNC_COPY_MAX_BYTES) {
-      later.push(index);
-      continue;
-    }
-    if (performance.now() - lastYield > YIELD_EVERY_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      lastYield = performance.now();
-    }
-    signal?.throwIfAborted();
-    if (!reserve(index, stat)) continue;
-    let ref: StoredRef | undefined;
-    try {
-      ref = putSync(absOf(stat), { size: stat.size, mtimeMs: stat.mtimeMs });
-    } catch (error) {
-      settle(index, stat, undefined, error);
-      continue;
-    }
-    if (ref !== undefined) {
-      settle(index, stat, ref, undefined);
-      continue;
-    }
-    // Not taken synchronously (a store not loaded yet, or a file that grew): through `putFile`
-    // now, which also loads the store for the files after it.
-    await putReserved(index, stat);
-  }
-
-  await mapLimit(
-    later,
-    COPY_CONCURRENCY,
-    async (index) => {
-      signal?.throwIfAborted();
-      const stat = toCopy[index] as StatRecord;
-      if (reserve(index, stat)) await putReserved(index, stat);
-    },
-    { stopOnError: true },
-  );
-  signal?.throwIfAborted();
+  const { results, copied, copiedBytes, copiedPastBudget, budgetStops } = await copyFiles({
+    store,
+    root,
+    coverage,
+    deadline,
+    toCopy,
+    gaps,
+    ...(signal !== undefined ? { signal } : {}),
+    ...(onProgress !== undefined ? { onProgress } : {}),
+    walked,
+    files,
+  });
   for (const record of results) if (record !== undefined) records.set(record.path, record);
   results.length = 0;
   if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
@@ -387,47 +293,6 @@ function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (ob
     default:
       return false;
   }
-}
-
-/**
- * Turns the scan's own record into a picture record in place: the scan result is private to
- * {@link takePicture}, and copying 100,000 records would double the peak memory of a picture.
- */
-function withState(stat: StatRecord, state: PathState): PictureRecord {
-  const record = stat as PictureRecord;
-  record.state = state;
-  return record;
-}
-
-function uncopiedState(reason: UncopiedReason, stat: StatRecord): PathState {
-  return { type: 'uncopied', reason, size: stat.size, mode: stat.mode };
-}
-
-const FAILURE_DETAIL: Record<UncopiedReason, string> = {
-  'too-large': 'no copy (over the size limit)',
-  credential: 'no copy (credential file)',
-  'picture-budget': 'no copy (picture budget)',
-  'changed-during-capture': 'no copy (changed during capture)',
-  unreadable: 'no copy (unreadable)',
-  'store-busy': 'no copy (the checkpoint store is busy)',
-  'store-full': 'no copy (the checkpoint store is full)',
-};
-
-function failureReason(error: unknown): UncopiedReason {
-  if (isCheckpointError(error, 'CONFLICT')) return 'changed-during-capture';
-  if (isCheckpointError(error, 'STORE_BUSY')) return 'store-busy';
-  const code = errnoCode(error instanceof Error && error.cause !== undefined ? error.cause : error);
-  if (code === 'ENOSPC' || code === 'EDQUOT') return 'store-full';
-  if (code === 'ENOENT') return 'changed-during-capture';
-  return 'unreadable';
-}
-
-function describeBudget(stops: Set<BudgetStop>, coverage: ResolvedCoverage): string {
-  const parts: string[] = [];
-  if (stops.has('files')) parts.push(`${withThousands(coverage.maxPictureFiles)} files`);
-  if (stops.has('bytes')) parts.push(`${coverage.maxPictureMib} MiB`);
-  if (stops.has('time')) parts.push(`${coverage.maxPictureSeconds} s`);
-  return `copy budget (${parts.join(', ')})`;
 }
 
 const UNCHECKED_WORDS: Record<UncheckedPath['reason'], string> = {

@@ -2,13 +2,20 @@ import type { IgnoreStack } from './coverage.js';
 import type { FolderMemo, ScanMemo } from './scan-memo.js';
 import type { StatRecord } from './stat-record.js';
 import type { HiddenTrackedAnswer } from './tracked-files.js';
+import { frontDecoded, pushFrontCoded } from './front-coding.js';
 
 // What a scan learnt about settled folders, persisted so the first picture of a fresh process
 // skips listing them and matching their names against the ignore rules, as git's untracked cache
 // does. Pure: data in, data out; the keeper reads and writes the document.
 
 const FORMAT = 'turnback-scan-index';
-const VERSION = 1;
+/**
+ * Version 2 writes the folders as columns (paths sharing their start with the one before, inodes
+ * as differences, each chain key once): what repeats lies side by side for the store's
+ * compression. prettier's 3,353 folders: 101 KB compressed as version 1's tuples, 69 KB. Version 1
+ * is still read.
+ */
+const VERSION = 2;
 
 /** Flags of a persisted folder. */
 const HAS_GITIGNORE = 1;
@@ -22,15 +29,83 @@ const IN_REPOSITORY = 4;
  */
 type FolderTuple = [string, number, number, number, string, string[], string[], string[]];
 
+/** The folders of a version-2 document, as columns (one entry per folder in each). */
+interface FolderColumns {
+  /** How many leading characters each folder's path shares with the one before it. */
+  shared: number[];
+  /** The rest of each path. */
+  tails: string[];
+  mtimes: number[];
+  /** Each inode less the one before it (the first less 0). */
+  inos: number[];
+  flags: number[];
+  /** The distinct chain keys, and each folder's index into them. */
+  keyTable: string[];
+  keys: number[];
+  subfolders: string[][];
+  covered: string[][];
+  ignored: string[][];
+}
+
 /** The persisted document. */
 export interface ScanIndexDocument {
   format: typeof FORMAT;
   version: typeof VERSION;
   /** The scan's scope (root, skip patterns, exclusions): another scope uses nothing here. */
   scope: string;
-  folders: FolderTuple[];
+  columns: FolderColumns;
   /** The hidden-tracked pass's last answer (tracked-files.ts), when there was one. */
   tracked?: HiddenTrackedAnswer;
+}
+
+/** The columns of `tuples`, in their order. */
+function toColumns(tuples: readonly FolderTuple[]): FolderColumns {
+  const columns: FolderColumns = { shared: [], tails: [], mtimes: [], inos: [], flags: [], keyTable: [], keys: [], subfolders: [], covered: [], ignored: [] };
+  const keyIndex = new Map<string, number>();
+  let previousPath = '';
+  let previousIno = 0;
+  for (const [rel, mtimeMs, ino, flags, key, subfolders, covered, ignored] of tuples) {
+    pushFrontCoded(columns, previousPath, rel);
+    previousPath = rel;
+    columns.mtimes.push(mtimeMs);
+    columns.inos.push(ino - previousIno);
+    previousIno = ino;
+    columns.flags.push(flags);
+    let index = keyIndex.get(key);
+    if (index === undefined) {
+      index = columns.keyTable.length;
+      keyIndex.set(key, index);
+      columns.keyTable.push(key);
+    }
+    columns.keys.push(index);
+    columns.subfolders.push(subfolders);
+    columns.covered.push(covered);
+    columns.ignored.push(ignored);
+  }
+  return columns;
+}
+
+/** The tuples of a version-2 document's columns; `undefined` when they are malformed. */
+function fromColumns(value: unknown): unknown[] | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const c = value as Partial<Record<keyof FolderColumns, unknown>>;
+  const count = Array.isArray(c.tails) ? c.tails.length : -1;
+  const columns = [c.shared, c.mtimes, c.inos, c.flags, c.keys, c.subfolders, c.covered, c.ignored];
+  if (count < 0 || !columns.every((column) => Array.isArray(column) && column.length === count) || !isStrings(c.keyTable)) return undefined;
+  const [shared, mtimes, inos, flags, keys, subfolders, covered, ignored] = columns as unknown[][];
+  const tuples: unknown[] = [];
+  let previousPath = '';
+  let ino = 0;
+  for (let i = 0; i < count; i++) {
+    const rel = frontDecoded(previousPath, (shared as unknown[])[i], (c.tails as unknown[])[i]);
+    const step = (inos as unknown[])[i];
+    const key = (c.keyTable as string[])[(keys as unknown[])[i] as number];
+    if (rel === undefined || !Number.isSafeInteger(step) || key === undefined) return undefined;
+    previousPath = rel;
+    ino += step as number;
+    tuples.push([rel, (mtimes as unknown[])[i], ino, (flags as unknown[])[i], key, (subfolders as unknown[])[i], (covered as unknown[])[i], (ignored as unknown[])[i]]);
+  }
+  return tuples;
 }
 
 /**
@@ -53,7 +128,7 @@ export function scanIndexOf(memo: ScanMemo, ignores: IgnoreStack, tracked?: Hidd
     tuples.push([rel, listing.mtimeMs, listing.ino, flags, key, listing.subfolders, covered, known.ignored ?? []]);
   }
   if (tuples.length === 0) return undefined;
-  return { format: FORMAT, version: VERSION, scope, folders: tuples, ...(tracked !== undefined ? { tracked } : {}) };
+  return { format: FORMAT, version: VERSION, scope, columns: toColumns(tuples), ...(tracked !== undefined ? { tracked } : {}) };
 }
 
 /** What a fresh process takes from a persisted scan index. */
@@ -73,11 +148,13 @@ export interface RestoredScanIndex {
  */
 export function restoreScanIndex(doc: unknown, records: ReadonlyMap<string, StatRecord>): RestoredScanIndex | undefined {
   if (typeof doc !== 'object' || doc === null) return undefined;
-  const d = doc as Partial<ScanIndexDocument>;
-  if (d.format !== FORMAT || d.version !== VERSION || typeof d.scope !== 'string' || !Array.isArray(d.folders)) return undefined;
+  const d = doc as Partial<ScanIndexDocument> & { folders?: unknown; version?: unknown };
+  if (d.format !== FORMAT || typeof d.scope !== 'string') return undefined;
+  const tuples = d.version === VERSION ? fromColumns(d.columns) : d.version === 1 && Array.isArray(d.folders) ? (d.folders as unknown[]) : undefined;
+  if (tuples === undefined) return undefined;
   const folders = new Map<string, FolderMemo>();
   const keys = new Map<string, string>();
-  for (const tuple of d.folders as unknown[]) {
+  for (const tuple of tuples) {
     if (!isFolderTuple(tuple)) return undefined;
     const [rel, mtimeMs, ino, flags, key, subfolders, covered, ignored] = tuple;
     const prefix = rel === '' ? '' : `${rel}/`;

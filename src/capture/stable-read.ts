@@ -6,7 +6,7 @@ import { contentHash, loadHasher } from '../core/hash.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { pathForKernel } from '../core/raw-names.js';
 import { readExactly, readExactlySync } from '../store/loose-objects.js';
-import type { ObjectRef, PutFileOptions } from '../store/objects.js';
+import { syncPutMaxBytes, type ObjectBatch, type ObjectRef, type PutFileOptions } from '../store/objects.js';
 import { PACK_OBJECT_MAX_BYTES } from '../store/packs.js';
 import type { PictureStore } from './picture.js';
 
@@ -22,6 +22,10 @@ export interface ObjectSink {
   readonly objectsLoaded: boolean;
   /** Optional: see `CheckpointStore.copyCheck`. */
   copyCheck?(): (object: string) => boolean;
+  /** Optional: see `CheckpointStore.openBatch`. */
+  openBatch?(): ObjectBatch;
+  /** Optional: see `CheckpointStore.endBatch`. */
+  endBatch?(batch: ObjectBatch): Promise<ReadonlyMap<string, unknown>>;
 }
 
 /** What {@link storeFile} returns: the object plus the file's permission bits. */
@@ -57,13 +61,13 @@ export async function storeFile(store: ObjectSink, absPath: string, expected?: P
   assertAbsolute(absPath);
   if (!store.objectsLoaded) await store.loadObjects();
   const ref = storeFileSync(store, absPath, expected, options);
-  return ref ?? storeLargeFile(store, fs, absPath, expected);
+  return ref ?? storeLargeFile(store, fs, absPath, expected, options);
 }
 
 /**
- * {@link storeFile} on the calling thread for a file of at most 256 KiB: returns its reference,
- * or `undefined` when the file is larger (or the store not loaded yet) and must take
- * {@link storeFile}. With `expected.size` and `expected.mtimeMs` from a stat taken just before
+ * {@link storeFile} on the calling thread for a file of at most 256 KiB (4 MiB in a batch, whose
+ * blocks take it beside the files of its folder): returns its reference, or `undefined` when the
+ * file is larger (or the store not loaded yet) and must take {@link storeFile}. With `expected.size` and `expected.mtimeMs` from a stat taken just before
  * (a picture's scan), that stat stands for the one before the read: open, read, one fstat after it.
  *
  * @throws CheckpointError as {@link storeFile}.
@@ -71,6 +75,7 @@ export async function storeFile(store: ObjectSink, absPath: string, expected?: P
 export function storeFileSync(store: ObjectSink, absPath: string, expected?: PutFileExpectation, options: PutFileOptions = {}): FileObjectRef | undefined {
   assertAbsolute(absPath);
   if (!store.objectsLoaded) return undefined;
+  const syncMax = syncPutMaxBytes(options);
   let fd: number;
   try {
     // O_NOFOLLOW: never read through a symlink. O_NONBLOCK: a FIFO swapped in must not hang us.
@@ -81,7 +86,7 @@ export function storeFileSync(store: ObjectSink, absPath: string, expected?: Put
   try {
     let bytes: Buffer;
     let mode: number;
-    if (expected?.size !== undefined && expected.mtimeMs !== undefined && expected.size <= PACK_OBJECT_MAX_BYTES) {
+    if (expected?.size !== undefined && expected.mtimeMs !== undefined && expected.size <= syncMax) {
       // One byte of slack tells a file that grew from one that did not.
       let read: Buffer;
       try {
@@ -98,7 +103,7 @@ export function storeFileSync(store: ObjectSink, absPath: string, expected?: Put
     } else {
       const before = fstatSync(fd);
       checkBefore(before, absPath, expected);
-      if (before.size > PACK_OBJECT_MAX_BYTES) return undefined;
+      if (before.size > syncMax) return undefined;
       const read = readExactlySync(fd, before.size, readScratch);
       if (read === undefined) throw new CheckpointError('CONFLICT', `file shrank while it was read: ${absPath}`, { path: absPath });
       const after = fstatSync(fd);
@@ -124,7 +129,7 @@ export function storeFileSync(store: ObjectSink, absPath: string, expected?: Put
 
 
 /** The promise path for files above the pack threshold: read through a handle, stored loose. */
-async function storeLargeFile(store: ObjectSink, fs: FileSystem, absPath: string, expected?: PutFileExpectation): Promise<FileObjectRef> {
+async function storeLargeFile(store: ObjectSink, fs: FileSystem, absPath: string, expected: PutFileExpectation | undefined, options: PutFileOptions): Promise<FileObjectRef> {
   let handle: FileHandle;
   try {
     handle = await fs.open(absPath, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
@@ -156,7 +161,7 @@ async function storeLargeFile(store: ObjectSink, fs: FileSystem, absPath: string
     await handle.close().catch(() => undefined);
   }
   // It shrank below the threshold between the two opens: still a valid object either way.
-  const ref = await store.putHashed(bytes, hash);
+  const ref = await store.putHashed(bytes, hash, options);
   return { ...ref, mode };
 }
 
@@ -203,6 +208,19 @@ export function pictureStoreOf(store: ObjectSink, fs: FileSystem = nodeFileSyste
   return {
     putFile: (absPath, expected) => storeFile(store, absPath, expected, {}, fs),
     putFileSync: (absPath, expected) => storeFileSync(store, absPath, expected),
+    ...(store.openBatch !== undefined && store.endBatch !== undefined
+      ? {
+          batch: () => {
+            const batch = (store.openBatch as () => ObjectBatch).call(store);
+            return {
+              syncMaxBytes: syncPutMaxBytes({ batch }),
+              putFile: (absPath: string, expected?: PutFileExpectation) => storeFile(store, absPath, expected, { batch }, fs),
+              putFileSync: (absPath: string, expected?: PutFileExpectation) => storeFileSync(store, absPath, expected, { batch }),
+              end: () => (store.endBatch as (batch: ObjectBatch) => Promise<ReadonlyMap<string, unknown>>).call(store, batch),
+            };
+          },
+        }
+      : {}),
     ...(store.copyCheck !== undefined
       ? {
           checkCopies: async () => {

@@ -7,7 +7,7 @@ import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
 import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
 import { checkedVariables, relayedVariables } from '../server/environment.js';
 import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
-import { HANDED_INPUT, readHookInput, type HookInput } from './hook-input.js';
+import { HANDED_INPUT, HOOK_LEAVE_MS, readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
 
 // The `turnback` command as a person and an agent hook start it: a small file (a few kilobytes to
@@ -46,9 +46,6 @@ const TAKEN_TIMEOUT_MS = 1000;
  * this process's start all the same.
  */
 const BEFORE_BUDGET_MS = 3000;
-
-/** What a hook keeps of its budget to write its gap and leave: it ends before the deadline, not at it. */
-const LEAVE_MS = 300;
 
 /** When this process started (epoch ms): a hook's budget counts from there. */
 const startedAt = Math.round(performance.timeOrigin);
@@ -244,7 +241,7 @@ function served(address: { socket: string; mainFile: string }): void {
           const log = frame.log;
           hookLog = log;
           const seconds = Math.round((deadline - startedAt) / 1000);
-          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - LEAVE_MS - Date.now())).unref();
+          setTimeout(() => hookOverdue(log, `the command server did not finish this hook within its budget (${seconds} s): the agent went ahead, and the event may be missing`), Math.max(0, deadline - HOOK_LEAVE_MS - Date.now())).unref();
         }
         return;
       }

@@ -23,6 +23,14 @@ export const HOOK_INPUT_DEADLINE_MS: number = 2000;
 /** The longest a hook's read of its stdin lasts however its bytes trickle in, so the hook stays within its picture budget. */
 export const HOOK_INPUT_CAP_MS: number = 8000;
 
+/**
+ * What a hook keeps of its budget to write its gap and leave: a served hook's client leaves this
+ * long before its deadline (the agent goes ahead then), so the event's own work — its wait for
+ * the store and its pictures — ends by then too: a picture taken once the agent went ahead could
+ * already hold the tool's change.
+ */
+export const HOOK_LEAVE_MS = 300;
+
 /** What was read, and why it is not a whole payload when it is not. */
 export interface HookInput {
   text: string;

@@ -29,7 +29,7 @@ import { hookContext } from './hook-project.js';
 import { readRegularText } from '../fs/regular-file.js';
 import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
-import { readHookInput } from './hook-input.js';
+import { HOOK_LEAVE_MS, readHookInput } from './hook-input.js';
 import { blockedLine, serverAddress, socketBlocker } from '../server/address.js';
 import { ourCommands } from '../hooks/settings.js';
 import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
@@ -210,6 +210,7 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
   }
   if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
   else if (spec.installNote !== undefined) io.out(`  note: ${spec.installNote}`);
+  if (spec.feedbackLimit !== undefined) io.out(`  note: ${spec.feedbackLimit}`);
   if (gap !== undefined) io.out(`  not yet running: ${shownText(gap.why)}; to trust them: ${shownText(gap.step)}`);
   return EXIT.ok;
 }
@@ -433,11 +434,13 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     if (io.invocation.accept?.({ deadline, log: hookLogPath(context) }) === false) return EXIT.ok;
     const store = await openStore(context);
     // One budget for the whole event: the pictures of the calls it ends and the one it begins
-    // share `max_picture_seconds`, counted from the hook's start.
-    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: deadline });
+    // share `max_picture_seconds`, counted from the hook's start, and end when a served hook's
+    // client leaves (the agent goes ahead then), as does the wait for other events' store lock.
+    const workDeadline = deadline - HOOK_LEAVE_MS;
+    const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: workDeadline });
     let outcome;
     try {
-      outcome = await applyHookEvent(observer, event);
+      outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds });
     } finally {
       await observer.close().catch(() => undefined);
     }
@@ -446,7 +449,10 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     if (event.kind === 'stop' || event.kind === 'session-end') startBackgroundPush(context);
     if (outcome.message !== undefined && spec.feedback === 'system-message') io.invocation.stdout.write(`${JSON.stringify({ systemMessage: outcome.message })}\n`);
   } catch (error) {
-    const { message: failure, reason: code } = describeFailure(error);
+    const described = describeFailure(error);
+    const code = described.reason;
+    // The log says what was not recorded, and why (a person's "try again" means nothing to an agent's hook).
+    const failure = isCheckpointError(error, 'STORE_BUSY') ? error.message : described.message;
     if (context === undefined) {
       try {
         context = await loadContext(options, io.invocation);

@@ -173,7 +173,15 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
   const calls = (await store.manifest(holder.id as CheckpointId)).calls.map((c) => c.callId);
   await observer.close();
   const matches = paths.length > 0 ? pathMatcher(paths.map((p) => projectPathOf(context.projectRoot, p, context.invocation.cwd, 'show'))) : () => true;
-  const turn = { ...whole, changes: whole.changes.filter((change) => matches(change.path)) };
+  // Unnamed deleted ignored entries (past what a record names) match no path a person gives.
+  const { ignoredDeleted, ignoredDeletedMore, ...rest } = whole;
+  const ignoredShown = ignoredDeleted?.filter((entry) => matches(entry.endsWith('/') ? entry.slice(0, -1) : entry)) ?? [];
+  const turn = {
+    ...rest,
+    changes: whole.changes.filter((change) => matches(change.path)),
+    ...(ignoredShown.length > 0 ? { ignoredDeleted: ignoredShown } : {}),
+    ...(ignoredDeletedMore !== undefined && paths.length === 0 ? { ignoredDeletedMore } : {}),
+  };
   const list = await turnEndListFor(context, turn);
   list.notes.push(...(await callNotesSince(store, meta, true)));
   io.emit({ checkpoint: metaJson(meta), ...(holder.id !== meta.id ? { turnPicture: metaJson(holder) } : {}), calls, list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });

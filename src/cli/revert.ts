@@ -41,7 +41,12 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     const ownEntries = manifest.entries;
     const own = [...new Set(ownEntries.map((e) => e.path))].sort();
     const ownAfter = new Map(ownEntries.map((e) => [e.path, e.after]));
-    if (own.length === 0) throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: ${displayLabel(meta)} changed no file`);
+    if (own.length === 0) {
+      // A picture cut short (its budget ran out) found no change where it did not look: not "no change".
+      const cut = manifest.gaps.find((gap) => gap.path === undefined);
+      const unknown = cut !== undefined ? `, but its pictures were incomplete (${shownText(cut.detail)}): what it changed there is not known` : manifest.complete ? '' : ', but its pictures were incomplete: what it changed there is not known';
+      throw new CliExit(EXIT.nothing, 'NOTHING', `nothing to revert: ${displayLabel(meta)} ${unknown === '' ? 'changed no file' : `recorded no change${unknown}`}`);
+    }
     // The first later turn, still in effect, that changed each of the turn's paths again.
     const changedLater = new Map<string, string>();
     const wanted = new Set(own);
@@ -68,7 +73,9 @@ export async function revertCommand(id: string, options: RevertOptions, io: Io):
     }
     const refusedPaths = new Set(refusedRows.map((r) => r.path));
     const free = own.filter((p) => !changedLater.has(p) && !refusedPaths.has(p));
-    const created = options.deleteCreated === true ? 'delete' : 'keep';
+    // What this checkpoint's own call created, still as it left it, goes with its undo (saved first);
+    // what others created stays unless --delete-created (issue #26, point 7).
+    const created = options.deleteCreated === true ? 'delete' : 'own';
     const leftRows = [...changedLater].map(([p, by]) => ({ path: p, by }));
     io.emit({ revert: meta.id, changedLater: leftRows, refused: refusedRows });
     const printAside = (): void => {

@@ -21,6 +21,8 @@ export interface ChangeSet {
   commits?: readonly string[];
   /** Entries the pictures left out (ignored, `skip`) that the turn deleted. */
   ignoredDeleted?: readonly string[];
+  /** Of those, how many more were deleted than `ignoredDeleted` names. */
+  ignoredDeletedMore?: number;
 }
 
 const WALK_CAP = 5000;
@@ -93,5 +95,6 @@ export async function turnEndListFor(context: CliContext, set: ChangeSet): Promi
     maxFileMib: context.config.resolved.maxFileMib,
     maxRows: context.maxRows,
     ...(set.ignoredDeleted !== undefined ? { ignoredDeleted: set.ignoredDeleted } : {}),
+    ...(set.ignoredDeletedMore !== undefined ? { ignoredDeletedMore: set.ignoredDeletedMore } : {}),
   });
 }

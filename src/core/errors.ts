@@ -8,7 +8,8 @@
  * - `FOREIGN_WORKSPACE`: a manifest or store that belongs to another project root.
  * - `CORRUPT_MANIFEST`: a manifest or journal that does not parse or fails its schema.
  * - `INTEGRITY`: an object whose size or hash differs from its key.
- * - `STORE_BUSY`: another process holds the store lock longer than we may wait.
+ * - `STORE_BUSY`: another process holds the store lock longer than we may wait, or a process of
+ *   an older turnback has a store open that this one would upgrade.
  * - `STORE_UNAVAILABLE`: the store cannot be opened (unwritable, a symlink, not a folder).
  * - `INVALID_CONFIG`: a config value of the wrong type or out of range.
  * - `INVALID_ARGUMENT`: any other caller input that fails validation.

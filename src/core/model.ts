@@ -160,6 +160,14 @@ export interface CallRecord {
   notes?: string[];
   /** What the picture before the call covered and left out on purpose. */
   coverage?: CoverageCounts;
+  /**
+   * Entries the call's pictures passed over (ignored, `skip`; a folder ends with `/`) that the
+   * call deleted: no copy was kept, and no entry of the checkpoint says they are gone. The first
+   * {@link CALL_IGNORED_DELETED_MAX}, sorted; `ignoredDeletedMore` counts the rest.
+   */
+  ignoredDeleted?: string[];
+  /** Of those, how many more the call deleted than `ignoredDeleted` names. */
+  ignoredDeletedMore?: number;
 }
 
 /** What one picture covered and what it left out on purpose, by kind. */
@@ -194,6 +202,8 @@ export interface LeftByLimit {
 export const CALL_NOTES_MAX = 20;
 /** The longest note one call record keeps, in characters. */
 export const CALL_NOTE_MAX_CHARS = 500;
+/** The most deleted ignored entries one call record names (the rest are counted). */
+export const CALL_IGNORED_DELETED_MAX = 1000;
 
 /** Lightweight listing entry: the manifest without its entry list. */
 export interface CheckpointMeta {

@@ -63,6 +63,8 @@ export interface AgentSpec {
   readOnlyTools: RegExp;
   /** How the end-of-turn list reaches the person inside the agent: a JSON `systemMessage` on stdout, or not at all. */
   feedback: 'system-message' | 'none';
+  /** Where the agent drops that message though it reads it, and what the person runs instead (said by `install`). */
+  feedbackLimit?: string;
   /** Extra set-up the agent needs that `install` cannot do (said by `install`). */
   installNote?: string;
   /** What could not be confirmed from the agent's own documentation or source. */
@@ -113,6 +115,11 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     writeTools: /^apply_patch$/,
     readOnlyTools: /^(update_plan|view_image)$/,
     feedback: 'system-message',
+    // Codex 0.171.0's exec mode prints a hook's run and status, never its output: its human
+    // output prints `hook: Stop Completed`, its `--json` output drops hook events
+    // (exec/src/event_processor_with_human_output.rs, event_processor_with_jsonl_output.rs; the
+    // harness's runs show the same). The TUI shows hooks' messages.
+    feedbackLimit: '`codex exec` shows that a hook ran, never what it said: after `codex exec`, `turnback list` shows the turn and its `turnback undo` id.',
     installNote:
       'Codex runs hooks when its `hooks` feature is on (the default in current releases; older ones need `[features] codex_hooks = true` in ~/.codex/config.toml).',
   },
@@ -175,15 +182,22 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     title: 'GitHub Copilot CLI',
     files: { project: '.github/hooks/turnback.json', user: '.copilot/hooks/turnback.json' },
     format: 'typed-flat',
-    events: { userPromptSubmitted: 'prompt', preToolUse: 'before-tool', postToolUse: 'after-tool', agentStop: 'stop', sessionEnd: 'session-end' },
+    // A tool that fails sends postToolUseFailure (its payload postToolUse's, with `error`) and no
+    // postToolUse: it ends the call at once, not at agentStop (seen in the harness, test/agents).
+    events: { userPromptSubmitted: 'prompt', preToolUse: 'before-tool', postToolUse: 'after-tool', postToolUseFailure: 'after-tool', agentStop: 'stop', sessionEnd: 'session-end' },
     timeout: { field: 'timeoutSec', value: 30 },
     fields: { sessionId: ['sessionId', 'session_id'], toolCallId: ['toolCallId'], toolName: ['toolName'], toolInput: ['toolArgs'], prompt: ['prompt'], cwd: ['cwd'] },
     shellTools: /^(bash|shell|powershell)$/,
     networkTools: /^(web_fetch|mcp_.*)$/,
-    writeTools: /^(edit|create|write)$/,
-    readOnlyTools: /^(view|read|glob|grep|search)$/,
+    // Copilot CLI 1.0.102's edit tools (its bundle's tool categories, cli-main.js): `create` and
+    // `edit`/`str_replace` name a `path`; `str_replace_editor` a `path` beside its `command`;
+    // `apply_patch` (offered to GPT-5 models) is freeform, its `toolArgs` the patch text, whose
+    // `*** Add/Update/Delete File:` and `*** Move to:` lines name the files.
+    writeTools: /^(edit|create|str_replace|str_replace_editor|apply_patch|write)$/,
+    // Reading, searching, and the tools that read a running shell's output or list what runs.
+    readOnlyTools: /^(view|read|glob|grep|rg|search|read_bash|list_bash|list_agents|read_agent|fetch_copilot_cli_documentation)$/,
     feedback: 'none',
-    unconfirmed: 'the user-level folder (~/.copilot/hooks/), the session field (`sessionId`; payloads without one share one session), and `toolArgs` as a JSON string or an object.',
+    unconfirmed: 'the user-level folder (~/.copilot/hooks/), and the session field (`sessionId`; payloads without one share one session).',
   },
 };
 

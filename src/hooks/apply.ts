@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { isCheckpointError } from '../core/errors.js';
+import { CheckpointError, isCheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { Change } from '../capture/diff.js';
 import { realPathOf } from '../fs/paths.js';
@@ -8,6 +8,7 @@ import { storeBehind } from '../store/view.js';
 import { pairingKey, promptLabel, type HookEvent } from './events.js';
 import { omitOthers, sharedChanges, splitAtEvent, type OpenCall } from './overlap.js';
 import { shownText } from '../report/escape.js';
+import { ignoredDeletedText } from '../report/reasons.js';
 
 // What each hook event does to the agent session's observer. Every event runs in a process of
 // its own (a hook is a new process per event, served or not), so nothing is kept in memory
@@ -76,6 +77,11 @@ export function changeCounts(changes: readonly Pick<Change, 'kind'>[]): string {
   return parts.length === 0 ? 'no file changed' : parts.join(', ');
 }
 
+/** ` (partial: …)` for a picture its budget or a limit cut short, so the log never reads a cut picture as a whole one. */
+function partialWords(result: { partial: boolean; summary: string }): string {
+  return result.partial ? ` (partial: ${result.summary !== '' ? result.summary : 'a picture was cut short'})` : '';
+}
+
 /** True when `absolute` is below the project root (a write outside the project is not ours to keep). */
 function insideProject(projectRoot: string, absolute: string): boolean {
   const relative = path.relative(projectRoot, absolute);
@@ -122,6 +128,35 @@ async function callIdFor(observer: CheckpointObserver, event: HookEvent, opening
 /** How long an event waits for another session's event to finish with the store (the agents' hook timeout is 30 s). */
 const EVENT_LOCK_MS = 20_000;
 
+/** Options of {@link applyHookEvent}. */
+export interface ApplyHookOptions {
+  /**
+   * Epoch milliseconds by which the event's work ends (the hook's budget: the agent goes ahead
+   * then). An event still waiting for the store lock then gives up, with a `STORE_BUSY` error that
+   * says what is not recorded: begun later, its picture could hold what the agent did meanwhile.
+   * @default wait up to 20 s
+   */
+  deadline?: number;
+  /** The budget in seconds, for the words of that error. */
+  budgetSeconds?: number;
+}
+
+/** What an event that could not have the store in time leaves unrecorded, in words. */
+function notRecorded(event: HookEvent): string {
+  switch (event.kind) {
+    case 'prompt':
+      return 'the turn is not begun (its tool calls are still pictured one by one)';
+    case 'before-tool':
+      return `the ${event.toolName ?? 'tool'} call is not pictured (the turn's picture holds what it changes)`;
+    case 'after-tool':
+      return `the ${event.toolName ?? 'tool'} call stays open (the turn's end pictures it)`;
+    case 'stop':
+      return "the turn stays open (the next prompt's hook ends it)";
+    case 'session-end':
+      return "the session's open calls stay open";
+  }
+}
+
 /**
  * Applies one hook event to `observer`, whose session is the agent's (see `agentSessionId`).
  * Throws what the store throws: the caller (the hook command) logs it and exits 0.
@@ -130,8 +165,24 @@ const EVENT_LOCK_MS = 20_000;
  * overlapping calls' windows at this event (see overlap.ts) and the event's own pictures see the
  * same moment.
  */
-export async function applyHookEvent(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
-  return storeBehind(observer.store).withLock(() => applyLocked(observer, event), { timeoutMs: EVENT_LOCK_MS });
+export async function applyHookEvent(observer: CheckpointObserver, event: HookEvent, options: ApplyHookOptions = {}): Promise<HookOutcome> {
+  const left = options.deadline === undefined ? EVENT_LOCK_MS : Math.min(EVENT_LOCK_MS, options.deadline - Date.now());
+  const late = (detail: string): CheckpointError =>
+    new CheckpointError('STORE_BUSY', `${detail} until this hook's ${options.budgetSeconds !== undefined ? `${options.budgetSeconds} s ` : ''}budget ran out: ${notRecorded(event)}`);
+  if (left <= 0) throw late('other events held the store');
+  let began = false;
+  try {
+    return await storeBehind(observer.store).withLock(
+      () => {
+        began = true;
+        return applyLocked(observer, event);
+      },
+      { timeoutMs: left },
+    );
+  } catch (error) {
+    if (!began && isCheckpointError(error, 'STORE_BUSY')) throw late(error.message.replace(/^the store is locked/, 'the store was locked'));
+    throw error;
+  }
 }
 
 async function applyLocked(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
@@ -165,12 +216,12 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
         if (inside.length === 0) return { action: `${event.toolName ?? 'tool'}: writes outside the project only, nothing pictured` };
         const scope = inside.map((p) => path.relative(observer.projectRoot, p).split(path.sep).join('/'));
         await splitAtEvent(observer, { opening: { session, callId, scope } });
-        await observer.callBegin(callId, { paths: inside, command: callLabel({ ...event, paths: inside }, observer.projectRoot), detached: true });
-        return { action: `call ${callId} began: ${inside.length} named file(s)` };
+        const begun = await observer.callBegin(callId, { paths: inside, command: callLabel({ ...event, paths: inside }, observer.projectRoot), detached: true });
+        return { action: `call ${callId} began: ${inside.length} named file(s)${partialWords(begun)}` };
       }
       await splitAtEvent(observer, { opening: { session, callId } });
-      await observer.callBegin(callId, { command: callLabel(event, observer.projectRoot), detached: true });
-      return { action: `call ${callId} began: whole tree` };
+      const begun = await observer.callBegin(callId, { command: callLabel(event, observer.projectRoot), detached: true });
+      return { action: `call ${callId} began: whole tree${partialWords(begun)}` };
     }
     case 'after-tool': {
       if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only` };
@@ -178,7 +229,7 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
       await splitAtEvent(observer, { closing: (call) => ofSession(call) && call.callId === callId });
       try {
         const attribution = await observer.callEnd(callId, { sideEffect: event.toolClass === 'network' ? 'network' : 'filesystem', omit: omitOthers(observer, { session, callId }) });
-        return { action: `call ${callId} ended: ${changeCounts(attribution.changes)}` };
+        return { action: `call ${callId} ended: ${changeCounts(attribution.changes)}${partialWords(attribution)}` };
       } catch (error) {
         // No before event on record (hooks installed mid-call, or it was ended as stale): the
         // turn's picture still attributes what the call did.
@@ -204,12 +255,14 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
       const own = attribution.changes.filter((change) => !shared.has(change.path));
       const counts = changeCounts(own);
       const sharedWords = shared.size > 0 ? `; ${shared.size} more changed while another agent's call ran too (undo asks before taking ${shared.size === 1 ? 'it' : 'them'} back)` : '';
-      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
-      if (own.length === 0 && shared.size === 0) return { action };
+      // What the pictures passed over and the turn deleted has no copy: said once, as `run` says it.
+      const ignored = ignoredDeletedText(attribution.ignoredDeleted ?? []);
+      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ignored !== '' ? `; ${ignored}` : ''}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
+      if (own.length === 0 && shared.size === 0) return ignored === '' ? { action } : { action, message: `turnback: ${ignored}` };
       // A walk stopped by a limit says how much it left, in the line the person sees.
       const stopped = attribution.gaps.find((gap) => gap.reason === 'walk-entries' || gap.reason === 'time-limit');
       const gaps = stopped !== undefined ? ` (picture cut short: ${shownText(stopped.detail)})` : attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
-      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}` };
+      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}${ignored !== '' ? ` · ${ignored}` : ''}` };
     }
     case 'session-end': {
       await splitAtEvent(observer, { closing: ofSession });

@@ -45,19 +45,29 @@ function text(value: unknown, max: number): string | undefined {
   return typeof value === 'string' && value.length > 0 && value.length <= max ? value : undefined;
 }
 
-/** A tool input: an object, or (Copilot CLI) a JSON string of one. */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A tool input: an object, a JSON string of one, or the text of a freeform tool, read as
+ * `{input: text}`. Copilot CLI 1.0.102 sends its function tools' `toolArgs` as an object and its
+ * freeform `apply_patch`'s as the patch text itself (seen in the harness, test/agents).
+ */
 function inputObject(value: unknown): Record<string, unknown> | undefined {
   if (typeof value === 'string') {
     try {
-      value = JSON.parse(value) as unknown;
+      const parsed = JSON.parse(value) as unknown;
+      if (isRecord(parsed)) return parsed;
     } catch {
-      return undefined;
+      // Not JSON: a freeform tool's text.
     }
+    return value.length > 0 ? { input: value } : undefined;
   }
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return isRecord(value) ? value : undefined;
 }
 
-/** The file paths a Codex `apply_patch` body names (added, updated, deleted, moved to). */
+/** The file paths an `apply_patch` body names (added, updated, deleted, moved to): Codex's format, which Copilot CLI's takes. */
 export function patchPaths(patch: string): string[] {
   const found: string[] = [];
   for (const line of patch.split('\n')) {

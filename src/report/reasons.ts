@@ -1,5 +1,6 @@
 import { DEFAULTS } from '../core/defaults.js';
 import type { PathState, UncopiedReason } from '../index.js';
+import { shownPath } from './escape.js';
 
 
 /**
@@ -25,6 +26,22 @@ export function noCopyText(reason: UncopiedReason | string, maxFileMib: number =
     default:
       return `no copy (${reason})`;
   }
+}
+
+/** Why a deleted entry the pictures passed over (ignored, `skip`) cannot come back: said on its row and in a hook's line. */
+export const IGNORED_NO_COPY = 'ignored: no copy was kept';
+
+/**
+ * One phrase for the ignored entries a turn deleted, for a line that cannot hold rows (an agent
+ * hook's message): `deleted debug.log, tmp/ (ignored: no copy was kept)`, the first `named`
+ * names escaped and the rest counted. Empty when there are none.
+ */
+export function ignoredDeletedText(entries: readonly string[], more = 0, named = 3): string {
+  const names = entries.slice(0, named).map((entry) => shownPath(entry));
+  const rest = entries.length + more - names.length;
+  if (names.length === 0 && rest === 0) return '';
+  const counted = rest === 0 ? '' : names.length > 0 ? ` and ${rest} more` : `${rest} ${rest === 1 ? 'entry' : 'entries'}`;
+  return `deleted ${names.join(', ')}${counted} (${IGNORED_NO_COPY})`;
 }
 
 /** The uncopied reason of a recorded state, or `undefined` when its bytes are kept (or it was absent). */

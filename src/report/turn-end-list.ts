@@ -4,7 +4,7 @@ import { DEFAULTS } from '../core/defaults.js';
 import { hasRawBytes } from '../core/raw-names.js';
 import { shownPath, shownText } from './escape.js';
 import { moreLine, rowsShown } from './folding.js';
-import { noCopyText, uncopiedReasonOf } from './reasons.js';
+import { IGNORED_NO_COPY, noCopyText, uncopiedReasonOf } from './reasons.js';
 import { plainStyle, type LineStyle } from './style.js';
 
 /** One changed path, as the observer reports it (`Change` in the session layer). */
@@ -53,6 +53,8 @@ export interface TurnEndInput {
   undoCommand?: string;
   /** Entries the pictures left out by their coverage rules that the turn deleted (a folder ends with `/`): listed, with no copy. */
   ignoredDeleted?: readonly string[];
+  /** Of those, how many more were deleted than `ignoredDeleted` names (a record keeps the first names only). */
+  ignoredDeletedMore?: number;
 }
 
 /** A flag on a row: fixed rules, never heuristics. */
@@ -90,8 +92,10 @@ export interface TurnEndList {
   notes: string[];
   /** Entries the pictures left out (ignored, `skip`) that the turn deleted: no copy was kept (a folder ends with `/`). */
   ignoredDeleted?: string[];
-  /** Of those, how many were not named under the row limit. */
+  /** Of those, how many were not named under the row limit, the unnamed ones included. */
   ignoredDeletedHidden?: number;
+  /** Of the hidden ones, how many no record names (`--all` cannot list them). */
+  ignoredDeletedUnnamed?: number;
 }
 
 const KIND_ORDER: Record<ReportChange['kind'], number> = { changed: 0, created: 1, deleted: 2 };
@@ -243,7 +247,8 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
   // Under the same row limit: at least one is named, the rest counted.
   const ignoredAll = [...(input.ignoredDeleted ?? [])].sort(compare);
   const ignoredDeleted = ignoredAll.slice(0, rowsShown(ignoredAll.length, Math.max(1, maxRows - shown.length)));
-  const ignoredMore = ignoredAll.length - ignoredDeleted.length;
+  const unnamed = input.ignoredDeletedMore ?? 0;
+  const ignoredMore = ignoredAll.length - ignoredDeleted.length + unnamed;
   return {
     counts,
     rows: shown,
@@ -252,6 +257,7 @@ export function buildTurnEndList(input: TurnEndInput): TurnEndList {
     notes: notesFor(input, maxFileMib),
     ...(ignoredDeleted.length > 0 ? { ignoredDeleted } : {}),
     ...(ignoredMore > 0 ? { ignoredDeletedHidden: ignoredMore } : {}),
+    ...(unnamed > 0 ? { ignoredDeletedUnnamed: unnamed } : {}),
   };
 }
 
@@ -332,9 +338,12 @@ export function renderTurnEndList(list: TurnEndList, style: LineStyle = plainSty
     lines.push(`${marker}${row.kind.padEnd(7)}  ${name}${tail.length > 0 ? `   ${tail.join('   ')}` : ''}`);
   }
   // Never pictured, so never a change with a copy: named all the same, each with why it is lost.
-  for (const entry of list.ignoredDeleted ?? []) lines.push(`  ${'deleted'.padEnd(7)}  ${shownPath(entry)}   ${style.dim('ignored: no copy was kept')}`);
+  for (const entry of list.ignoredDeleted ?? []) lines.push(`  ${'deleted'.padEnd(7)}  ${shownPath(entry)}   ${style.dim(IGNORED_NO_COPY)}`);
   const more = list.ignoredDeletedHidden ?? 0;
-  if (more > 0) lines.push(style.dim(`  … and ${more} more ignored ${more === 1 ? 'entry' : 'entries'} deleted, no copy was kept (--all lists every one)`));
+  // Past what a call record names (CALL_IGNORED_DELETED_MAX), `--all` has no names to give.
+  const unnamed = list.ignoredDeletedUnnamed ?? 0;
+  const where = unnamed === 0 ? '--all lists every one' : `${unnamed} of them not named in the checkpoint`;
+  if (more > 0) lines.push(style.dim(`  … and ${more} more ignored ${more === 1 ? 'entry' : 'entries'} deleted, no copy was kept (${where})`));
   if (list.hidden > 0) {
     const by = list.hiddenByKind;
     lines.push(style.dim(`  ${moreLine([['changed', by.changed], ['new', by.created], ['deleted', by.deleted]])}`));

@@ -4,7 +4,7 @@ import type { Picture } from '../capture/picture.js';
 import type { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
-import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type CoverageCounts, type Gap, type PathState, type SideEffect } from '../core/model.js';
+import { CALL_IGNORED_DELETED_MAX, CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, fingerprintOf, type CoverageCounts, type Gap, type PathState, type SideEffect } from '../core/model.js';
 import type { CheckpointStore } from '../store/store.js';
 import type { OpenTurn, TurnJournal } from './turns.js';
 import { countCoverage } from '../capture/picture-coverage.js';
@@ -26,8 +26,10 @@ export interface CallAttribution {
   summary: string;
   /**
    * Entries the pictures left out by the coverage rules (ignored, `skip`; a folder ends with `/`)
-   * that the call deleted: no copy was kept, and nothing else says they are gone. Known only for a
-   * call begun in this process (a persisted baseline keeps no names).
+   * that the call deleted: no copy was kept, and nothing else says they are gone. Kept in the
+   * call's record too (`CallRecord.ignoredDeleted`), so `turnChanges` names them later. Known for
+   * a whole-tree call whose before-picture passed over at most `BASELINE_IGNORED_MAX` entries when
+   * the call was begun in another process (its baseline keeps their names up to that).
    */
   ignoredDeleted?: string[];
 }
@@ -318,6 +320,8 @@ export class CallAttributor {
         ...(options.exitCode !== undefined ? { exitCode: options.exitCode } : {}),
         ...(notes !== undefined && notes.length > 0 ? { notes: [...notes] } : {}),
         ...(call.coverage !== undefined ? { coverage: call.coverage } : {}),
+        ...(ignoredDeleted.length > 0 ? { ignoredDeleted: ignoredDeleted.slice(0, CALL_IGNORED_DELETED_MAX) } : {}),
+        ...(ignoredDeleted.length > CALL_IGNORED_DELETED_MAX ? { ignoredDeletedMore: ignoredDeleted.length - CALL_IGNORED_DELETED_MAX } : {}),
       },
     });
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });

@@ -13,6 +13,13 @@ export interface TurnChanges {
   gaps: Gap[];
   /** True when the checkpoint was cut short or recorded gaps: the list may be incomplete. */
   partial: boolean;
+  /**
+   * Entries the pictures passed over (ignored, `skip`; a folder ends with `/`) that the
+   * checkpoint's calls deleted, sorted: no copy was kept (see `CallRecord.ignoredDeleted`).
+   */
+  ignoredDeleted?: string[];
+  /** Of those, how many more were deleted than `ignoredDeleted` names. */
+  ignoredDeletedMore?: number;
 }
 
 /** The open turn: its journal and what it has captured so far. */
@@ -192,5 +199,19 @@ export function turnChangesOf(manifest: CheckpointManifest): TurnChanges {
     else if (entry.after === 'absent') changes.push({ path: entry.path, kind: 'deleted', before: entry.before });
     else changes.push({ path: entry.path, kind: 'changed', before: entry.before });
   }
-  return { checkpointId: manifest.id, changes, gaps: manifest.gaps, partial: !manifest.complete || manifest.gaps.length > 0 };
+  const ignored = new Set<string>();
+  let more = 0;
+  for (const call of manifest.calls) {
+    for (const entry of call.ignoredDeleted ?? []) ignored.add(entry);
+    more += call.ignoredDeletedMore ?? 0;
+  }
+  const ignoredDeleted = [...ignored].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return {
+    checkpointId: manifest.id,
+    changes,
+    gaps: manifest.gaps,
+    partial: !manifest.complete || manifest.gaps.length > 0,
+    ...(ignoredDeleted.length > 0 ? { ignoredDeleted } : {}),
+    ...(more > 0 ? { ignoredDeletedMore: more } : {}),
+  };
 }

@@ -3,7 +3,8 @@ import { errnoCode, isCheckpointError } from '../core/errors.js';
 import type { LooseObjects } from './loose-objects.js';
 import { parseObjectKey } from './object-codec.js';
 import type { PackIndex } from './pack-index.js';
-import { PACK_OBJECT_MAX_BYTES, readRecord, type PackFile, type PackLoc } from './packs.js';
+import { BLOCK_MEMBER_MAX_BYTES } from './pack-format.js';
+import { confirmationOf, readRecord, type PackFile, type PackLoc } from './packs.js';
 
 // The copy check of a picture (issue #27): before a picture references a stored copy again
 // without reading its file, the copy must have been seen good. See `ObjectStore.copyCheck`.
@@ -32,7 +33,7 @@ export function confirmCopy(key: string, round: number, packs: PackIndex, loose:
   const parsed = head === undefined ? parseObjectKey(key) : undefined;
   if (head === undefined) {
     if (parsed === undefined) return false;
-    if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
+    if (parsed.size <= BLOCK_MEMBER_MAX_BYTES) {
       packs.refreshSoon();
       head = packs.head(key);
     }
@@ -53,7 +54,9 @@ export function confirmCopy(key: string, round: number, packs: PackIndex, loose:
  */
 export function confirmRecord(loc: PackLoc, round: number, ownPack: PackFile | undefined): boolean {
   const pack = loc.pack;
-  if (pack.gone || loc.confirmed === DAMAGED_RECORD) return false;
+  // A block's members are confirmed (or found damaged) together: one read of the block for all.
+  const holder = confirmationOf(loc);
+  if (pack.gone || holder.confirmed === DAMAGED_RECORD) return false;
   if (pack.confirmRound !== round) {
     pack.confirmRound = round;
     const identity = packIdentity(pack.path, pack === ownPack ? undefined : pack.readFd);
@@ -64,14 +67,15 @@ export function confirmRecord(loc: PackLoc, round: number, ownPack: PackFile | u
     }
   }
   const epoch = pack.confirmEpoch ?? 0;
-  if (loc.confirmed === epoch) return true;
+  if (holder.confirmed === epoch) return true;
   try {
-    readRecord(loc);
+    if (loc.block !== undefined) readRecord(loc, true);
+    else readRecord(loc);
   } catch (error) {
     if (!isCheckpointError(error, 'INTEGRITY')) throw error;
-    if (error.found !== 'missing') loc.confirmed = DAMAGED_RECORD;
+    if (error.found !== 'missing') holder.confirmed = DAMAGED_RECORD;
     return false;
   }
-  loc.confirmed = epoch;
+  holder.confirmed = epoch;
   return true;
 }

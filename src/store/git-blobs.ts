@@ -81,13 +81,29 @@ class BlobReader {
   }
 }
 
+/** The readers, by repository and by what their git was started with: one started for one environment never answers another. */
 const readers = new Map<string, BlobReader>();
 
+/**
+ * What of the environment chooses the git a reader runs and the repository it reads (PATH, GIT_*):
+ * in the command server each command has its own `process.env` (src/server/request-env.ts), and a
+ * reader outlives the command that started it.
+ */
+function readerKey(projectRoot: string): string {
+  const env = process.env;
+  const git = Object.keys(env)
+    .filter((name) => name.startsWith('GIT_'))
+    .sort()
+    .map((name) => `${name}=${env[name] ?? ''}`);
+  return [projectRoot, `PATH=${env.PATH ?? ''}`, ...git].join('\0');
+}
+
 function readerFor(projectRoot: string): BlobReader {
-  let reader = readers.get(projectRoot);
+  const key = readerKey(projectRoot);
+  let reader = readers.get(key);
   if (reader === undefined) {
-    reader = new BlobReader(projectRoot, () => readers.delete(projectRoot));
-    readers.set(projectRoot, reader);
+    reader = new BlobReader(projectRoot, () => readers.delete(key));
+    readers.set(key, reader);
   }
   return reader;
 }

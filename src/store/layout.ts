@@ -9,15 +9,17 @@ import { TEMP_PREFIX, writeAllSync, type FileSystem, type SyncFileSystem } from 
 /** Format tag written into `STORE.json`. */
 export const STORE_FORMAT = 'turnback-store';
 /**
- * Current on-disk layout version. 2 added `objects/packs/` (small objects as pack records); a
- * version-1 store is upgraded in place on open (its loose objects stay where they are and stay
- * readable), and the bump makes an older turnback, which cannot read packs, refuse the store
- * instead of reporting packed objects as missing. A store with a higher version is refused,
- * never rewritten.
+ * Current on-disk layout version. 2 added `objects/packs/` (small objects as pack records); 3
+ * added block records (a picture's small files compressed together, brotli), brotli large
+ * objects, compressed state documents and version-2 pack indexes. An older store is upgraded in
+ * place on open (only this number changes: its loose objects, records and JSON documents stay
+ * readable), and each bump makes an older turnback, which cannot read what the new one writes,
+ * refuse the store instead of reporting objects as missing. A store with a higher version is
+ * refused, never rewritten.
  */
-export const STORE_VERSION = 2;
+export const STORE_VERSION = 3;
 /** Layout versions this code reads (older ones are upgraded on open). */
-const READABLE_VERSIONS: readonly number[] = [1, 2];
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 /** Mode of every folder the store creates: only the owner may read the pre-images. */
 export const DIR_MODE = 0o700;
 /** Mode of every file the store creates. */
@@ -227,6 +229,11 @@ export interface OpenLayoutOptions {
   fs: FileSystem;
   /** Canonical project root. */
   projectRoot: string;
+  /**
+   * Called before an older layout is upgraded: throws to leave the store as it is (another
+   * process of the older code still has it open).
+   */
+  beforeUpgrade?: (layout: StoreLayout, from: number) => Promise<void>;
 }
 
 /**
@@ -290,7 +297,7 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
     }
     const layout = new StoreLayout(canonical);
     await ensureDir(fs, layout.tmpDir);
-    await readOrCreateInfo(fs, layout, projectRoot);
+    await readOrCreateInfo(fs, layout, projectRoot, options.beforeUpgrade);
     for (const dir of [layout.objectsDir, layout.packsDir, layout.checkpointsDir, layout.stateDir]) await ensureDir(fs, dir);
     await refuseLinkedFolders(fs, layout);
     return layout;
@@ -303,7 +310,7 @@ export async function openLayout(root: string, options: OpenLayoutOptions): Prom
   }
 }
 
-async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot: string): Promise<StoreInfo> {
+async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot: string, beforeUpgrade?: OpenLayoutOptions['beforeUpgrade']): Promise<StoreInfo> {
   const fresh: StoreInfo = { format: STORE_FORMAT, version: STORE_VERSION, projectRoot };
   let text: string;
   try {
@@ -339,6 +346,7 @@ async function readOrCreateInfo(fs: FileSystem, layout: StoreLayout, projectRoot
     });
   }
   if (record.version !== STORE_VERSION) {
+    await beforeUpgrade?.(layout, record.version);
     // Upgrade: only the version changes (temp + rename, so STORE.json is never half-written).
     const temp = layout.tempPath();
     await fs.writeFile(temp, `${JSON.stringify(fresh, null, 2)}\n`, { flag: 'wx', mode: FILE_MODE });

@@ -23,6 +23,8 @@ export interface ObjectFileInfo {
   pack?: string;
   /** For a packed object: the record's offset in its pack. */
   offset?: number;
+  /** For a packed object: the length of the record holding it (its block's, for a block member). */
+  recordLength?: number;
 }
 
 /**
@@ -53,17 +55,22 @@ export class LooseObjects {
     private readonly withLock: <T>(fn: () => Promise<T>) => Promise<T>,
   ) {}
 
-  /** Stores `bytes` (whose xxh64 is `hash`) as a loose object; concurrent puts of one key share one write. */
-  async put(bytes: Uint8Array, hash: string): Promise<ObjectRef> {
+  /**
+   * Stores `bytes` (whose xxh64 is `hash`) as a loose object; concurrent puts of one key share one
+   * write. `elsewhere` says what other copies of a key hold (a picture's block in a pack may hold
+   * a large object too): `equal` (the key is these bytes already), `taken` (other bytes, or a
+   * damaged copy: never this key), `free`. A key never names two different contents.
+   */
+  async put(bytes: Uint8Array, hash: string, elsewhere?: (key: string) => 'equal' | 'taken' | 'free'): Promise<ObjectRef> {
     const base = baseObjectKey(hash, bytes.length);
     const pending = this.inFlight.get(base);
     if (pending) {
       if (bytesEqual(pending.bytes, bytes)) return pending.promise;
       // Same key, different bytes (a collision) racing in this process: go after it.
       await pending.promise.catch(() => undefined);
-      return this.put(bytes, hash);
+      return this.put(bytes, hash, elsewhere);
     }
-    const promise = this.store(bytes, hash, base);
+    const promise = this.store(bytes, hash, base, elsewhere);
     this.inFlight.set(base, { bytes, promise });
     try {
       return await promise;
@@ -73,12 +80,18 @@ export class LooseObjects {
   }
 
   /** Stores a large object as a loose file: temp file, `link` into place (never overwriting). */
-  private async store(bytes: Uint8Array, hash: string, base: string): Promise<ObjectRef> {
+  private async store(bytes: Uint8Array, hash: string, base: string, elsewhere?: (key: string) => 'equal' | 'taken' | 'free'): Promise<ObjectRef> {
     let temp: string | undefined;
     try {
       // Write first, compare on EEXIST: a first capture (the common case) pays no existence probe.
       for (let suffix = 0; suffix <= MAX_SUFFIX; ) {
         const key = suffix === 0 ? base : `${base}.${suffix}`;
+        const other = elsewhere?.(key);
+        if (other === 'equal') return { object: key, hash, size: bytes.length };
+        if (other === 'taken') {
+          suffix += 1;
+          continue;
+        }
         const target = this.layout.objectPath(key);
         temp ??= await this.writeTemp(bytes, hash);
         if (await this.linkInto(temp, target)) {
@@ -247,7 +260,10 @@ export class LooseObjects {
     }
   }
 
-  /** A loose copy of a small key (layout version 1), read for dedupe; `null` when undecodable. */
+  /**
+   * A loose copy of a key a pack could hold (a small one of layout version 1, or a large one a
+   * picture's block may take), read for dedupe; `null` when undecodable.
+   */
   readForDedupe(key: string, size: number): { bytes: Buffer; mtimeMs: number } | null | undefined {
     if (!this.mayHoldSmall()) return undefined;
     let fd: number;
@@ -260,7 +276,8 @@ export class LooseObjects {
     }
     try {
       const stats = fstatSync(fd);
-      if (!stats.isFile() || stats.size > PACK_OBJECT_MAX_BYTES * 2) return null;
+      // Stored bytes are the object's plus a header (or fewer): anything much larger is not it.
+      if (!stats.isFile() || stats.size > Math.max(PACK_OBJECT_MAX_BYTES, size) * 2) return null;
       const stored = readExactlySync(fd, stats.size);
       if (stored === undefined) return null;
       try {

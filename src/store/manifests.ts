@@ -1,11 +1,13 @@
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { isCheckpointId, type CheckpointId } from '../core/id.js';
-import { CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type CheckpointManifest, type CheckpointMeta } from '../core/model.js';
+import { CALL_IGNORED_DELETED_MAX, CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type CheckpointManifest, type CheckpointMeta } from '../core/model.js';
 import type { FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
+import { loadHasher } from '../core/hash.js';
+import { decodeDocument, encodeDocument } from './document-codec.js';
 
 const KINDS: ReadonlySet<string> = new Set<CheckpointKind>(['turn', 'call', 'snapshot', 'pre-restore', 'savepoint']);
 const UNCOPIED_REASONS: ReadonlySet<string> = new Set([
@@ -108,7 +110,9 @@ function validLeft(value: unknown): boolean {
 /** Checks a {@link CallRecord}; returns a reason when invalid. */
 export function validateCallRecord(value: unknown): string | undefined {
   if (!isObj(value)) return 'call is not an object';
-  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes', 'coverage'])) return 'call: unexpected field';
+  if (extraKey(value, ['callId', 'sideEffect', 'startedAt', 'endedAt', 'incompletePaths', 'exitCode', 'notes', 'coverage', 'ignoredDeleted', 'ignoredDeletedMore'])) return 'call: unexpected field';
+  if (value.ignoredDeleted !== undefined && !(Array.isArray(value.ignoredDeleted) && value.ignoredDeleted.length <= CALL_IGNORED_DELETED_MAX && value.ignoredDeleted.every((p) => isRecordedPath(typeof p === 'string' && p.endsWith('/') ? p.slice(0, -1) : p)))) return 'call: bad ignoredDeleted';
+  if (value.ignoredDeletedMore !== undefined && !(Number.isSafeInteger(value.ignoredDeletedMore) && (value.ignoredDeletedMore as number) > 0)) return 'call: bad ignoredDeletedMore';
   if (value.coverage !== undefined && !validCoverage(value.coverage)) return 'call: bad coverage';
   if (value.exitCode !== undefined && !Number.isSafeInteger(value.exitCode)) return 'call: bad exitCode';
   if (value.notes !== undefined && !(Array.isArray(value.notes) && value.notes.length <= CALL_NOTES_MAX && value.notes.every((n) => typeof n === 'string' && n.length <= CALL_NOTE_MAX_CHARS))) return 'call: bad notes';
@@ -220,12 +224,18 @@ export function parseManifest(text: string, expected: { id?: CheckpointId; works
  */
 export async function readManifest(fs: FileSystem, layout: StoreLayout, id: CheckpointId, workspace: string): Promise<CheckpointManifest | undefined> {
   const file = layout.manifestPath(id);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await fs.readFile(file, 'utf8');
+    bytes = await fs.readFile(file);
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') return undefined;
     throw asCheckpointError(error, 'cannot read manifest', file);
+  }
+  let text: string;
+  try {
+    text = await decodeDocument(bytes);
+  } catch (error) {
+    throw new CheckpointError('CORRUPT_MANIFEST', `manifest does not decode`, { path: file, cause: error });
   }
   return parseManifest(text, { id, workspace, file });
 }
@@ -240,8 +250,10 @@ export async function writeManifest(layout: StoreLayout, manifest: CheckpointMan
   const problem = manifestProblem(manifest);
   if (problem !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `refusing to write an invalid manifest: ${problem}`);
   const file = layout.manifestPath(manifest.id);
+  await loadHasher();
   try {
-    await writeFileAtomic(file, `${JSON.stringify(manifest)}\n`, { mode: FILE_MODE, fsync: true });
+    // A large manifest is compressed (document-codec.ts); a small one stays plain JSON.
+    await writeFileAtomic(file, encodeDocument(`${JSON.stringify(manifest)}\n`), { mode: FILE_MODE, fsync: true });
   } catch (error) {
     throw asCheckpointError(error, 'cannot write manifest', file);
   }

@@ -1,32 +1,27 @@
-// One class on purpose: the pack index, this process's own pack writer and the dedupe rules change
-// together (a put reads the index, appends to the writer, and registers the record in the index);
-// the codec, the index and loose objects are in files of their own.
-import { mkdirSync, statSync, truncateSync } from 'node:fs';
-import { CheckpointError, asCheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
+// One class on purpose: the pack index, this process's own pack writer, the blocks waiting to be
+// written and the dedupe rules change together (a put reads the index and the waiting blocks,
+// appends to the writer, and registers the record in the index); the codecs, the index, reads,
+// waiting blocks and loose objects are in files of their own.
+import { truncateSync } from 'node:fs';
+import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { contentHash, loadHasher } from '../core/hash.js';
 import type { FileSystem } from '../fs/file-system.js';
-import { DIR_MODE, type StoreLayout } from './layout.js';
+import { forgetDecoded } from './block-codec.js';
+import type { StoreLayout } from './layout.js';
 import { LooseObjects, MAX_SUFFIX, type ObjectFileInfo } from './loose-objects.js';
-import { COMPRESS_MIN_BYTES, DEFLATE, RAW, baseObjectKey, bytesEqual, checkObject, decodeObject, encodeObjectSync, parseObjectKey, type ObjectRef } from './object-codec.js';
-import { DAMAGED_RECORD, confirmCopy } from './copy-check.js';
+import { baseObjectKey, bytesEqual, parseObjectKey, type ObjectRef } from './object-codec.js';
+import { compareCopy, hasStoredObject, readCopy, readStoredObject, type ObjectSources } from './object-reads.js';
+import { confirmCopy } from './copy-check.js';
 import { PackIndex } from './pack-index.js';
-import {
-  PACK_FRESH_MS,
-  PACK_OBJECT_MAX_BYTES,
-  PACK_ROLL_BYTES,
-  MAX_RECORD_LENGTH,
-  encodeRecord,
-  loadPackHasher,
-  readRecord,
-  closeReads,
-  writeIndex,
-  type PackFile,
-  type PackLoc,
-} from './packs.js';
-import { PackWriter } from './pack-writer.js';
+import { BLOCK_MEMBER_MAX_BYTES, PACK_OBJECT_MAX_BYTES, isBlockableKey, loadPackHasher } from './pack-format.js';
+import { writeIndex } from './pack-index-file.js';
+import { PACK_FRESH_MS, closeReads, diskShare, type PackFile, type PackLoc } from './packs.js';
+import { OwnPack } from './own-pack.js';
+import { PendingBlocks, type ObjectBatch } from './pending-blocks.js';
 
 export type { ObjectFileInfo } from './loose-objects.js';
 export type { ObjectRef } from './object-codec.js';
+export type { ObjectBatch } from './pending-blocks.js';
 
 /** Options of a put. */
 export interface PutFileOptions {
@@ -39,6 +34,16 @@ export interface PutFileOptions {
    * @default true
    */
   compress?: boolean;
+  /**
+   * The batch the put belongs to ({@link ObjectStore.openBatch}): a small compressible object
+   * waits to be written with others as one block, and is on disk once the batch ends.
+   */
+  batch?: ObjectBatch;
+}
+
+/** The largest object a put may store in a pack, and so on the calling thread: a batch's blocks take larger ones than single records. */
+export function syncPutMaxBytes(options: PutFileOptions): number {
+  return options.batch !== undefined && options.compress !== false ? BLOCK_MEMBER_MAX_BYTES : PACK_OBJECT_MAX_BYTES;
 }
 
 /** Options of {@link ObjectStore}. */
@@ -50,15 +55,14 @@ export interface ObjectStoreOptions {
   withLock?: <T>(fn: () => Promise<T>) => Promise<T>;
 }
 
-/** How one known copy of a key compares with bytes being stored. */
-type CopyVerdict = 'equal' | 'different' | 'damaged' | 'gone';
-
 /**
  * Content-addressed, write-once object storage.
  *
  * Objects of at most {@link PACK_OBJECT_MAX_BYTES} (original size) are records appended to a pack
  * file this process owns (`objects/packs/pack-<pid>-<random>.pack`), written synchronously: a
- * put of a small file is a handful of system calls and no inode. Larger objects are loose files
+ * put of a small file is a handful of system calls and no inode. The puts of a batch (a
+ * picture's copies) wait in memory and are written as blocks of about 1 MiB compressed together
+ * (pending-blocks.ts), on disk when the batch ends. Larger objects are loose files
  * under `objects/v1/<2 hex>/<key>` (temp file + `link`, never overwritten), as in layout
  * version 1, whose loose objects of any size stay readable.
  *
@@ -73,13 +77,13 @@ type CopyVerdict = 'equal' | 'different' | 'damaged' | 'gone';
 export class ObjectStore {
   private readonly loose: LooseObjects;
   private readonly packs: PackIndex;
-  private writer: PackWriter | undefined;
+  private readonly own: OwnPack;
   private loading: Promise<void> | undefined;
   private loaded = false;
-  /** Reused by the synchronous path (small objects only): no allocation per put for encoding. */
-  private readonly recordScratch: Buffer = Buffer.allocUnsafe(MAX_RECORD_LENGTH);
   /** The current {@link copyCheck} round: each pack's identity is looked at once per round. */
   private confirmRound = 0;
+  /** Batched objects not written yet. */
+  private readonly pending = new PendingBlocks((members, rawLength, encoded) => this.own.appendBlock(members, rawLength, encoded));
 
   constructor(
     private readonly fs: FileSystem,
@@ -87,7 +91,8 @@ export class ObjectStore {
     options: ObjectStoreOptions = {},
   ) {
     this.loose = new LooseObjects(fs, layout, options.withLock ?? ((fn) => fn()));
-    this.packs = new PackIndex(layout, () => this.writer?.pack);
+    this.packs = new PackIndex(layout, () => this.own.pack);
+    this.own = new OwnPack(layout, this.packs);
   }
 
   /** Loads the hashers and the pack index once. */
@@ -125,43 +130,88 @@ export class ObjectStore {
    * read once). A wrong hash stores an object that every read then reports as `INTEGRITY`.
    */
   async putHashed(bytes: Uint8Array, hash: string, options: PutFileOptions = {}): Promise<ObjectRef> {
-    if (bytes.length <= PACK_OBJECT_MAX_BYTES) {
+    if (bytes.length <= syncPutMaxBytes(options)) {
       if (!this.loaded) await this.load();
-      return this.putSmall(bytes, hash, options.compress !== false);
+      return this.putSmall(bytes, hash, options.compress !== false, options.batch);
     }
-    return this.loose.put(bytes, hash);
+    if (bytes.length > BLOCK_MEMBER_MAX_BYTES) return this.loose.put(bytes, hash);
+    // A picture's block may hold a key of this size: a fresh equal copy serves, and a key whose
+    // packed copy holds other bytes (or is damaged) is never given to these.
+    if (!this.loaded) await this.load();
+    return this.loose.put(bytes, hash, (key) => {
+      let verdict: 'equal' | 'taken' | 'free' = 'free';
+      for (let loc = this.packs.head(key); loc; loc = loc.next) {
+        const copy = compareCopy(loc, bytes);
+        if (copy === 'different' || copy === 'damaged') return 'taken';
+        if (copy === 'equal' && this.own.isFresh(loc.pack)) verdict = 'equal';
+      }
+      return verdict;
+    });
   }
 
   /**
    * {@link putHashed} on the calling thread for a small object (at most
-   * {@link PACK_OBJECT_MAX_BYTES}): `undefined` when it is larger or the store is not loaded yet.
+   * {@link PACK_OBJECT_MAX_BYTES}, or {@link BLOCK_MEMBER_MAX_BYTES} in a batch): `undefined` when
+   * it is larger or the store is not loaded yet.
    */
   putHashedSync(bytes: Uint8Array, hash: string, options: PutFileOptions = {}): ObjectRef | undefined {
-    if (!this.loaded || bytes.length > PACK_OBJECT_MAX_BYTES) return undefined;
-    return this.putSmall(bytes, hash, options.compress !== false);
+    if (!this.loaded || bytes.length > syncPutMaxBytes(options)) return undefined;
+    return this.putSmall(bytes, hash, options.compress !== false, options.batch);
+  }
+
+  /** A new batch of puts: see {@link PutFileOptions.batch} and {@link endBatch}. */
+  openBatch(): ObjectBatch {
+    return { failed: new Map() };
+  }
+
+  /**
+   * Writes every object waiting (the batch's and any other's) and returns the keys of the batch
+   * that could not be written, with why. Until it resolves, no key the batch was handed may be
+   * referenced by anything that outlives the process. Never rejects.
+   */
+  async endBatch(batch: ObjectBatch): Promise<ReadonlyMap<string, unknown>> {
+    await this.pending.settle();
+    return batch.failed;
   }
 
   /**
    * Stores a small object synchronously: dedupe against every known copy of the key (confirmed
-   * byte for byte), else one record appended to this process's pack.
+   * byte for byte, waiting ones included), else one record appended to this process's pack, or
+   * for a batch a place in the block being built.
    */
-  private putSmall(bytes: Uint8Array, hash: string, compress = true): ObjectRef {
+  private putSmall(bytes: Uint8Array, hash: string, compress: boolean, batch: ObjectBatch | undefined): ObjectRef {
     const base = baseObjectKey(hash, bytes.length);
     const size = bytes.length;
     this.packs.refreshSoon();
     let refreshed = false;
     for (let suffix = 0; suffix <= MAX_SUFFIX; ) {
       const key = suffix === 0 ? base : `${base}.${suffix}`;
+      const waiting = this.pending.bytesOf(key);
+      if (waiting !== undefined) {
+        if (!bytesEqual(waiting, bytes)) {
+          suffix += 1;
+          continue;
+        }
+        if (batch !== undefined) {
+          this.pending.share(key, batch);
+          return { object: key, hash, size };
+        }
+        // Anyone else is handed only what is on disk: the block being built is written now; one
+        // being compressed cannot be waited for here, so this put writes a record of its own.
+        if (this.pending.state(key) === 'building') this.pending.flushBuilding();
+        if (this.pending.state(key) !== undefined || this.packs.head(key)?.pack !== this.own.pack) this.own.append(key, bytes, compress);
+        return { object: key, hash, size };
+      }
       const head = this.packs.head(key);
       if (head === undefined) {
         const loose = this.loose.readForDedupe(key, size);
         if (loose === undefined) {
-          this.append(key, bytes, compress);
+          this.store(key, bytes, compress, batch);
           return { object: key, hash, size };
         }
         if (loose !== null && bytesEqual(loose.bytes, bytes)) {
           // An old loose copy may be pruned any moment: keep a fresh copy in the pack instead.
-          if (Date.now() - loose.mtimeMs >= PACK_FRESH_MS) this.append(key, bytes, compress);
+          if (Date.now() - loose.mtimeMs >= PACK_FRESH_MS) this.store(key, bytes, compress, batch);
           return { object: key, hash, size };
         }
         suffix += 1;
@@ -173,10 +223,10 @@ export class ObjectStore {
       let copies = 0;
       for (let loc: PackLoc | undefined = head; loc; loc = loc.next) {
         copies += 1;
-        const verdict = this.compare(loc, bytes);
+        const verdict = compareCopy(loc, bytes);
         if (verdict === 'equal') {
           equal = loc;
-          if (this.isFresh(loc.pack)) break;
+          if (this.own.isFresh(loc.pack)) break;
         } else if (verdict === 'different') different = true;
         else if (verdict === 'gone') gone += 1;
       }
@@ -185,7 +235,7 @@ export class ObjectStore {
         continue;
       }
       if (equal) {
-        if (!this.isFresh(equal.pack)) this.append(key, bytes, compress);
+        if (!this.own.isFresh(equal.pack)) this.store(key, bytes, compress, batch);
         return { object: key, hash, size };
       }
       if (gone > 0 && !refreshed) {
@@ -195,7 +245,7 @@ export class ObjectStore {
         continue;
       }
       if (gone === copies) {
-        this.append(key, bytes, compress);
+        this.store(key, bytes, compress, batch);
         return { object: key, hash, size };
       }
       suffix += 1; // every copy is damaged: never overwrite, take the next key
@@ -203,25 +253,11 @@ export class ObjectStore {
     throw new CheckpointError('IO', `too many colliding objects for ${base}`);
   }
 
-  private compare(loc: PackLoc, bytes: Uint8Array): CopyVerdict {
-    if (loc.pack.gone) return 'gone';
-    let stored: Buffer;
-    try {
-      stored = readRecord(loc);
-    } catch (error) {
-      if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') return 'gone';
-      if (isCheckpointError(error, 'INTEGRITY')) {
-        loc.confirmed = DAMAGED_RECORD;
-        return 'damaged';
-      }
-      throw error;
-    }
-    try {
-      return bytesEqual(decodeObject(stored, bytes.length), bytes) ? 'equal' : 'different';
-    } catch {
-      loc.confirmed = DAMAGED_RECORD;
-      return 'damaged';
-    }
+  /** A new copy of `key`: waiting in the batch's block, or appended now as a record of its own. */
+  private store(key: string, bytes: Uint8Array, compress: boolean, batch: ObjectBatch | undefined): void {
+    // An empty object has nothing to compress: a record of its own (a block's body is never empty).
+    if (batch !== undefined && compress && bytes.length > 0 && isBlockableKey(key)) this.pending.add(key, bytes, batch);
+    else this.own.append(key, bytes, compress);
   }
 
   /**
@@ -232,77 +268,27 @@ export class ObjectStore {
    */
   copyCheck(): (key: string) => boolean {
     const round = ++this.confirmRound;
-    return (key) => this.loaded && confirmCopy(key, round, this.packs, this.loose, this.writer?.pack);
+    // A key still waiting to be written is no copy to point at: the file is copied again (and joins it).
+    return (key) => this.loaded && this.pending.state(key) === undefined && confirmCopy(key, round, this.packs, this.loose, this.own.pack);
   }
 
   /**
-   * True when a dedupe hit in `pack` is safe to reference: prune leaves packs alone until they
-   * are older than the grace period, and a capture needs far less than the remaining half of it
-   * to record its reference.
+   * Copies a record's object into `batch` (prune's repack): read and checked first, then queued
+   * for a block of this process's pack (a record stored raw on the fast path is compressed now
+   * that nobody waits), never deduplicated against the copy being replaced. On disk once the
+   * batch ends.
+   * @throws CheckpointError `INTEGRITY` when the copy does not read back.
    */
-  private isFresh(pack: PackFile): boolean {
-    if (pack === this.writer?.pack) return true;
-    const now = Date.now();
-    if (now - pack.mtimeMs < PACK_FRESH_MS) return true;
-    if (pack.sealed) return false;
-    try {
-      pack.mtimeMs = Math.max(pack.mtimeMs, statSync(pack.path).mtimeMs);
-    } catch {
-      return false;
+  copyRecord(loc: PackLoc, batch: ObjectBatch): void {
+    const parsed = parseObjectKey(loc.key);
+    if (parsed === undefined) throw new CheckpointError('INTEGRITY', `not an object key: ${loc.key}`);
+    const bytes = readCopy(loc.key, parsed, loc);
+    const waiting = this.pending.bytesOf(loc.key);
+    if (waiting !== undefined && bytesEqual(waiting, bytes)) {
+      this.pending.share(loc.key, batch);
+      return;
     }
-    return now - pack.mtimeMs < PACK_FRESH_MS;
-  }
-
-  /** Appends a new record for `key` to this process's pack (rolling it over when full or idle). */
-  private append(key: string, bytes: Uint8Array, compress = true): PackLoc {
-    const [header, body] = encodeObjectSync(bytes, compress);
-    return this.appendRecord(key, encodeRecord(key, header, body, this.recordScratch));
-  }
-
-  private appendRecord(key: string, record: Buffer): PackLoc {
-    const writer = this.currentWriter(record.length);
-    const loc = writer.append(key, record);
-    this.packs.remember(loc);
-    return loc;
-  }
-
-  /**
-   * Re-appends an existing record's stored bytes (prune's repack). The record is re-read and
-   * checked first; returns the new location.
-   */
-  copyRecord(loc: PackLoc): PackLoc {
-    const stored = readRecord(loc);
-    if (stored[0] === RAW && stored.length - 1 >= COMPRESS_MIN_BYTES) {
-      // Stored raw on a latency-critical capture: compress it now that nobody is waiting.
-      const [header, body] = encodeObjectSync(stored.subarray(1));
-      if (header[0] === DEFLATE) return this.appendRecord(loc.key, encodeRecord(loc.key, header, body));
-    }
-    return this.appendRecord(loc.key, encodeRecord(loc.key, stored.subarray(0, 1), stored.subarray(1)));
-  }
-
-  private currentWriter(recordLength: number): PackWriter {
-    const writer = this.writer;
-    if (
-      writer &&
-      writer.usable &&
-      (writer.pack.records.length === 0 || writer.size + recordLength <= PACK_ROLL_BYTES) &&
-      // An idle writer moves on: prune may treat a pack untouched for the grace period as finished.
-      Date.now() - writer.lastWrite < PACK_FRESH_MS
-    ) {
-      return writer;
-    }
-    this.sealPack();
-    let created: PackWriter;
-    try {
-      created = PackWriter.create(this.layout.packsDir);
-    } catch (error) {
-      if (errnoCode(error) !== 'ENOENT') throw error;
-      mkdirSync(this.layout.packsDir, { recursive: true, mode: DIR_MODE });
-      created = PackWriter.create(this.layout.packsDir);
-    }
-    this.writer = created;
-    this.packs.add(created.pack);
-    return created;
+    this.store(loc.key, bytes, true, batch);
   }
 
   /**
@@ -310,25 +296,22 @@ export class ObjectStore {
    * Prune calls this before collecting when the pack is idle or when asked for no grace period.
    */
   sealPack(): void {
-    const writer = this.writer;
-    if (!writer) return;
-    this.writer = undefined;
-    try {
-      writer.seal(() => this.layout.tempPath());
-    } catch {
-      // No index: readers scan the pack instead, and prune seals it once this process is gone.
-    }
-    if (writer.pack.gone) this.packs.drop(writer.pack);
+    this.own.seal();
   }
 
   /** This process's current pack, if any. */
   get ownPack(): PackFile | undefined {
-    return this.writer?.pack;
+    return this.own.pack;
   }
 
   /** Milliseconds since this process last appended to its pack (Infinity without one). */
   get ownPackIdleMs(): number {
-    return this.writer ? Date.now() - this.writer.lastWrite : Infinity;
+    return this.own.idleMs;
+  }
+
+  /** Bytes this store appended to its packs so far (prune's account of what a repack wrote). */
+  get written(): number {
+    return this.own.written;
   }
 
   /** Every known pack, after a refresh. */
@@ -357,6 +340,7 @@ export class ObjectStore {
       }
     }
     this.packs.forget(pack);
+    forgetDecoded(pack);
     return freed;
   }
 
@@ -377,90 +361,35 @@ export class ObjectStore {
   /** Seals this process's pack. Puts after this still work (in a new pack). */
   async close(): Promise<void> {
     if (this.loading) await this.loading.catch(() => undefined);
+    await this.pending.settle();
     this.sealPack();
-    for (const pack of this.packs.all()) closeReads(pack);
+    for (const pack of this.packs.all()) {
+      closeReads(pack);
+      forgetDecoded(pack);
+    }
+  }
+
+  /** Writes every object waiting in a block (prune calls it before it looks at the packs). */
+  settlePending(): Promise<void> {
+    return this.pending.settle();
   }
 
   /**
-   * The original bytes of an object, after checking size and hash against its key (and, for a
-   * packed object, the record's checksum). When several packs hold the key (two processes stored
-   * the same bytes), every copy is checked and they must agree: a cross-process xxh64 collision
-   * is an `INTEGRITY` error, never another file's bytes.
-   *
-   * @throws CheckpointError `INTEGRITY` when missing, undecodable, or the size/hash differ
-   *   (never returns wrong bytes); `INVALID_ARGUMENT` for a malformed key.
+   * The original bytes of an object, checked against its key (see `readStoredObject`).
+   * @throws CheckpointError `INTEGRITY` when missing or damaged (never wrong bytes); `INVALID_ARGUMENT` for a malformed key.
    */
-  async readObject(key: string): Promise<Buffer> {
-    const parsed = parseObjectKey(key);
-    if (!parsed) throw new CheckpointError('INVALID_ARGUMENT', `not an object key: ${JSON.stringify(String(key).slice(0, 80))}`);
-    if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
-      await this.load();
-      // Other processes' packs are looked for at most once a second while the key is known, and
-      // at once when it is not (or its pack is gone): a restore of a thousand files must not
-      // list the packs folder a thousand times.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        if (attempt === 0) this.packs.refreshSoon();
-        else this.packs.refresh();
-        const head = this.packs.head(key);
-        if (!head) {
-          if (attempt === 0) continue;
-          break;
-        }
-        const result = this.readPacked(key, parsed, head);
-        if (result !== 'gone') return result;
-      }
-    }
-    return this.loose.read(key, parsed);
-  }
-
-  private readPacked(key: string, parsed: { hash: string; size: number }, head: PackLoc): Buffer | 'gone' {
-    let good: Buffer | undefined;
-    let firstError: unknown;
-    let gone = 0;
-    let copies = 0;
-    for (let loc: PackLoc | undefined = head; loc; loc = loc.next) {
-      copies += 1;
-      try {
-        const bytes = checkObject(key, parsed, readRecord(loc), loc.pack.path);
-        if (good === undefined) good = bytes;
-        else if (!bytesEqual(good, bytes)) {
-          throw new CheckpointError('INTEGRITY', `object ${key} has two different contents (an xxh64 collision between processes)`, {
-            path: loc.pack.path,
-            expected: key,
-            found: 'ambiguous',
-          });
-        }
-      } catch (error) {
-        if (isCheckpointError(error, 'INTEGRITY') && error.found === 'ambiguous') throw error;
-        if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') gone += 1;
-        else {
-          // Remembered: a later picture copies the file again instead of pointing at this record.
-          if (isCheckpointError(error, 'INTEGRITY')) loc.confirmed = DAMAGED_RECORD;
-          firstError ??= error;
-        }
-      }
-    }
-    if (good !== undefined) return good;
-    if (gone === copies) return 'gone';
-    throw firstError;
+  readObject(key: string): Promise<Buffer> {
+    return readStoredObject(this.sources, key);
   }
 
   /** True when an object exists under `key` (content not checked; see `readObject`). */
-  async hasObject(key: string): Promise<boolean> {
-    const parsed = parseObjectKey(key);
-    if (!parsed) return false;
-    if (parsed.size <= PACK_OBJECT_MAX_BYTES) {
-      await this.load();
-      if (this.hasPacked(key)) return true;
-      this.packs.refresh();
-      if (this.hasPacked(key)) return true;
-    }
-    return this.loose.has(key);
+  hasObject(key: string): Promise<boolean> {
+    return hasStoredObject(this.sources, key);
   }
 
-  private hasPacked(key: string): boolean {
-    for (let loc = this.packs.head(key); loc; loc = loc.next) if (!loc.pack.gone) return true;
-    return false;
+  /** Where reads look, for object-reads.ts. */
+  private get sources(): ObjectSources {
+    return { packs: this.packs, loose: this.loose, pending: this.pending, load: () => this.load() };
   }
 
   /**
@@ -471,7 +400,8 @@ export class ObjectStore {
     const result = await this.loose.list();
     for (const pack of await this.packFiles()) {
       for (const loc of pack.records) {
-        result.push({ key: loc.key, path: pack.path, diskSize: loc.length, mtimeMs: pack.mtimeMs, pack: pack.name, offset: loc.offset });
+        const size = parseObjectKey(loc.key)?.size ?? 0;
+        result.push({ key: loc.key, path: pack.path, diskSize: diskShare(loc, size), mtimeMs: pack.mtimeMs, pack: pack.name, offset: loc.offset, recordLength: loc.length });
       }
     }
     return result;

@@ -3,15 +3,46 @@ import * as path from 'node:path';
 import { asCheckpointError, errnoCode } from '../core/errors.js';
 import type { StoreLayout } from './layout.js';
 import { IdentityCache } from './identity-cache.js';
-import { closeReads, isPackName, packFile, parseIndex, scanPack, type PackFile, type PackLoc } from './packs.js';
+import type { BlockTable } from './pack-format.js';
+import { parseIndex, type IndexEntry, type ParsedIndex } from './pack-index-file.js';
+import { blockMembers, closeReads, isPackName, packFile, readBlockTable, scanPack, type PackFile, type PackLoc } from './packs.js';
 
-/** What {@link parseIndex} reads from a pack's index file. */
-type ParsedIndex = NonNullable<ReturnType<typeof parseIndex>>;
+/** A pack's index file as loaded: its entries, each block's table read from the pack. */
+interface LoadedIndex extends ParsedIndex {
+  tables: (BlockTable | undefined)[];
+  objects: number;
+}
 
 /** Index entries the process keeps parsed (about 100 bytes each). */
 const PARSED_INDEX_ENTRIES = 500_000;
 /** Parsed pack index files of this process, by path (see {@link IdentityCache}). */
-const parsedIndexes = new IdentityCache<ParsedIndex>(PARSED_INDEX_ENTRIES, (parsed) => parsed.entries.length);
+const parsedIndexes = new IdentityCache<LoadedIndex>(PARSED_INDEX_ENTRIES, (parsed) => parsed.objects);
+
+/**
+ * Reads the table of every block an index lists (the pack is write-once, so an index and the
+ * tables of its pack are loaded together and cached together); `undefined` when one does not
+ * read back as the index says, and the pack is scanned instead.
+ */
+function loadTables(parsed: ParsedIndex, pack: PackFile): LoadedIndex | undefined {
+  const tables: (BlockTable | undefined)[] = [];
+  let objects = 0;
+  try {
+    for (const entry of parsed.entries) {
+      if (entry.count === undefined) {
+        tables.push(undefined);
+        objects += 1;
+        continue;
+      }
+      const table = readBlockTable(pack, entry.offset, entry.length, entry.count, entry.tableLength);
+      if (table === undefined) return undefined;
+      tables.push(table);
+      objects += table.members.length;
+    }
+  } finally {
+    closeReads(pack);
+  }
+  return { ...parsed, tables, objects };
+}
 
 /**
  * The in-memory index of every pack in `objects/packs/`: key → newest known record, older copies
@@ -68,7 +99,7 @@ export class PackIndex {
     const pack = packFile(this.layout.packsDir, name);
     if (hasIndex) {
       let text: string | undefined;
-      let parsed: ParsedIndex | undefined;
+      let parsed: LoadedIndex | undefined;
       try {
         // A sealed pack's index is written once, by link, and never changed: a process that
         // opens the same store again and again (the command server) parses each index once.
@@ -77,7 +108,8 @@ export class PackIndex {
         parsed = parsedIndexes.get(pack.idxPath, identity);
         if (parsed === undefined) {
           text = readFileSync(pack.idxPath, 'latin1');
-          parsed = parseIndex(text, pack);
+          const lines = parseIndex(text, pack);
+          parsed = lines !== undefined ? loadTables(lines, pack) : undefined;
           if (parsed !== undefined) parsedIndexes.remember(pack.idxPath, identity, parsed);
         } else text = '';
       } catch (error) {
@@ -100,11 +132,16 @@ export class PackIndex {
           pack.confirmedIdentity = parsed.sealIdentity;
           pack.confirmEpoch = 0;
         }
-        for (const entry of parsed.entries) {
+        parsed.entries.forEach((entry: IndexEntry, i) => {
+          const table = (parsed as LoadedIndex).tables[i];
+          if (entry.key === undefined) {
+            if (table !== undefined) for (const loc of blockMembers(pack, entry.offset, entry.length, table, confirmed)) this.remember(loc);
+            return;
+          }
           const loc: PackLoc = { key: entry.key, pack, offset: entry.offset, length: entry.length, confirmed };
           pack.records.push(loc);
           this.remember(loc);
-        }
+        });
         this.packs.set(name, pack);
         return;
       }

@@ -3,7 +3,9 @@ import { CheckpointError } from '../core/errors.js';
 import { closeQuietly, writeAllSync } from '../fs/file-system.js';
 import { FILE_MODE, HOSTNAME } from './layout.js';
 import { packIdentity } from './copy-check.js';
-import { encodeHeader, newPackName, packFile, writeIndex, type PackFile, type PackHeader, type PackLoc } from './packs.js';
+import { encodeHeader, type BlockMemberKey, type PackHeader } from './pack-format.js';
+import { writeIndex } from './pack-index-file.js';
+import { blockMembers, newPackName, packFile, type PackFile, type PackLoc } from './packs.js';
 
 /**
  * Names of the packs this process is writing (any store instance). Prune tells a live writer by
@@ -73,6 +75,21 @@ export class PackWriter {
    * tail). On failure the tail is cut back and the writer is abandoned.
    */
   append(key: string, record: Buffer): PackLoc {
+    const offset = this.write(record);
+    // Written by this process from bytes it holds: as good as a record read back and checked.
+    const loc: PackLoc = { key, pack: this.pack, offset, length: record.length, confirmed: this.pack.confirmEpoch ?? 0 };
+    this.pack.records.push(loc);
+    return loc;
+  }
+
+  /** Appends a block record (see {@link append}); returns its members' locations, in block order. */
+  appendBlock(members: readonly BlockMemberKey[], rawLength: number, record: Buffer): PackLoc[] {
+    const offset = this.write(record);
+    // The table's length is the head's last field (pack-format.ts `encodeBlock`).
+    return blockMembers(this.pack, offset, record.length, { members: [...members], rawLength, tableLength: record.readUInt32LE(11) }, this.pack.confirmEpoch ?? 0);
+  }
+
+  private write(record: Buffer): number {
     const fd = this.fd;
     if (fd === undefined || !this.usable) throw new CheckpointError('IO', 'pack writer is closed');
     const offset = this.pack.scannedTo;
@@ -92,14 +109,11 @@ export class PackWriter {
       }
       throw error;
     }
-    // Written by this process from bytes it holds: as good as a record read back and checked.
-    const loc: PackLoc = { key, pack: this.pack, offset, length: record.length, confirmed: pack.confirmEpoch ?? 0 };
     if (tracked) pack.confirmedIdentity = packIdentity(pack.path, fd);
-    this.pack.records.push(loc);
     this.pack.scannedTo = offset + record.length;
     this.lastWrite = Date.now();
     this.pack.mtimeMs = this.lastWrite;
-    return loc;
+    return offset;
   }
 
   /** Closes the descriptor and writes the index (sealing the pack). Idempotent. */

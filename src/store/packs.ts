@@ -1,28 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants as fsConstants,
-  fstatSync,
-  linkSync,
-  openSync,
-  readSync,
-  unlinkSync,
-} from 'node:fs';
+import { closeSync, constants as fsConstants, fstatSync, openSync, readSync } from 'node:fs';
 import * as path from 'node:path';
-import xxhash from 'xxhash-wasm';
 import { CheckpointError, errnoCode } from '../core/errors.js';
-import { closeQuietly, descriptorsOfDropped, writeAllSync } from '../fs/file-system.js';
-import { GRACE_MS, createExclusiveSync } from './layout.js';
-import { isObjectKey } from './object-codec.js';
+import { closeQuietly, descriptorsOfDropped } from '../fs/file-system.js';
+import { GRACE_MS } from './layout.js';
+import { blockHeadBytes, MAX_BLOCK_LENGTH, MAX_RECORD_LENGTH, parseBlockHead, parseRecord, readHeader, storedBytesOf, type BlockTable, type PackHeader } from './pack-format.js';
 
-/**
- * Objects whose original size is at most this go into packs; larger ones stay loose files. The
- * bound is on the original size, so an object key alone says where its object lives, and it is
- * also the bound on every synchronous read and write the hot path does (a few hundred
- * microseconds at most, against ~80 µs for one thread-pool round trip). Below it, the 4 KiB
- * block and inode a loose file costs dominate the store's size; above it they are noise.
- */
-export const PACK_OBJECT_MAX_BYTES: number = 256 * 1024;
+// Pack files on disk: what the index knows of one (`PackFile`, `PackLoc`), the scan that brings
+// it up to date, and the checked read of one record. The byte format is pack-format.ts.
+
+export { PACK_OBJECT_MAX_BYTES, encodeRecord, loadPackHasher, type PackHeader } from './pack-format.js';
+
 /** A pack is sealed and a new one started once it holds this many bytes. */
 export const PACK_ROLL_BYTES: number = 64 * 1024 * 1024;
 /**
@@ -33,44 +21,8 @@ export const PACK_ROLL_BYTES: number = 64 * 1024 * 1024;
  */
 export const PACK_FRESH_MS: number = GRACE_MS / 2;
 
-/** File magic of a pack (8 bytes). */
-const PACK_MAGIC = Buffer.from('TBPACK1\n', 'latin1');
-/** Magic of every record: "TBR1". */
-const RECORD_MAGIC = 0x54425231;
-/** magic u32 + stored length u32 + key length u8 (+ key + stored bytes) + xxh32 u32. */
-const RECORD_HEAD = 9;
-const RECORD_TAIL = 4;
-const MAX_KEY_LENGTH = 40;
-/** Largest stored (encoded) body of a record: the raw bytes plus the one header byte. */
-const MAX_STORED_LENGTH = PACK_OBJECT_MAX_BYTES + 1;
-/** The longest record a pack can hold: head, key, the largest stored object, checksum. */
-export const MAX_RECORD_LENGTH: number = RECORD_HEAD + MAX_KEY_LENGTH + MAX_STORED_LENGTH + RECORD_TAIL;
-const SCAN_WINDOW = Math.max(1024 * 1024, MAX_RECORD_LENGTH);
-const INDEX_FORMAT = 'turnback-pack-index';
+const SCAN_WINDOW = Math.max(1024 * 1024, MAX_RECORD_LENGTH, MAX_BLOCK_LENGTH);
 const PACK_NAME = /^pack-([0-9]{1,10})-([0-9a-f]{16})\.pack$/;
-
-type Hasher = Awaited<ReturnType<typeof xxhash>>;
-let hasher: Hasher | undefined;
-let hasherPromise: Promise<Hasher> | undefined;
-
-/** Loads the xxh32 used for record checksums. */
-export async function loadPackHasher(): Promise<void> {
-  if (hasher) return;
-  hasherPromise ??= xxhash();
-  hasher = await hasherPromise;
-}
-
-function checksum(bytes: Uint8Array): number {
-  if (!hasher) throw new Error('turnback: loadPackHasher() must resolve first');
-  return hasher.h32Raw(bytes) >>> 0;
-}
-
-/** Who writes a pack; read from its header. */
-export interface PackHeader {
-  pid: number;
-  hostname: string;
-  createdAt: string;
-}
 
 /** One pack file as the in-memory index knows it. */
 export interface PackFile {
@@ -94,7 +46,7 @@ export interface PackFile {
   corruptDetail?: string;
   /** True when bytes past `scannedTo` form an incomplete record (a crash or an append in progress). */
   tornTail: boolean;
-  /** Every record found, in file order. */
+  /** Every object found, in file order (a block's members one after another). */
   records: PackLoc[];
   /** Removed from disk (by a prune): locations in it are dead. */
   gone: boolean;
@@ -115,20 +67,50 @@ export interface PackFile {
   sealIdentity?: string;
 }
 
-/** Where one record lives. A key held by several records chains them through `next`. */
-export interface PackLoc {
-  key: string;
-  pack: PackFile;
+/** A block record: shared by its members, which are confirmed (and found damaged) together. */
+export interface PackBlock {
   /** Offset of the record's first byte. */
   offset: number;
   /** Whole record length. */
   length: number;
+  /** Sum of the members' sizes. */
+  rawLength: number;
+  /** Bytes of its member table (its index line names them). */
+  tableLength: number;
+  /** As `PackLoc.confirmed`, for the whole block. */
+  confirmed?: number;
+}
+
+/** Where one object lives. A key held by several records chains them through `next`. */
+export interface PackLoc {
+  key: string;
+  pack: PackFile;
+  /** Offset of the record's first byte (for a block member: the block's). */
+  offset: number;
+  /** Whole record length (for a block member: the block's). */
+  length: number;
   next?: PackLoc;
   /**
    * The pack's `confirmEpoch` in which this record was read and found good (or written by this
-   * process); `DAMAGED_RECORD` (copy-check.ts) once a read found it damaged.
+   * process); `DAMAGED_RECORD` (copy-check.ts) once a read found it damaged. A block member
+   * keeps this on its {@link PackBlock}.
    */
   confirmed?: number;
+  /** For a member of a block: the block, and where its bytes start within the decoded body. */
+  block?: PackBlock;
+  start?: number;
+}
+
+/** What holds a location's confirmation: its block, or the record itself. */
+export function confirmationOf(loc: PackLoc): { confirmed?: number } {
+  return loc.block ?? loc;
+}
+
+/** The bytes of the pack an object accounts for: its record, or its share of its block. */
+export function diskShare(loc: PackLoc, size: number): number {
+  const block = loc.block;
+  if (block === undefined) return loc.length;
+  return block.rawLength === 0 ? 0 : Math.ceil((block.length * size) / block.rawLength);
 }
 
 /** The name of a new pack written by this process. */
@@ -139,74 +121,6 @@ export function newPackName(): string {
 /** True for a well-formed pack file name (`pack-<pid>-<16 hex>.pack`). */
 export function isPackName(name: string): boolean {
   return PACK_NAME.test(name);
-}
-
-/** Encodes one record: key plus the stored object bytes (encoding byte first), with a checksum. */
-export function encodeRecord(key: string, encoding: Uint8Array, body: Uint8Array, scratch?: Buffer): Buffer {
-  const keyLength = Buffer.byteLength(key, 'latin1');
-  const storedLength = encoding.length + body.length;
-  const total = RECORD_HEAD + keyLength + storedLength + RECORD_TAIL;
-  // `scratch`: a reusable buffer for the synchronous hot path (the record is written, then dropped).
-  const record = scratch !== undefined && scratch.length >= total ? scratch.subarray(0, total) : Buffer.allocUnsafe(total);
-  record.writeUInt32LE(RECORD_MAGIC, 0);
-  record.writeUInt32LE(storedLength, 4);
-  record.writeUInt8(keyLength, 8);
-  record.write(key, RECORD_HEAD, 'latin1');
-  record.set(encoding, RECORD_HEAD + keyLength);
-  record.set(body, RECORD_HEAD + keyLength + encoding.length);
-  record.writeUInt32LE(checksum(record.subarray(0, total - RECORD_TAIL)), total - RECORD_TAIL);
-  return record;
-}
-
-type Parsed = { kind: 'ok'; key: string; length: number } | { kind: 'short' } | { kind: 'bad'; detail: string };
-
-/** Parses the record at `buffer[at..end)`. `short`: it does not fit (torn, or past the window). */
-function parseRecord(buffer: Buffer, at: number, end: number): Parsed {
-  if (end - at < RECORD_HEAD) return { kind: 'short' };
-  if (buffer.readUInt32LE(at) !== RECORD_MAGIC) return { kind: 'bad', detail: 'bad record magic' };
-  const storedLength = buffer.readUInt32LE(at + 4);
-  const keyLength = buffer[at + 8] as number;
-  if (keyLength === 0 || keyLength > MAX_KEY_LENGTH || storedLength === 0 || storedLength > MAX_STORED_LENGTH) {
-    return { kind: 'bad', detail: 'bad record lengths' };
-  }
-  const length = RECORD_HEAD + keyLength + storedLength + RECORD_TAIL;
-  if (end - at < length) return { kind: 'short' };
-  const sum = buffer.readUInt32LE(at + length - RECORD_TAIL);
-  if (checksum(buffer.subarray(at, at + length - RECORD_TAIL)) !== sum) return { kind: 'bad', detail: 'record checksum mismatch' };
-  const key = buffer.toString('latin1', at + RECORD_HEAD, at + RECORD_HEAD + keyLength);
-  if (!isObjectKey(key)) return { kind: 'bad', detail: 'bad object key in record' };
-  return { kind: 'ok', key, length };
-}
-
-/** Encodes a pack file header. */
-/** The header line of a new pack. */
-export function encodeHeader(header: PackHeader): Buffer {
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const out = Buffer.allocUnsafe(PACK_MAGIC.length + 4 + json.length + 4);
-  PACK_MAGIC.copy(out, 0);
-  out.writeUInt32LE(json.length, PACK_MAGIC.length);
-  json.copy(out, PACK_MAGIC.length + 4);
-  out.writeUInt32LE(checksum(json), PACK_MAGIC.length + 4 + json.length);
-  return out;
-}
-
-/** Reads a pack header from an open descriptor: the header and where records start, or undefined. */
-function readHeader(fd: number, size: number): { header: PackHeader; end: number } | undefined {
-  const head = Buffer.alloc(Math.min(size, 4096));
-  const got = readSync(fd, head, 0, head.length, 0);
-  if (got < PACK_MAGIC.length + 8 || !head.subarray(0, PACK_MAGIC.length).equals(PACK_MAGIC)) return undefined;
-  const jsonLength = head.readUInt32LE(PACK_MAGIC.length);
-  const start = PACK_MAGIC.length + 4;
-  if (start + jsonLength + 4 > got) return undefined;
-  const json = head.subarray(start, start + jsonLength);
-  if (checksum(json) !== head.readUInt32LE(start + jsonLength)) return undefined;
-  try {
-    const value = JSON.parse(json.toString('utf8')) as Partial<PackHeader>;
-    if (!Number.isInteger(value.pid) || typeof value.hostname !== 'string' || typeof value.createdAt !== 'string') return undefined;
-    return { header: value as PackHeader, end: start + jsonLength + 4 };
-  } catch {
-    return undefined;
-  }
 }
 
 /** The header of the pack at `file`, or undefined when missing or unreadable. */
@@ -243,14 +157,28 @@ export function packFile(dir: string, name: string): PackFile {
   };
 }
 
+/** The locations of a block's members, in block order, appended to its pack's records. */
+export function blockMembers(pack: PackFile, offset: number, length: number, table: Pick<BlockTable, 'members' | 'rawLength' | 'tableLength'>, confirmed?: number): PackLoc[] {
+  const block: PackBlock = { offset, length, rawLength: table.rawLength, tableLength: table.tableLength, ...(confirmed !== undefined ? { confirmed } : {}) };
+  const locs: PackLoc[] = [];
+  let start = 0;
+  for (const member of table.members) {
+    const loc: PackLoc = { key: member.key, pack, offset, length, block, start };
+    pack.records.push(loc);
+    locs.push(loc);
+    start += member.size;
+  }
+  return locs;
+}
+
 /**
  * Brings `pack` up to date from disk, synchronously: the header on first sight, then every
  * complete record after `scannedTo`. Stops at a torn tail (kept for the next call: a live
- * writer may be completing it) or at a damaged record (`corruptAt`). Calls `found` per new record.
- * Returns false when the pack file is gone.
+ * writer may be completing it) or at a damaged record (`corruptAt`). Calls `found` per new
+ * object (each member of a block). Returns false when the pack file is gone.
  *
  * Reads are bounded by the pack's growth since the last call; the first scan of a big pack
- * without an index reads it once, in 1 MiB windows.
+ * without an index reads it once, in windows of a few MiB.
  */
 export function scanPack(pack: PackFile, found: (loc: PackLoc) => void): boolean {
   let fd: number;
@@ -294,9 +222,13 @@ export function scanPack(pack: PackFile, found: (loc: PackLoc) => void): boolean
       for (;;) {
         const parsed = parseRecord(window, at, got);
         if (parsed.kind === 'ok') {
-          const loc: PackLoc = { key: parsed.key, pack, offset: position + at, length: parsed.length };
-          pack.records.push(loc);
-          found(loc);
+          if (parsed.block !== undefined) {
+            for (const loc of blockMembers(pack, position + at, parsed.length, parsed.block)) found(loc);
+          } else {
+            const loc: PackLoc = { key: parsed.key, pack, offset: position + at, length: parsed.length };
+            pack.records.push(loc);
+            found(loc);
+          }
           at += parsed.length;
           continue;
         }
@@ -334,38 +266,57 @@ export function closeReads(pack: PackFile): void {
   closeQuietly(fd);
 }
 
-/** The stored object bytes of one record, re-checked against its checksum and key. */
-export function readRecord(loc: PackLoc): Buffer {
+/** The read descriptor of a pack, opened on first use. */
+function readDescriptor(loc: PackLoc): number {
   const pack = loc.pack;
-  let fd = pack.readFd;
-  if (fd === undefined) {
-    try {
-      fd = openSync(pack.path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
-    } catch (error) {
-      if (errnoCode(error) === 'ENOENT') {
-        throw new CheckpointError('INTEGRITY', `object ${loc.key} is missing (its pack is gone)`, { path: pack.path, expected: loc.key, found: 'missing', cause: error });
-      }
-      throw error;
+  if (pack.readFd !== undefined) return pack.readFd;
+  let fd: number;
+  try {
+    fd = openSync(pack.path, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  } catch (error) {
+    if (errnoCode(error) === 'ENOENT') {
+      throw new CheckpointError('INTEGRITY', `object ${loc.key} is missing (its pack is gone)`, { path: pack.path, expected: loc.key, found: 'missing', cause: error });
     }
-    // Kept for the next read of this pack (a restore reads hundreds of records from one pack):
-    // records are written once and never change, so the descriptor always reads the same bytes.
-    pack.readFd = fd;
-    unclosedReads.register(pack, fd, pack);
+    throw error;
   }
-  const buffer = Buffer.allocUnsafe(loc.length);
+  // Kept for the next read of this pack (a restore reads hundreds of records from one pack):
+  // records are written once and never change, so the descriptor always reads the same bytes.
+  pack.readFd = fd;
+  unclosedReads.register(pack, fd, pack);
+  return fd;
+}
+
+/** Reads `length` bytes at `offset` of a pack (fewer at its end). */
+export function readPackBytes(loc: PackLoc, offset: number, length: number): Buffer {
+  const fd = readDescriptor(loc);
+  const buffer = Buffer.allocUnsafe(length);
   let got = 0;
   try {
-    while (got < loc.length) {
-      const n = readSync(fd, buffer, got, loc.length - got, loc.offset + got);
+    while (got < length) {
+      const n = readSync(fd, buffer, got, length - got, offset + got);
       if (n === 0) break;
       got += n;
     }
   } catch (error) {
-    closeReads(pack);
+    closeReads(loc.pack);
     throw error;
   }
-  const parsed = parseRecord(buffer, 0, got);
-  if (parsed.kind !== 'ok' || parsed.length !== loc.length || parsed.key !== loc.key) {
+  return got === length ? buffer : buffer.subarray(0, got);
+}
+
+/**
+ * The record at `loc` read and checked against its checksum and its place in the index: for a
+ * one-object record its stored bytes (encoding byte first), for a block the whole record and
+ * its table.
+ */
+export function readRecord(loc: PackLoc): Buffer;
+export function readRecord(loc: PackLoc, asBlock: true): { record: Buffer; table: BlockTable };
+export function readRecord(loc: PackLoc, asBlock?: true): Buffer | { record: Buffer; table: BlockTable } {
+  const buffer = readPackBytes(loc, loc.offset, loc.length);
+  const parsed = parseRecord(buffer, 0, buffer.length);
+  const mismatch =
+    parsed.kind !== 'ok' || parsed.length !== loc.length || (loc.block === undefined ? parsed.key !== loc.key : parsed.block === undefined || !parsed.block.members.some((m) => m.key === loc.key));
+  if (mismatch) {
     const detail = parsed.kind === 'bad' ? parsed.detail : parsed.kind === 'short' ? 'record truncated' : 'record does not match the index';
     throw new CheckpointError('INTEGRITY', `object ${loc.key} is damaged in its pack: ${detail}`, {
       path: loc.pack.path,
@@ -373,76 +324,29 @@ export function readRecord(loc: PackLoc): Buffer {
       found: `${detail} at offset ${loc.offset}`,
     });
   }
-  const keyLength = buffer[8] as number;
-  return buffer.subarray(RECORD_HEAD + keyLength, loc.length - RECORD_TAIL);
+  if (asBlock === true) {
+    if (parsed.block === undefined) throw new CheckpointError('INTEGRITY', `object ${loc.key}: a block was expected at offset ${loc.offset}`, { path: loc.pack.path, expected: loc.key, found: 'record' });
+    return { record: buffer, table: parsed.block };
+  }
+  return storedBytesOf(buffer);
 }
 
 /**
- * Index file bytes for a sealed pack: header line, one line per record, checksum line. Built in
- * chunks with a streaming checksum, so sealing a pack of 100,000 records never holds the whole
- * text (and its line array) in memory at once.
+ * The table of the block at `offset` (`length` bytes, `count` members, a table of `tableLength`
+ * bytes), read from the pack without its body: what an index load needs. `undefined` when it does
+ * not read as one.
  */
-export function formatIndex(pack: PackFile): Buffer[] {
-  if (!hasher) throw new Error('turnback: loadPackHasher() must resolve first');
-  const sum = hasher.create32();
-  const chunks: Buffer[] = [];
-  const add = (text: string): void => {
-    const chunk = Buffer.from(text, 'latin1');
-    sum.update(chunk);
-    chunks.push(chunk);
-  };
-  // The seal identity is a fifth field, which readers of the four-field line ignore.
-  add(`${INDEX_FORMAT} 1 ${pack.name} ${pack.scannedTo}${pack.sealIdentity !== undefined ? ` ${pack.sealIdentity}` : ''}\n`);
-  let text = '';
-  for (let i = 0; i < pack.records.length; i++) {
-    const loc = pack.records[i] as PackLoc;
-    text += `${loc.key} ${loc.offset} ${loc.length}\n`;
-    if (i % INDEX_CHUNK_RECORDS === INDEX_CHUNK_RECORDS - 1) {
-      add(text);
-      text = '';
-    }
+export function readBlockTable(pack: PackFile, offset: number, length: number, count: number, tableLength: number): BlockTable | undefined {
+  const want = blockHeadBytes(tableLength);
+  const probe: PackLoc = { key: '', pack, offset, length };
+  let head: Buffer;
+  try {
+    head = readPackBytes(probe, offset, want);
+  } catch (error) {
+    if (error instanceof CheckpointError) return undefined;
+    throw error;
   }
-  if (text !== '') add(text);
-  chunks.push(Buffer.from(`${(sum.digest() >>> 0).toString(16)}\n`, 'latin1'));
-  return chunks;
-}
-
-const INDEX_CHUNK_RECORDS = 4096;
-
-/** The shape of a pack identity (copy-check.ts `packIdentity`). */
-const IDENTITY = /^[0-9]+:[0-9]+:[0-9.e+-]+:[0-9.e+-]+$/;
-
-/** Parses an index file; undefined when it does not check out (the pack is scanned instead). */
-export function parseIndex(text: string, pack: PackFile): { end: number; sealIdentity?: string; entries: { key: string; offset: number; length: number }[] } | undefined {
-  const cut = text.lastIndexOf('\n', text.length - 2);
-  if (cut < 0 || !text.endsWith('\n')) return undefined;
-  const body = text.slice(0, cut + 1);
-  if (checksum(Buffer.from(body, 'latin1')).toString(16) !== text.slice(cut + 1, -1)) return undefined;
-  const lines = body.split('\n');
-  lines.pop();
-  const head = (lines.shift() ?? '').split(' ');
-  if (head[0] !== INDEX_FORMAT || head[1] !== '1' || head[2] !== pack.name) return undefined;
-  const end = Number(head[3]);
-  if (!Number.isSafeInteger(end) || end < 0) return undefined;
-  const entries: { key: string; offset: number; length: number }[] = [];
-  for (const line of lines) {
-    const [key, offset, length] = line.split(' ');
-    const o = Number(offset);
-    const l = Number(length);
-    if (!isObjectKey(key) || !Number.isSafeInteger(o) || !Number.isSafeInteger(l) || l <= 0 || o + l > end) return undefined;
-    entries.push({ key, offset: o, length: l });
-  }
-  const sealIdentity = head[4];
-  return sealIdentity !== undefined && IDENTITY.test(sealIdentity) ? { end, sealIdentity, entries } : { end, entries };
-}
-
-/**
- * Writes `<pack>.idx` whole and without overwriting (temp + link): a crash leaves no half index,
- * and of two sealers (the writer and a prune that judged it dead) the first wins, both having
- * described the same records. Returns false when an index already existed.
- */
-export function writeIndex(pack: PackFile, tempPath: string): boolean {
-  return createExclusiveSync({ openSync, closeSync, linkSync, unlinkSync }, tempPath, pack.idxPath, (fd) => {
-    for (const chunk of formatIndex(pack)) writeAllSync(fd, chunk);
-  });
+  const parsed = parseBlockHead(head, 0, head.length);
+  if (parsed.kind !== 'ok' || parsed.length !== length || parsed.table.members.length !== count) return undefined;
+  return parsed.table;
 }

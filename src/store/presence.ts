@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
+import { CheckpointError } from '../core/errors.js';
 import { isPidAlive } from '../core/pid.js';
 import type { FileSystem } from '../fs/file-system.js';
-import { HOSTNAME, FILE_MODE, type StoreLayout } from './layout.js';
+import { HOSTNAME, FILE_MODE, STORE_VERSION, type StoreLayout } from './layout.js';
 
 /**
  * Which processes have the store open: each open store leaves `state/presence-<pid>-<hex>.json`
@@ -20,7 +21,8 @@ const OTHER_HOST_PRESENCE_MS = 24 * 60 * 60 * 1000;
 export async function markPresence(fs: FileSystem, layout: StoreLayout): Promise<string | undefined> {
   const file = path.join(layout.stateDir, `${PRESENCE_PREFIX}${process.pid}-${randomBytes(4).toString('hex')}.json`);
   try {
-    await fs.writeFile(file, JSON.stringify({ pid: process.pid, hostname: HOSTNAME, at: new Date().toISOString() }), { flag: 'wx', mode: FILE_MODE });
+    // `layout`: which layout this process reads and writes (an upgrade waits for older ones, below).
+    await fs.writeFile(file, JSON.stringify({ pid: process.pid, hostname: HOSTNAME, at: new Date().toISOString(), layout: STORE_VERSION }), { flag: 'wx', mode: FILE_MODE });
     return file;
   } catch {
     return undefined;
@@ -30,6 +32,39 @@ export async function markPresence(fs: FileSystem, layout: StoreLayout): Promise
 /** Removes a presence {@link markPresence} left. */
 export async function clearPresence(fs: FileSystem, file: string | undefined): Promise<void> {
   if (file !== undefined) await fs.unlink(file).catch(() => undefined);
+}
+
+/**
+ * Refuses an upgrade of the layout while a live process of older code has the store open: it read
+ * the version when it opened the store, cannot read what the newer layout writes, and its prune
+ * could not see what those files reference (a presence without `layout`, or an older one, is
+ * older code's; a torn one is not counted: it would block the upgrade for good).
+ *
+ * @throws CheckpointError `STORE_BUSY` naming the process.
+ */
+export async function refuseUpgradeUnderOlderCode(fs: FileSystem, layout: StoreLayout, from: number): Promise<void> {
+  let names: string[];
+  try {
+    names = await fs.readdir(layout.stateDir);
+  } catch {
+    return;
+  }
+  for (const name of names.filter((candidate) => candidate.startsWith(PRESENCE_PREFIX))) {
+    let doc: { pid?: unknown; hostname?: unknown; at?: unknown; layout?: unknown };
+    try {
+      doc = JSON.parse(await fs.readFile(path.join(layout.stateDir, name), 'utf8')) as typeof doc;
+    } catch {
+      continue;
+    }
+    if (typeof doc.pid !== 'number' || typeof doc.hostname !== 'string' || doc.pid === process.pid) continue;
+    if (typeof doc.layout === 'number' && doc.layout >= STORE_VERSION) continue;
+    const live = doc.hostname === HOSTNAME ? isPidAlive(doc.pid) : typeof doc.at === 'string' && Date.now() - Date.parse(doc.at) < OTHER_HOST_PRESENCE_MS;
+    if (live) {
+      throw new CheckpointError('STORE_BUSY', `an older turnback (pid ${doc.pid} on ${doc.hostname}) has this store open; it is upgraded from layout ${from} to ${STORE_VERSION} once that process has closed it`, {
+        path: layout.root,
+      });
+    }
+  }
 }
 
 /**

@@ -1,19 +1,18 @@
-import * as path from 'node:path';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { checkpointIdTime, type CheckpointId } from '../core/id.js';
 import type { FileSystem } from '../fs/file-system.js';
-import { scanCatalog } from './catalog.js';
-import { parseJournal } from './journal.js';
 import { isPidAlive } from '../core/pid.js';
 import { otherProcessHasStoreOpen } from './presence.js';
-import { GRACE_MS, HOSTNAME, readJsonIfExists, type StoreLayout } from './layout.js';
-import { manifestObjects, parseManifest } from './manifests.js';
-import { OBJECT_KEY_SCAN } from './object-codec.js';
+import { GRACE_MS, HOSTNAME, type StoreLayout } from './layout.js';
+import { COMPRESS_MIN_BYTES, parseObjectKey } from './object-codec.js';
+import { isBlockableKey } from './pack-format.js';
 import type { ObjectStore } from './objects.js';
-import { PACK_FRESH_MS, readPackHeader } from './packs.js';
+import { PACK_FRESH_MS, diskShare, readPackHeader, type PackFile } from './packs.js';
 import { isOpenInThisProcess } from './pack-writer.js';
-import { loadHasher } from '../core/hash.js';
-import { listNames, removeLeftovers } from './leftovers.js';
+import { removeLeftovers } from './leftovers.js';
+import { loadReferences, stateReferences, type Held } from './references.js';
+
+export { stateReferences } from './references.js';
 
 /** What the store layer's maintenance steps (prune, verify) need from a store. Internal. */
 export interface StoreContext {
@@ -73,17 +72,6 @@ export interface PruneReport {
   dryRun: boolean;
 }
 
-/** One checkpoint as prune sees it. */
-interface Held {
-  id: CheckpointId;
-  files: { path: string; size: number }[];
-  refs: Set<string>;
-  /** False for a journal whose writer is alive: never removed. */
-  removable: boolean;
-  /** True for a journal another live process writes (on this host, or a young one elsewhere). */
-  otherLiveWriter: boolean;
-}
-
 function checkOptions(options: PruneOptions): Required<Pick<PruneOptions, 'retain'>> & PruneOptions {
   const { retain, keepDays, maxStoreBytes, graceMs } = options;
   if (graceMs !== undefined && (!Number.isFinite(graceMs) || graceMs < 0)) throw new CheckpointError('INVALID_ARGUMENT', 'graceMs must be a non-negative number');
@@ -93,69 +81,6 @@ function checkOptions(options: PruneOptions): Required<Pick<PruneOptions, 'retai
     throw new CheckpointError('INVALID_ARGUMENT', 'maxStoreBytes must be a non-negative integer');
   }
   return { ...options, retain };
-}
-
-/** Object keys anywhere in unreadable text: when a manifest cannot be parsed, keep what it may reference. */
-function salvageRefs(text: string): Set<string> {
-  return new Set(text.match(OBJECT_KEY_SCAN) ?? []);
-}
-
-/**
- * Loads every checkpoint with the objects it references. A checkpoint that cannot be parsed
- * still protects every object key its text mentions, so damage never cascades into data loss.
- */
-export async function loadReferences(ctx: StoreContext): Promise<Held[]> {
-  await loadHasher();
-  const catalog = await scanCatalog(ctx.fs, ctx.layout);
-  const held: Held[] = [];
-  for (const entry of catalog.entries) {
-    const item: Held = { id: entry.id, files: [], refs: new Set(), removable: true, otherLiveWriter: false };
-    if (entry.journal) {
-      const file = ctx.layout.journalPath(entry.id);
-      const text = await readJsonIfExists(ctx.fs, file);
-      if (text !== undefined) {
-        item.files.push({ path: file, size: Buffer.byteLength(text) });
-        const contents = parseJournal(text);
-        const header = contents.header;
-        if (header && header.hostname === HOSTNAME && isPidAlive(header.pid)) item.removable = false;
-        if (header !== undefined && header.pid !== process.pid && (header.hostname === HOSTNAME ? isPidAlive(header.pid) : checkpointIdTime(entry.id) > Date.now() - GRACE_MS)) item.otherLiveWriter = true;
-        for (const key of salvageRefs(text)) item.refs.add(key);
-      }
-    }
-    if (entry.sealed) {
-      const file = ctx.layout.manifestPath(entry.id);
-      const text = await readJsonIfExists(ctx.fs, file);
-      if (text !== undefined) {
-        item.files.push({ path: file, size: Buffer.byteLength(text) });
-        try {
-          for (const key of manifestObjects(parseManifest(text, { id: entry.id, workspace: ctx.projectRoot, file }))) item.refs.add(key);
-        } catch {
-          for (const key of salvageRefs(text)) item.refs.add(key);
-        }
-      }
-    }
-    if (item.files.length > 0) held.push(item);
-  }
-  return held;
-}
-
-/**
- * Every object key any state document (`state/*.json`) mentions, with the first document that
- * names it. The stat cache, picture bases
- * and open call baselines name stored copies that no checkpoint may name yet: a later picture
- * reuses a cached record without copying the file again, and a call ends from its baseline, so
- * their objects are as live as a checkpoint's. Read as text (the formats belong to the layers
- * above), erring towards keeping.
- */
-export async function stateReferences(ctx: Pick<StoreContext, 'fs' | 'layout'>): Promise<Map<string, string>> {
-  const refs = new Map<string, string>();
-  for (const name of await listNames(ctx.fs, ctx.layout.stateDir)) {
-    if (!name.endsWith('.json')) continue;
-    const file = path.join(ctx.layout.stateDir, name);
-    const text = await readJsonIfExists(ctx.fs, file);
-    if (text !== undefined) for (const key of salvageRefs(text)) if (!refs.has(key)) refs.set(key, file);
-  }
-  return refs;
 }
 
 /**
@@ -180,7 +105,10 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
     const report: PruneReport = { removedCheckpoints: [], removedObjects: 0, freedBytes: 0, cleared: [], graceMs, keptByGrace: 0, dryRun };
     const refcount = new Map<string, number>();
     for (const item of held) for (const key of item.refs) refcount.set(key, (refcount.get(key) ?? 0) + 1);
-    for (const key of (await stateReferences(ctx)).keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);
+    const state = await stateReferences(ctx);
+    for (const key of state.refs.keys()) refcount.set(key, (refcount.get(key) ?? 0) + 1);
+    // A compressed document that does not decode may name any object: none is removed (verify names the document).
+    const keepAllObjects = state.unreadable.length > 0 || held.some((item) => item.unknownRefs);
     const objects = new Map((await ctx.objects.listLoose()).map((info) => [info.key, info]));
     const removed = new Set<CheckpointId>();
 
@@ -247,7 +175,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
       return freed;
     };
     const collect = async (): Promise<number> => {
-      if (dryRun) return 0;
+      if (dryRun || keepAllObjects) return 0;
       const freed = (await collectLoose()) + (await collectPacks(ctx, { now, graceMs, refcount, loose: objects, report }));
       report.freedBytes += freed;
       return freed;
@@ -267,7 +195,7 @@ export async function pruneStore(ctx: StoreContext, options: PruneOptions): Prom
       }
     }
     await collect();
-    if (dryRun) await wouldCollect();
+    if (dryRun && !keepAllObjects) await wouldCollect();
     else report.freedBytes += await removeLeftovers(ctx, now);
     // Not simulated in a dry run: what the cap clears depends on what each removal frees.
     if (resolved.maxStoreBytes !== undefined && !dryRun) {
@@ -294,6 +222,19 @@ interface PackCollection {
   report: PruneReport;
 }
 
+/**
+ * True for a pack of one-object records worth rewriting as blocks (layout version 2's, or this
+ * version's first-touch copies stored raw): at least {@link UNBLOCKED_RECORDS} compressible ones.
+ */
+function unblocked(pack: PackFile): boolean {
+  let records = 0;
+  for (const loc of pack.records) if (loc.block === undefined && isBlockableKey(loc.key) && (parseObjectKey(loc.key)?.size ?? 0) >= COMPRESS_MIN_BYTES) records += 1;
+  return records >= UNBLOCKED_RECORDS;
+}
+
+/** One-object records a pack must hold before prune rewrites it as blocks. */
+const UNBLOCKED_RECORDS = 64;
+
 /** Fraction of a pack's bytes that must be garbage before it is rewritten. */
 const REPACK_GARBAGE_SHARE = 0.5;
 /** Sealed packs smaller than this count as small… */
@@ -318,6 +259,8 @@ const MERGE_SMALL_PACKS = 16;
  */
 async function collectPacks(ctx: StoreContext, c: PackCollection): Promise<number> {
   const { objects } = ctx;
+  // Blocks still being compressed belong to the pack they are about to join.
+  await objects.settlePending();
   if (c.graceMs < PACK_FRESH_MS || objects.ownPackIdleMs >= PACK_FRESH_MS) objects.sealPack();
   let freed = 0;
   const packs = await objects.packFiles();
@@ -369,21 +312,28 @@ async function collectPacks(ctx: StoreContext, c: PackCollection): Promise<numbe
       }
     }
     const live = pack.records.filter((loc) => (c.refcount.get(loc.key) ?? 0) > 0);
-    const liveBytes = live.reduce((sum, loc) => sum + loc.length, 0);
+    const liveBytes = live.reduce((sum, loc) => sum + diskShare(loc, parseObjectKey(loc.key)?.size ?? 0), 0);
     const merge = mergeSmall && pack.scannedTo < SMALL_PACK_BYTES;
-    if (live.length > 0 && liveBytes >= pack.scannedTo * (1 - REPACK_GARBAGE_SHARE) && !merge) continue;
-    let copied = 0;
+    if (live.length > 0 && liveBytes >= pack.scannedTo * (1 - REPACK_GARBAGE_SHARE) && !merge && !unblocked(pack)) continue;
+    const before = objects.written;
+    const batch = objects.openBatch();
     try {
       for (const loc of live) {
         const own = objects.ownPack;
         if (own !== undefined && own.records.some((r) => r.key === loc.key) && objects.hasCopyElsewhere(loc.key, pack)) continue;
-        copied += objects.copyRecord(loc).length;
+        objects.copyRecord(loc, batch);
       }
     } catch (error) {
       // A damaged referenced record: keep the whole pack (verify reports the damage).
-      if (error instanceof CheckpointError && error.code === 'INTEGRITY') continue;
+      if (error instanceof CheckpointError && error.code === 'INTEGRITY') {
+        await objects.endBatch(batch);
+        continue;
+      }
       throw error;
     }
+    // The copies are on disk before the pack they replace goes; one that could not be written keeps it.
+    if ((await objects.endBatch(batch)).size > 0) continue;
+    const copied = objects.written - before;
     const dropped = new Set(pack.records.filter((loc) => (c.refcount.get(loc.key) ?? 0) === 0).map((loc) => loc.key));
     freed += (await objects.removePack(pack)) - copied;
     for (const key of dropped) if (!objects.hasCopyElsewhere(key) && !c.loose.has(key)) c.report.removedObjects += 1;

@@ -1,5 +1,7 @@
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import { loadHasher } from '../core/hash.js';
+import { decodeDocument, encodeDocument } from './document-codec.js';
 import { writeAllSync, type FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX } from './presence.js';
@@ -31,15 +33,15 @@ export class StateDocumentFolder {
    */
   async readState(name: string): Promise<unknown> {
     const file = this.layout.statePath(checkStateName(name));
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await this.fs.readFile(file, 'utf8');
+      bytes = await this.fs.readFile(file);
     } catch (error) {
       if (errnoCode(error) === 'ENOENT') return undefined;
       throw asCheckpointError(error, 'cannot read state', file);
     }
     try {
-      return JSON.parse(text) as unknown;
+      return JSON.parse(await decodeDocument(bytes)) as unknown;
     } catch (error) {
       throw new CheckpointError('CORRUPT_MANIFEST', `state ${name} does not parse`, { path: file, cause: error });
     }
@@ -96,9 +98,11 @@ export class StateDocumentFolder {
       throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`, { cause: error });
     }
     if (text === undefined) throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`);
+    await loadHasher();
+    const bytes = encodeDocument(`${text}\n`);
     try {
-      if (options.durable === false) await this.replaceQuickly(file, `${text}\n`);
-      else await writeFileAtomic(file, `${text}\n`, { mode: FILE_MODE, fsync: true });
+      if (options.durable === false) await this.replaceQuickly(file, bytes);
+      else await writeFileAtomic(file, bytes, { mode: FILE_MODE, fsync: true });
     } catch (error) {
       throw asCheckpointError(error, 'cannot write state', file);
     }
@@ -109,20 +113,20 @@ export class StateDocumentFolder {
    * thread when the file system has a sync path. A third of write-file-atomic's cost without its
    * fsync, which matters for the two documents a call pair writes.
    */
-  private async replaceQuickly(file: string, text: string): Promise<void> {
+  private async replaceQuickly(file: string, bytes: Buffer): Promise<void> {
     const temp = this.layout.tempPath();
     const sync = this.fs.sync;
     try {
       if (sync !== undefined) {
         const fd = sync.openSync(temp, 'wx', FILE_MODE);
         try {
-          writeAllSync(fd, Buffer.from(text), sync.writeSync);
+          writeAllSync(fd, bytes, sync.writeSync);
         } finally {
           sync.closeSync(fd);
         }
         sync.renameSync(temp, file);
       } else {
-        await this.fs.writeFile(temp, text, { flag: 'wx', mode: FILE_MODE });
+        await this.fs.writeFile(temp, bytes, { flag: 'wx', mode: FILE_MODE });
         await this.fs.rename(temp, file);
       }
     } catch (error) {

@@ -1,7 +1,6 @@
-// The store's one facade (open, list, manifests, objects, state documents, lock, import): a little
-// over 450 lines on purpose — every method is a few lines that hand the work to the module it
-// imports (objects, journal, manifests, retention, verify…), and splitting the facade would only
-// spread one class's surface over several files.
+// The store's one facade (open, list, manifests, objects, state documents, lock, import): every
+// method is a few lines that hand the work to the module it imports (objects, journal, manifests,
+// retention, verify…).
 import * as path from 'node:path';
 import { DEFAULTS } from '../core/defaults.js';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
@@ -11,11 +10,12 @@ import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { JournalWriter, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
-import { PRESENCE_PREFIX, clearPresence, markPresence } from './presence.js';
+import { clearPresence, markPresence, refuseUpgradeUnderOlderCode } from './presence.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
-import { isCheckpointKind, manifestObjects, metaOf, parseManifest, readManifest, writeManifest } from './manifests.js';
-import { deepFreeze, manifestCache } from './manifest-cache.js';
-import { ObjectStore, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
+import { isCheckpointKind, manifestObjects, metaOf, parseManifest, writeManifest } from './manifests.js';
+import { journalManifest, readSealedManifest } from './manifest-cache.js';
+import { storeSizeBytes } from './disk-usage.js';
+import { ObjectStore, type ObjectBatch, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
 import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } from './checkpoint-writer.js';
@@ -54,7 +54,7 @@ export interface OpenCheckpointOptions {
   scopeId?: string;
 }
 
-export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, ObjectBatch, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
 
 /**
  * A directory-backed, content-addressed shadow store for one project. Never touches anything
@@ -89,7 +89,8 @@ export class CheckpointStore {
    *
    * @throws CheckpointError `STORE_UNAVAILABLE` (symlink, not a folder, inside `.git`, unwritable,
    *   unknown format), `FOREIGN_WORKSPACE` (another project's store), `UNAVAILABLE` (project root
-   *   missing), `INVALID_ARGUMENT`.
+   *   missing), `STORE_BUSY` (an older layout that a live process of older code has open: it is
+   *   upgraded once that process has closed it), `INVALID_ARGUMENT`.
    */
   static async open(root: string, options: OpenStoreOptions): Promise<CheckpointStore> {
     if (typeof root !== 'string' || root === '' || root.includes('\0')) throw new CheckpointError('INVALID_ARGUMENT', 'store root must be a non-empty path');
@@ -106,7 +107,7 @@ export class CheckpointStore {
     } catch (error) {
       throw new CheckpointError('UNAVAILABLE', `project root is not an existing folder: ${options.projectRoot}`, { path: options.projectRoot, cause: error });
     }
-    const layout = await openLayout(root, { fs, projectRoot });
+    const layout = await openLayout(root, { fs, projectRoot, beforeUpgrade: (opened, from) => refuseUpgradeUnderOlderCode(fs, opened, from) });
     const store = new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
     store.presence = await markPresence(fs, layout);
     return store;
@@ -166,7 +167,7 @@ export class CheckpointStore {
     const checked = parseCheckpointId(id);
     // Twice: a seal between the two reads moves the checkpoint from journal to manifest.
     for (let attempt = 0; attempt < 2; attempt++) {
-      const sealed = await this.sealedManifest(checked);
+      const sealed = await readSealedManifest(this.fs, this.layout, this.projectRoot, checked);
       if (sealed) return sealed;
       let contents: JournalContents;
       try {
@@ -175,53 +176,10 @@ export class CheckpointStore {
         if (error instanceof CheckpointError && errnoCode(error.cause) === 'ENOENT') continue;
         throw error;
       }
-      return this.journalManifest(checked, contents);
+      return journalManifest(this.layout, this.projectRoot, checked, contents);
     }
     const removal = await removalOf(this.state, checked);
     throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(checked, removal), { found: removal?.reason ?? 'never-existed' });
-  }
-
-  /**
-   * A sealed manifest, validated when read and kept (frozen, in the process's manifest cache)
-   * while its file keeps the same device, inode, size and mtime: manifests are written once, by
-   * rename, so a listing or a plan that reads every checkpoint costs one `stat` per unchanged
-   * manifest instead of a parse — in this store and in every later store of this process.
-   */
-  private async sealedManifest(id: CheckpointId): Promise<CheckpointManifest | undefined> {
-    const file = this.layout.manifestPath(id);
-    const key = `${this.projectRoot}\0${file}`;
-    let identity: string;
-    try {
-      const stats = await this.fs.stat(file);
-      identity = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
-    } catch (error) {
-      if (errnoCode(error) === 'ENOENT') {
-        manifestCache.forget(key);
-        return undefined;
-      }
-      throw asCheckpointError(error, 'cannot read manifest', file);
-    }
-    const cached = manifestCache.get(key, identity);
-    if (cached !== undefined) return cached;
-    const manifest = await readManifest(this.fs, this.layout, id, this.projectRoot);
-    if (manifest === undefined) return undefined;
-    manifestCache.remember(key, identity, deepFreeze(manifest));
-    return manifest;
-  }
-
-
-  private journalManifest(id: CheckpointId, contents: JournalContents): CheckpointManifest {
-    const file = this.layout.journalPath(id);
-    const header = contents.header;
-    if (!header || header.meta.id !== id) throw new CheckpointError('CORRUPT_MANIFEST', `journal ${id} has no valid header`, { path: file });
-    if (header.meta.workspace !== this.projectRoot) {
-      throw new CheckpointError('FOREIGN_WORKSPACE', `journal belongs to another project`, { path: file, expected: this.projectRoot, found: header.meta.workspace });
-    }
-    const manifest = buildManifest(header.meta, contents.records, { complete: false });
-    if (contents.corruptLines > 0) {
-      manifest.gaps.push({ reason: 'journal-corrupt', detail: `${contents.corruptLines} journal line(s) failed their checksum and were dropped` });
-    }
-    return manifest;
   }
 
   /**
@@ -281,6 +239,20 @@ export class CheckpointStore {
    */
   putHashedSync(bytes: Uint8Array, hash: string, options: PutFileOptions = {}): ObjectRef | undefined {
     return this.objects.putHashedSync(bytes, hash, options);
+  }
+
+  /**
+   * A batch of puts (a picture's copies): small objects put with `{ batch }` are written
+   * together as compressed blocks, on disk once {@link endBatch} resolves — nothing may name
+   * them before that.
+   */
+  openBatch(): ObjectBatch {
+    return this.objects.openBatch();
+  }
+
+  /** Writes what a batch left waiting; resolves with the objects that could not be written, and why. Never rejects. */
+  endBatch(batch: ObjectBatch): Promise<ReadonlyMap<string, unknown>> {
+    return this.objects.endBatch(batch);
   }
 
   /** Loads the object index (once); the synchronous puts work from then on. */
@@ -367,7 +339,7 @@ export class CheckpointStore {
       throw new CheckpointError('UNKNOWN_CHECKPOINT', `checkpoint ${id} has no open journal`, { cause: error });
     });
     // Validated as any read of it is (header, workspace), then folded with the new records.
-    const base = this.journalManifest(id, contents);
+    const base = journalManifest(this.layout, this.projectRoot, id, contents);
     const manifest = buildManifest((contents.header as JournalHeader).meta, [...contents.records, ...records], patch);
     manifest.gaps.push(...base.gaps.filter((gap) => gap.reason === 'journal-corrupt'));
     await writeManifest(this.layout, manifest);
@@ -412,30 +384,8 @@ export class CheckpointStore {
   }
 
   /** Total bytes of every file under the store root (logical sizes), less the processes' presence files. */
-  async storeSizeBytes(): Promise<number> {
-    const walk = async (dir: string): Promise<number> => {
-      let entries;
-      try {
-        entries = await this.fs.readdir(dir, { withFileTypes: true });
-      } catch (error) {
-        if (errnoCode(error) === 'ENOENT') return 0;
-        throw asCheckpointError(error, 'cannot measure the store', dir);
-      }
-      let total = 0;
-      for (const entry of entries) {
-        const full = path.join(dir, entry.name);
-        if (entry.isDirectory()) total += await walk(full);
-        else if (entry.isFile() && !entry.name.startsWith(PRESENCE_PREFIX)) {
-          try {
-            total += (await this.fs.lstat(full)).size;
-          } catch (error) {
-            if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot measure the store', full);
-          }
-        }
-      }
-      return total;
-    };
-    return walk(this.root);
+  storeSizeBytes(): Promise<number> {
+    return storeSizeBytes(this.fs, this.root);
   }
 
   /**

@@ -9,7 +9,10 @@ import { STORE_FORMAT, STORE_VERSION } from './layout.js';
 import { readManifest } from './manifests.js';
 import { checkObjectBytes, parseObjectKey } from './object-codec.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
-import { closeReads, isPackName, loadPackHasher, packFile, parseIndex, readRecord, scanPack } from './packs.js';
+import { forgetDecoded } from './block-codec.js';
+import { readCopy } from './object-reads.js';
+import { parseIndex, type ParsedIndex } from './pack-index-file.js';
+import { blockMembers, closeReads, isPackName, loadPackHasher, packFile, readBlockTable, readRecord, scanPack, type PackFile, type PackLoc } from './packs.js';
 import { stateReferences, type StoreContext } from './retention.js';
 
 /** What kind of damage `verify` found. */
@@ -187,32 +190,65 @@ async function checkPacks(ctx: StoreContext, problems: VerifyProblem[], present:
       }
       if (text !== undefined) {
         const index = parseIndex(text, pack);
-        const scanned = new Map(pack.records.map((loc) => [loc.offset, loc]));
-        const reach = pack.corruptAt ?? pack.scannedTo;
-        const consistent =
-          index !== undefined &&
-          (pack.corruptAt !== undefined || (index.end === pack.scannedTo && index.entries.length === pack.records.length)) &&
-          index.entries.every((e) => e.offset >= reach || (scanned.get(e.offset)?.key === e.key && scanned.get(e.offset)?.length === e.length));
-        if (!consistent) problems.push({ kind: 'corrupt-object', path: pack.idxPath, detail: 'pack index does not match its pack' });
-        if (index !== undefined) records = index.entries.map((e) => ({ key: e.key, pack, offset: e.offset, length: e.length }));
+        const listedRecords = index !== undefined ? indexedObjects(index, pack) : undefined;
+        if (listedRecords === undefined || !agrees(listedRecords, pack, index?.end)) problems.push({ kind: 'corrupt-object', path: pack.idxPath, detail: 'pack index does not match its pack' });
+        if (listedRecords !== undefined) records = listedRecords;
       }
     }
     try {
       for (const loc of records) {
         counts.objects += 1;
-        counts.bytes += loc.length;
+        if (loc.block === undefined || loc.start === 0) counts.bytes += loc.length;
         present.add(loc.key);
         try {
-          await checkObjectBytes(loc.key, readRecord(loc), pack.path);
+          const parsed = parseObjectKey(loc.key);
+          if (loc.block !== undefined && parsed !== undefined) readCopy(loc.key, parsed, loc);
+          else await checkObjectBytes(loc.key, readRecord(loc), pack.path);
         } catch (error) {
           problems.push({ kind: 'corrupt-object', path: pack.path, detail: `record at offset ${loc.offset}: ${describe(error)}` });
         }
       }
     } finally {
       closeReads(pack);
+      forgetDecoded(pack);
     }
   }
   return counts;
+}
+
+/**
+ * The objects a pack's index lists, each block expanded from its table in the pack;
+ * `undefined` when a block the index names is not there.
+ */
+function indexedObjects(index: ParsedIndex, pack: PackFile): PackLoc[] | undefined {
+  const probe: PackFile = { ...pack, records: [], readFd: undefined };
+  const locs: PackLoc[] = [];
+  try {
+    for (const entry of index.entries) {
+      if (entry.key !== undefined) {
+        locs.push({ key: entry.key, pack, offset: entry.offset, length: entry.length });
+        continue;
+      }
+      const table = readBlockTable(probe, entry.offset, entry.length, entry.count, entry.tableLength);
+      if (table === undefined) return undefined;
+      for (const loc of blockMembers(probe, entry.offset, entry.length, table)) locs.push({ ...loc, pack });
+    }
+  } finally {
+    closeReads(probe);
+  }
+  return locs;
+}
+
+/** True when what an index lists agrees with the scan of its pack, as far as the scan went. */
+function agrees(listed: readonly PackLoc[], pack: PackFile, end: number | undefined): boolean {
+  if (pack.corruptAt === undefined && (end !== pack.scannedTo || listed.length !== pack.records.length)) return false;
+  const reach = pack.corruptAt ?? pack.scannedTo;
+  const scanned = new Map(pack.records.map((loc) => [`${loc.offset}:${loc.start ?? ''}`, loc]));
+  return listed.every((loc) => {
+    if (loc.offset >= reach) return true;
+    const found = scanned.get(`${loc.offset}:${loc.start ?? ''}`);
+    return found?.key === loc.key && found.length === loc.length;
+  });
 }
 
 /**
@@ -221,7 +257,8 @@ async function checkPacks(ctx: StoreContext, problems: VerifyProblem[], present:
  * pre-image may be one of them, so a missing one is a loss waiting to happen).
  */
 async function checkReferences(ctx: StoreContext, problems: VerifyProblem[], references: ReadonlyMap<string, Reference>, present: ReadonlySet<string>): Promise<number> {
-  const state = await stateReferences(ctx);
+  const { refs: state, unreadable } = await stateReferences(ctx);
+  for (const file of unreadable) problems.push({ kind: 'manifest', path: file, detail: 'state document does not decode (damaged): prune removes no object while it is here' });
   const missing = [...references.keys(), ...state.keys()].filter((key) => !present.has(key));
   // Verify takes no lock: a prune in another process may have removed a checkpoint and its
   // objects, or repacked a record, between the steps. A missing object is confirmed by a second
@@ -233,7 +270,7 @@ async function checkReferences(ctx: StoreContext, problems: VerifyProblem[], ref
     if (confirmed.has(key) && live.has(ref.id)) problems.push({ kind: 'missing-object', id: ref.id, path: ctx.layout.objectPath(key), detail: `object ${key} is missing` });
   }
   let fromState = 0;
-  const stateNow = missing.length === 0 ? state : await stateReferences(ctx);
+  const stateNow = missing.length === 0 ? state : (await stateReferences(ctx)).refs;
   for (const [key, document] of state) {
     if (references.has(key)) continue;
     fromState += 1;

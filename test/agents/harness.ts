@@ -3,13 +3,13 @@ import { existsSync } from 'node:fs';
 import { chmod, lstat, mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
+import { expect, onTestFailed, onTestFinished } from 'vitest';
 import { CLI, TEST_SERVER_IDLE_SECONDS, turnbackBin, type CliResult } from '../cli/harness.js';
 import { tempFolder } from '../helpers/temp.js';
 import { startModelServer, type ModelServer, type Script, type Step, type WireFormat } from './model-server.js';
 
 // The real agents, driven as a person runs them: each agent binary pinned in
-// test/agents/package.json (installed by `npm ci --prefix test/agents`), run non-interactively
+// test/agents/package.json (installed by `npm install --prefix test/agents --no-save`), run non-interactively
 // in a temporary HOME and project, after `turnback hooks install AGENT` of this build, against a
 // model server of our own (model-server.ts) that plays a scripted session from fixtures/.
 // Without the agents installed the tests are skipped (installed.test.ts says which, in one
@@ -56,15 +56,12 @@ export function agentRuns(agent: HarnessAgent): boolean {
   return AGENTS_REQUIRED || missingReason(agent) === undefined;
 }
 
-/** The longest one agent run may take before it is killed and its test fails with its output. */
-const AGENT_RUN_LIMIT_MS = 150_000;
-
 /** A temporary HOME and git project for one agent, and `turnback` of this build run there. */
 export interface AgentProject {
   root: string;
   home: string;
   proj: string;
-  /** The environment turnback and the agent share: HOME, XDG folders, PATH; nothing of the test runner's. */
+  /** The environment turnback and the agent share: HOME, XDG folders (a socket folder of its own), PATH; nothing of the test runner's. */
   env: Record<string, string>;
   tb(args: string[]): CliResult;
 }
@@ -94,6 +91,8 @@ export async function agentProject(agent: HarnessAgent): Promise<AgentProject> {
     XDG_DATA_HOME: path.join(home, 'data'),
     XDG_CONFIG_HOME: path.join(home, 'config'),
     XDG_CACHE_HOME: path.join(home, 'cache'),
+    // Its own socket folder, so its own command server: one per user would otherwise be shared by every test.
+    XDG_RUNTIME_DIR: path.join(root, 'run'),
     TMPDIR: path.join(root, 'tmp'),
     NO_COLOR: '1',
     LANG: 'C.UTF-8',
@@ -102,6 +101,7 @@ export async function agentProject(agent: HarnessAgent): Promise<AgentProject> {
     TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS,
   };
   await mkdir(env.TMPDIR as string);
+  await mkdir(env.XDG_RUNTIME_DIR as string, { mode: 0o700 });
   for (const [name, { text, mode }] of Object.entries(START_FILES)) {
     const file = path.join(proj, ...name.split('/'));
     await mkdir(path.dirname(file), { recursive: true });
@@ -158,31 +158,35 @@ export interface AgentRun {
 }
 
 /**
- * Runs the agent once, bounded: past {@link AGENT_RUN_LIMIT_MS} its whole process group is
- * killed and the run fails with what it printed and what the model server was asked.
+ * Runs the agent once. The test's own timeout bounds it: the agent runs in a process group of
+ * its own, and when the test ends — passed, failed or timed out — whatever of that group is still
+ * running is killed, so no timer of ours waits and nothing outlives the test. A test that fails
+ * while the agent still runs prints what it printed so far and what the model server was asked.
  */
 export async function runAgent(agent: HarnessAgent, args: readonly string[], options: { cwd: string; env: Record<string, string>; server: ModelServer }): Promise<AgentRun> {
   const child = spawn(agentBin(agent), args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let stdout = '';
   let stderr = '';
+  let ended = false;
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  let timedOut = false;
-  const guard = setTimeout(() => {
-    timedOut = true;
+  onTestFailed(() => {
+    if (!ended) console.error(`${agent} ${args.join(' ')} was still running when its test failed\n${describeRun({ code: null, stdout, stderr }, options.server)}`);
+  });
+  // The group, not the child alone: an agent's tools (a shell it left running) are in it too.
+  onTestFinished(() => {
     try {
       process.kill(-(child.pid as number), 'SIGKILL');
     } catch {
-      // Gone already.
+      // The whole group is gone already.
     }
-  }, AGENT_RUN_LIMIT_MS);
+  });
   const code = await new Promise<number | null>((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (exit) => resolve(exit));
-  }).finally(() => clearTimeout(guard));
-  const run = { code, stdout, stderr };
-  if (timedOut) throw new Error(`${agent} ${args.join(' ')} did not end within ${AGENT_RUN_LIMIT_MS / 1000} s and was killed\n${describeRun(run, options.server)}`);
-  return run;
+  });
+  ended = true;
+  return { code, stdout, stderr };
 }
 
 /** A run's output and the server's requests, for a failing assertion's message. */

@@ -10,7 +10,7 @@ const missing = agents.flatMap((agent) => {
   const reason = missingReason(agent);
   return reason === undefined ? [] : [`${agent} (${reason})`];
 });
-if (missing.length > 0 && !AGENTS_REQUIRED) console.warn(`turnback agent harness: skipped ${missing.join(', ')}: npm ci --prefix test/agents installs them`);
+if (missing.length > 0 && !AGENTS_REQUIRED) console.warn(`turnback agent harness: skipped ${missing.join(', ')}: npm install --prefix test/agents --no-save installs them`);
 
 describe('the real agents of the harness', () => {
   it('are each pinned to an exact version', async () => {

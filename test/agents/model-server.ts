@@ -10,8 +10,13 @@ import type { AddressInfo } from 'node:net';
 // the step is the number of tool results after it. A request that offers no tools is a side
 // request and gets a short text.
 
-/** One step of a turn: a tool call (the agent's own tool name and input), or the turn's last words. */
-export type Step = { tool: string; input: Record<string, unknown> } | { text: string };
+/**
+ * One step of a turn: a tool call (the agent's own tool name and input), or the turn's last words.
+ * `fromOutput` fills input fields from the tool results the agent sent back: each names a
+ * pattern whose first group, in the newest tool result that has it, is the value (a number when it is all digits) — the id of a process
+ * the agent left running, which no script can know in advance.
+ */
+export type Step = { tool: string; input: Record<string, unknown>; fromOutput?: Record<string, string> } | { text: string };
 
 /** A scripted session: turn N (marker `TB-TURN-N`, from 1) is `turns[N - 1]`, its steps in order. */
 export interface Script {
@@ -42,7 +47,7 @@ export interface ModelServer {
 }
 
 /** The neutral view of a conversation the script needs: user texts and tool results, in order. */
-type Item = { kind: 'text'; text: string } | { kind: 'tool-result' };
+type Item = { kind: 'text'; text: string } | { kind: 'tool-result'; text: string };
 
 const MARKER = /TB-TURN-(\d+)/g;
 
@@ -62,7 +67,20 @@ export function stepFor(script: Script, items: readonly Item[]): { turn: number;
   const steps = script.turns[turn - 1];
   if (at < 0 || steps === undefined) return undefined;
   const index = items.slice(at + 1).filter((item) => item.kind === 'tool-result').length;
-  return { turn, index, step: steps[Math.min(index, steps.length - 1)] ?? { text: 'done' } };
+  return { turn, index, step: filled(steps[Math.min(index, steps.length - 1)] ?? { text: 'done' }, items) };
+}
+
+/** `step` with its `fromOutput` fields taken from the newest tool result that has them; a pattern that finds nothing fails the request. */
+function filled(step: Step, items: readonly Item[]): Step {
+  if (!('tool' in step) || step.fromOutput === undefined) return step;
+  const outputs = items.flatMap((item) => (item.kind === 'tool-result' ? [item.text] : [])).reverse();
+  const input = { ...step.input };
+  for (const [name, pattern] of Object.entries(step.fromOutput)) {
+    const found = outputs.map((output) => new RegExp(pattern).exec(output)?.[1]).find((value) => value !== undefined);
+    if (found === undefined) throw new Error(`no /${pattern}/ in any tool result: ${outputs.join(' | ').slice(0, 800)}`);
+    input[name] = /^\d+$/.test(found) ? Number(found) : found;
+  }
+  return { tool: step.tool, input };
 }
 
 function textOf(value: unknown): string {
@@ -86,7 +104,7 @@ function anthropicItems(body: Body): Item[] {
     if (typeof content === 'string') items.push({ kind: 'text', text: content });
     else
       for (const block of (content as Body[] | undefined) ?? []) {
-        if (block.type === 'tool_result') items.push({ kind: 'tool-result' });
+        if (block.type === 'tool_result') items.push({ kind: 'tool-result', text: textOf(block.content) });
         else if (block.type === 'text') items.push({ kind: 'text', text: String(block.text) });
       }
   }
@@ -99,7 +117,7 @@ function geminiItems(body: Body): Item[] {
   for (const content of (body.contents as Body[] | undefined) ?? []) {
     if (content.role !== 'user') continue;
     for (const part of (content.parts as Body[] | undefined) ?? []) {
-      if (part.functionResponse !== undefined) items.push({ kind: 'tool-result' });
+      if (part.functionResponse !== undefined) items.push({ kind: 'tool-result', text: JSON.stringify(part.functionResponse) });
       else if (typeof part.text === 'string') items.push({ kind: 'text', text: part.text });
     }
   }
@@ -112,7 +130,7 @@ function responsesItems(body: Body): Item[] {
   const input = body.input;
   if (typeof input === 'string') return [{ kind: 'text', text: input }];
   for (const item of (input as Body[] | undefined) ?? []) {
-    if (typeof item.type === 'string' && item.type.endsWith('_call_output')) items.push({ kind: 'tool-result' });
+    if (typeof item.type === 'string' && item.type.endsWith('_call_output')) items.push({ kind: 'tool-result', text: textOf(item.output) });
     else if (item.role === 'user') items.push({ kind: 'text', text: textOf(item.content) });
   }
   return items;
@@ -122,7 +140,7 @@ function responsesItems(body: Body): Item[] {
 function chatItems(body: Body): Item[] {
   const items: Item[] = [];
   for (const message of (body.messages as Body[] | undefined) ?? []) {
-    if (message.role === 'tool') items.push({ kind: 'tool-result' });
+    if (message.role === 'tool') items.push({ kind: 'tool-result', text: textOf(message.content) });
     else if (message.role === 'user') items.push({ kind: 'text', text: textOf(message.content) });
   }
   return items;
@@ -251,7 +269,14 @@ export async function startModelServer(format: WireFormat, script: Script): Prom
         return;
       }
       const items = format === 'anthropic' ? anthropicItems(body) : format === 'gemini' ? geminiItems(body) : format === 'responses' ? responsesItems(body) : chatItems(body);
-      const at = offersTools(format, body) ? stepFor(script, items) : undefined;
+      let at: ReturnType<typeof stepFor>;
+      try {
+        at = offersTools(format, body) ? stepFor(script, items) : undefined;
+      } catch (error) {
+        // A step the script cannot fill: said in the failing test's message, not retried into silence.
+        seen.answered = `refused: ${(error as Error).message}`;
+        throw error;
+      }
       const step: Step = at?.step ?? { text: format === 'gemini' && url.includes(':generateContent') ? '{"reasoning":"the turn is done","next_speaker":"user"}' : 'ok' };
       const id = callId(format === 'anthropic' ? 'toolu_' : 'call_', at?.turn ?? 0, at?.index ?? 0);
       if (at !== undefined && 'tool' in step) calls.push({ turn: at.turn, index: at.index, tool: step.tool, id });

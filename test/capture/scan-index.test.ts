@@ -119,8 +119,14 @@ describe('the scan index between processes', () => {
     settleFolders();
     const coverage = resolveCoverage({});
     const first = await processScan(coverage, undefined);
-    const doc = first.next.doc as { folders: unknown[][] };
-    (doc.folders[0] as unknown[])[1] = 'not a number';
+    const doc = first.next.doc as { columns: { mtimes: unknown[]; shared: unknown[] } };
+    const mtimes = [...doc.columns.mtimes];
+    doc.columns.mtimes[0] = 'not a number';
+    expect(restoreScanIndex(doc, first.next.records)).toBeUndefined();
+    doc.columns.mtimes = mtimes;
+    doc.columns.shared[1] = 1_000; // more than the path before it holds
+    expect(restoreScanIndex(doc, first.next.records)).toBeUndefined();
+    doc.columns.mtimes = mtimes.slice(1); // a column of another length
     expect(restoreScanIndex(doc, first.next.records)).toBeUndefined();
     const second = await processScan(coverage, first.next);
     expect(second.listed.sort()).toEqual(['.', 'src']);

@@ -3,6 +3,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXIT } from '../../src/cli/exit-codes.js';
+import { contentHash, loadHasher } from '../../src/core/hash.js';
+import { baseObjectKey } from '../../src/store/object-codec.js';
+import { CheckpointStore } from '../../src/store/store.js';
+import { storedObject } from '../store/helpers.js';
 import { cliRepo, type CliRepo } from './harness.js';
 
 // Issue #27, through the built command: a damaged stored copy is never reused by a later picture
@@ -10,7 +14,8 @@ import { cliRepo, type CliRepo } from './harness.js';
 // and says so on its last line.
 
 const SMALL = 'the dirty, uncommitted bytes of notes.txt\n'.repeat(8);
-const LARGE = Array.from({ length: 20_000 }, (_, i) => `row ${i}: large uncommitted file, stored loose\n`).join('');
+/** Over the 4 MiB a picture's block takes: a loose object. */
+const LARGE = Array.from({ length: 100_000 }, (_, i) => `row ${i}: large uncommitted file, stored loose\n`).join('');
 
 /** The store folder of `repo` (the default store under XDG_DATA_HOME). */
 function storeDir(repo: CliRepo): string {
@@ -28,25 +33,28 @@ function filesUnder(dir: string): string[] {
     .map((entry) => path.join(entry.parentPath, entry.name));
 }
 
-/** Flips one byte of the packed record holding `text` (stored raw: under 1 KiB), in place. */
-function damagePacked(repo: CliRepo, text: string): void {
-  const packs = filesUnder(path.join(storeDir(repo), 'objects', 'packs')).filter((file) => file.endsWith('.pack'));
-  const needle = Buffer.from(text);
-  let damaged = 0;
-  for (const pack of packs) {
-    const bytes = nodeFs.readFileSync(pack);
-    const at = bytes.indexOf(needle);
-    if (at < 0) continue;
-    const fd = nodeFs.openSync(pack, 'r+');
-    nodeFs.writeSync(fd, Buffer.from([(bytes[at + 10] as number) ^ 0x01]), 0, 1, at + 10);
+/**
+ * Flips one byte of the stored bytes of `text`'s object, in place: of its pack record, or of the
+ * block that holds it (a picture's copies are written as blocks: every file in it is damaged).
+ */
+async function damagePacked(repo: CliRepo, text: string): Promise<void> {
+  await loadHasher();
+  const bytes = Buffer.from(text);
+  const store = await CheckpointStore.open(storeDir(repo), { projectRoot: repo.proj });
+  try {
+    const where = await storedObject(store, baseObjectKey(contentHash(bytes), bytes.length));
+    expect(where.file.endsWith('.pack')).toBe(true);
+    const at = where.storedOffset + Math.min(10, where.stored.length >> 1);
+    const fd = nodeFs.openSync(where.file, 'r+');
+    nodeFs.writeSync(fd, Buffer.from([(where.stored[at - where.storedOffset] as number) ^ 0x01]), 0, 1, at);
     nodeFs.closeSync(fd);
-    damaged += 1;
+  } finally {
+    await store.close();
   }
-  expect(damaged).toBe(1);
 }
 
 /** Flips one byte in the middle of the only loose object, in place. */
-function damageLoose(repo: CliRepo): void {
+async function damageLoose(repo: CliRepo): Promise<void> {
   const loose = filesUnder(path.join(storeDir(repo), 'objects', 'v1'));
   expect(loose).toHaveLength(1);
   const file = loose[0] as string;
@@ -64,14 +72,14 @@ function lastLine(text: string): string {
 
 describe('a damaged stored copy, then a new picture, then undo', () => {
   for (const [kind, file, text, damage] of [
-    ['a pack record', 'notes.txt', SMALL, (repo: CliRepo) => damagePacked(repo, SMALL)],
+    ['a block in a pack', 'notes.txt', SMALL, (repo: CliRepo) => damagePacked(repo, SMALL)],
     ['a loose object', 'big.txt', LARGE, damageLoose],
   ] as const) {
     it(`brings the file back byte for byte (${kind} damaged)`, async () => {
       const repo = await cliRepo({ 'notes.txt': 'committed\n', 'big.txt': 'committed\n' });
       await writeFile(path.join(repo.proj, file), text);
       expect(repo.tb(['run', '--', 'true']).code).toBe(0);
-      damage(repo);
+      await damage(repo);
       // The next picture sees the intact file with its stat unchanged: it must not point at the damaged copy.
       expect(repo.tb(['run', '--', 'sh', '-c', `echo agent > ${file}`]).code).toBe(0);
       const undo = repo.tb(['undo', '--yes']);
@@ -86,15 +94,18 @@ describe('an undo that skipped files', () => {
   it('exits with EXIT.skipped and its last line says how many and why', async () => {
     const repo = await cliRepo({ 'notes.txt': 'committed\n', 'other.txt': 'other\n' });
     await writeFile(path.join(repo.proj, 'notes.txt'), SMALL);
+    expect(repo.tb(['run', '--', 'true']).code).toBe(0);
+    // other.txt changes before the next run: its pre-image is copied by that run, in a block of its own.
+    await writeFile(path.join(repo.proj, 'other.txt'), 'other, changed\n');
     expect(repo.tb(['run', '--', 'sh', '-c', 'echo agent > notes.txt; echo agent > other.txt']).code).toBe(0);
     // The copy the undo needs is damaged after its picture: nothing can bring notes.txt back.
-    damagePacked(repo, SMALL);
+    await damagePacked(repo, SMALL);
     const undo = repo.tb(['undo', '--yes']);
     expect(undo.code).toBe(EXIT.skipped);
     expect(undo.stdout).toMatch(/skipped\s+notes\.txt\s+its stored copy is missing or damaged/);
     expect(lastLine(undo.stdout)).toBe('not brought back: 1 file (1 its stored copy is missing or damaged (turnback verify))');
     // What could come back did.
-    expect(await readFile(path.join(repo.proj, 'other.txt'), 'utf8')).toBe('other\n');
+    expect(await readFile(path.join(repo.proj, 'other.txt'), 'utf8')).toBe('other, changed\n');
     expect(await readFile(path.join(repo.proj, 'notes.txt'), 'utf8')).toBe('agent\n');
   });
 });

@@ -13,9 +13,11 @@ export const CLI: string =
   process.env.TURNBACK_CLI !== undefined && process.env.TURNBACK_CLI !== '' ? path.resolve(process.env.TURNBACK_CLI) : path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'turnback.cjs');
 
 /**
- * Seconds a test's server stays after its last command. Every repository here has its own HOME,
- * so its own server: they must not pile up over a whole suite. A test's first command finds no
- * server, runs in its own process and starts one; the later ones are served.
+ * Seconds a test's server stays after its last command. Every repository here has its own socket
+ * folder (XDG_RUNTIME_DIR), so its own server — one test's `server stop`, a socket it blocks or a
+ * server it freezes never reaches another test —, and they must not pile up over a whole suite. A
+ * test's first command finds no server, runs in its own process and starts one; the later ones
+ * are served.
  */
 export const TEST_SERVER_IDLE_SECONDS = '5';
 
@@ -26,10 +28,12 @@ export interface CliResult {
   stderr: string;
 }
 
-/** A temporary git repository with its own HOME, and the built `turnback` run in it as a person would. */
+/** A temporary git repository with its own HOME and socket folder, and the built `turnback` run in it as a person would. */
 export interface CliRepo {
   proj: string;
   home: string;
+  /** Its XDG_RUNTIME_DIR: where its command server's socket is (`<runtime>/turnback/`). */
+  runtime: string;
   env: NodeJS.ProcessEnv;
   /** Runs `turnback ARGS` in the repository. */
   tb(args: string[], options?: { input?: string; cwd?: string }): CliResult;
@@ -48,17 +52,19 @@ export async function turnbackBin(root: string): Promise<string> {
   return bin;
 }
 
-/** A new repository with `files` committed (mode 0644 unless given), HOME and XDG folders outside it. */
+/** A new repository with `files` committed (mode 0644 unless given), HOME, XDG folders and a socket folder outside it. */
 export async function cliRepo(files: Record<string, string | { text: string; mode: number }>): Promise<CliRepo> {
   const root = await tempFolder('turnback-cli-');
   const home = path.join(root, 'home');
   const proj = path.join(root, 'proj');
+  const runtime = path.join(root, 'run');
   await mkdir(home);
   await mkdir(proj);
+  await mkdir(runtime, { mode: 0o700 });
   // `turnback` on PATH is this build, as a user's global install is (a link to the command file):
   // the hooks a project install writes name `turnback`.
   const bin = await turnbackBin(root);
-  const env: NodeJS.ProcessEnv = { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS };
+  const env: NodeJS.ProcessEnv = { PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}`, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS };
   const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: proj, env, encoding: 'utf8' });
   const { writeFile } = await import('node:fs/promises');
   for (const [name, content] of Object.entries(files)) {
@@ -81,7 +87,7 @@ export async function cliRepo(files: Record<string, string | { text: string; mod
     if (newest === undefined) throw new Error('no checkpoint listed');
     return newest.id;
   };
-  return { proj, home, env, tb, git, newestId };
+  return { proj, home, runtime, env, tb, git, newestId };
 }
 
 /** Starts `turnback run -- CMD` in its own process group; its stdout (shared with CMD) is a pipe. */

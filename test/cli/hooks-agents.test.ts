@@ -175,6 +175,8 @@ describe("Codex's hooks feature", () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout).toContain("Codex's hooks feature is off");
     expect(plain.stdout).toContain('--codex-feature');
+    // `codex exec` drops a hook's message (test/agents/codex.test.ts proves it with the binary).
+    expect(plain.stdout).toContain('note: `codex exec` shows that a hook ran, never what it said: after `codex exec`, `turnback list` shows the turn');
     expect(fs.readFileSync(config, 'utf8')).toBe(mine);
     const on = repo.tb(['hooks', 'install', 'codex', '--codex-feature']);
     expect(on.code).toBe(0);

@@ -41,17 +41,20 @@ async function secondMachine(origin: CliRepo): Promise<CliRepo> {
   const root = path.join(path.dirname(origin.proj), 'machine-b');
   const home = path.join(root, 'home');
   const proj = path.join(root, 'somewhere', 'else', 'checkout');
+  // Another machine has its own command server: its own socket folder.
+  const runtime = path.join(root, 'run');
   await mkdir(home, { recursive: true });
+  await mkdir(runtime, { mode: 0o700 });
   await mkdir(path.dirname(proj), { recursive: true });
   execFileSync('git', ['clone', '-q', origin.proj, proj]);
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS, ...awsEnv() };
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1', LANG: 'C', TURNBACK_SERVER_IDLE_SECONDS: TEST_SERVER_IDLE_SECONDS, ...awsEnv() };
   const tb = (args: string[], options: { input?: string; cwd?: string } = {}): CliResult => {
     const result = spawnSync(process.execPath, ['--no-warnings', CLI, ...args], { cwd: options.cwd ?? proj, env, input: options.input ?? '', encoding: 'utf8' });
     return { code: result.status, stdout: result.stdout, stderr: result.stderr };
   };
   const git = (...args: string[]): string => execFileSync('git', args, { cwd: proj, env, encoding: 'utf8' });
   const newestId = (): string => (JSON.parse(tb(['list', '--json']).stdout) as { checkpoints: { id: string }[] }).checkpoints[0]?.id ?? '';
-  return { proj, home, env, tb, git, newestId };
+  return { proj, home, runtime, env, tb, git, newestId };
 }
 
 describe.skipIf(S3_SKIPPED !== undefined)('turnback push and pull', () => {

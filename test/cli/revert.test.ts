@@ -8,7 +8,18 @@ import { cliRepo } from './harness.js';
 // are listed and left; the rest is restored, guarded and saved first.
 
 describe('turnback revert', () => {
-  it("undoes only that turn's files, leaves what a later turn changed again, and keeps the later turn", async () => {
+  it('a picture cut short that found no change says what it could not see, never "changed no file"', async () => {
+    const repo = await cliRepo({ 'a/f.txt': 'a\n', 'b/f.txt': 'b\n', 'c/f.txt': 'c\n', 'turnback.toml': '[checkpoints]\nmax_walk_entries = 3\n' });
+    // Untracked, in a folder the walk's entry limit leaves: no picture holds it.
+    await writeFile(path.join(repo.proj, 'c', 'mine.txt'), 'mine\n');
+    expect(repo.tb(['run', '--', 'rm', 'c/mine.txt']).code).toBe(0);
+    const revert = repo.tb(['revert', repo.newestId(), '--dry-run']);
+    expect(revert.code).toBe(3);
+    expect(revert.stderr).toMatch(/nothing to revert: before rm c\/mine\.txt recorded no change, but its pictures were incomplete \(the walk reached its entry limit .*\): what it changed there is not known/);
+    expect(revert.stderr).not.toContain('changed no file');
+  });
+
+  it("undoes only that turn's files (what it created goes with it), leaves what a later turn changed again, and keeps the later turn", async () => {
     const repo = await cliRepo({ 'x.txt': 'x0\n', 'y.txt': 'y0\n', 'z.txt': 'z0\n' });
     const read = (name: string): Promise<string> => readFile(path.join(repo.proj, name), 'utf8');
     repo.tb(['run', '--label', 'first', '--', 'sh', '-c', 'echo x1 > x.txt; echo y1 > y.txt; echo new > new.txt']);
@@ -17,7 +28,8 @@ describe('turnback revert', () => {
 
     const dry = repo.tb(['revert', first, '--dry-run']);
     expect(dry.code).toBe(0);
-    expect(dry.stdout).toContain('revert first (its own changes; later turns kept): 1 to write back, 1 kept');
+    // new.txt is the turn's own creation, still as it left it: its revert takes it (issue #26, point 7).
+    expect(dry.stdout).toContain('revert first (its own changes; later turns kept): 1 to write back, 1 to delete');
     expect(dry.stdout).toContain('left as they are: 1 file a later picture changed again');
     expect(dry.stdout).toMatch(/left {8}y\.txt {3}changed again by [0-9a-f]{8} second/);
     expect(await read('x.txt')).toBe('x1\n');
@@ -27,7 +39,7 @@ describe('turnback revert', () => {
     expect(await read('x.txt')).toBe('x0\n');
     expect(await read('y.txt')).toBe('y2\n');
     expect(await read('z.txt')).toBe('z2\n');
-    expect(existsSync(path.join(repo.proj, 'new.txt'))).toBe(true);
+    expect(existsSync(path.join(repo.proj, 'new.txt'))).toBe(false);
     const saves = JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { kind: string; label: string }[] };
     expect(saves.checkpoints[0]).toMatchObject({ kind: 'pre-restore', label: 'before revert of first' });
 
@@ -35,6 +47,7 @@ describe('turnback revert', () => {
     expect(repo.tb(['redo', '--yes']).code).toBe(0);
     expect(await read('x.txt')).toBe('x1\n');
     expect(await read('y.txt')).toBe('y2\n');
+    expect(await read('new.txt')).toBe('new\n');
   });
 
   it('--delete-created removes the files that turn created; a file changed outside since is refused, not overwritten', async () => {

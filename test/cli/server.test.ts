@@ -4,7 +4,7 @@ import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, cliRepo, killGroup, startRun, type CliRepo } from './harness.js';
+import { CLI, cliRepo, killGroup, startRun, TEST_SERVER_IDLE_SECONDS, type CliRepo } from './harness.js';
 import { onPath } from '../../src/cli/command-process.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -157,12 +157,163 @@ describe('the command server', () => {
     expect(await readdir(path.join(runtime, 'turnback'))).toEqual([]);
   });
 
-  it('a server serves only its own environment: another HOME gets another server', async () => {
+  it('one server per user and build: another HOME, PATH, XDG folder or TURNBACK_* finds the same server; another time zone another', async () => {
     const repo = await servedRepo({ 'a.txt': 'a\n' });
-    const other = { ...repo.env, HOME: path.join(repo.home, 'elsewhere') };
-    const state = serverState(repo, other);
-    expect(state.running).toBe(false);
-    expect(state.socket).not.toBe(serverState(repo).socket);
+    const own = serverState(repo);
+    const other = { ...repo.env, HOME: path.join(repo.home, 'elsewhere'), PATH: `/nowhere${path.delimiter}${repo.env.PATH ?? ''}`, XDG_CONFIG_HOME: path.join(repo.home, 'other-config'), TURNBACK_PROGRESS_AFTER_MS: '5000' };
+    expect(serverState(repo, other)).toMatchObject({ running: true, socket: own.socket, pid: own.pid });
+    const zoned = serverState(repo, { ...repo.env, TZ: 'UTC' });
+    expect(zoned.running).toBe(false);
+    expect(zoned.socket).not.toBe(own.socket);
+  });
+
+  it("serves two clients at once, each with its own HOME, config, store, PATH and TURNBACK_*: one blocked in a long run, the other's command answers and reads its own", async () => {
+    const alice = await servedRepo({ 'a.txt': 'a\n' });
+    const bob = await cliRepo({ 'b.txt': 'b\n' });
+    // Bob's shell shares alice's socket folder (one user), and nothing else.
+    bob.env.XDG_RUNTIME_DIR = alice.runtime;
+    const configOf = async (repo: CliRepo, entries: number): Promise<void> => {
+      await mkdir(path.join(repo.home, 'config', 'turnback'), { recursive: true });
+      await writeFile(path.join(repo.home, 'config', 'turnback', 'config.toml'), `[checkpoints]\nmax_walk_entries = ${entries}\n`);
+    };
+    await configOf(alice, 1111);
+    await configOf(bob, 2222);
+    alice.env.TURNBACK_DIR = path.join(alice.home, 'alice-store');
+    bob.env.TURNBACK_DIR = path.join(bob.home, 'bob-store');
+    // A git only bob's PATH has, which notes each call; the discovery variable makes turnback ask git.
+    const bobBin = path.join(bob.home, 'bob-bin');
+    const gitLog = path.join(bob.home, 'git-calls.log');
+    await mkdir(bobBin);
+    await writeFile(path.join(bobBin, 'git'), `#!/bin/sh\necho "$*" >> '${gitLog}'\nexec '${onPath('git') as string}' "$@"\n`);
+    await chmod(path.join(bobBin, 'git'), 0o755);
+    bob.env.PATH = `${bobBin}${path.delimiter}${bob.env.PATH ?? ''}`;
+    bob.env.GIT_CEILING_DIRECTORIES = path.dirname(bob.proj);
+    const { pid } = serverState(alice);
+    expect(serverState(bob).pid).toBe(pid);
+
+    const gate = path.join(alice.proj, 'gate');
+    expect(spawnSync('mkfifo', [gate]).status).toBe(0);
+    const run = startRun(alice, ['sh', '-c', 'echo started; echo changed > a.txt; cat gate > /dev/null']);
+    try {
+      await run.line('started');
+      const servedBefore = serverState(bob).served ?? 0;
+      // Alice's run waits on the gate until bob's command has answered: a server that served one at a time would never get here.
+      const config = bob.tb(['config', '--json']);
+      expect(config.code, config.stderr).toBe(0);
+      const seen = JSON.parse(config.stdout) as { config: Record<string, { value: unknown; from: string }> };
+      expect(seen.config.max_walk_entries).toEqual({ value: 2222, from: path.join(bob.home, 'config', 'turnback', 'config.toml') });
+      expect(seen.config.dir).toEqual({ value: path.join(bob.home, 'bob-store'), from: 'TURNBACK_DIR' });
+      expect(await readFile(gitLog, 'utf8')).toContain('rev-parse');
+      expect(serverState(bob)).toMatchObject({ pid, served: servedBefore + 1 });
+      expect(run.lines).toEqual(['started']);
+    } finally {
+      await writeFile(gate, 'go\n');
+    }
+    const [code] = (await once(run.child, 'exit')) as [number];
+    expect(code).toBe(0);
+    const aliceConfig = JSON.parse(alice.tb(['config', '--json']).stdout) as { config: Record<string, { value: unknown }> };
+    expect(aliceConfig.config.max_walk_entries?.value).toBe(1111);
+    expect(aliceConfig.config.dir?.value).toBe(path.join(alice.home, 'alice-store'));
+    // The run went into alice's store, none into bob's.
+    const listed = (repo: CliRepo): number => (JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: unknown[] }).checkpoints.length;
+    expect(listed(alice)).toBe(1);
+    expect(listed(bob)).toBe(0);
+    expect(serverState(alice).pid).toBe(pid);
+  });
+
+  it('a time zone is its own server: each list shows times in its own zone, as its own process does', async () => {
+    const repo = await servedRepo({ 'a.txt': 'a\n' });
+    expect(repo.tb(['run', '--', 'sh', '-c', 'echo x > a.txt']).code).toBe(0);
+    const listIn = (tz: string, server: 'on' | 'off'): string => {
+      const env = { ...repo.env, TZ: tz, ...(server === 'off' ? { TURNBACK_SERVER: 'off' } : {}) };
+      if (server === 'on') expect(spawnSync(process.execPath, ['--no-warnings', CLI, 'server', 'start'], { cwd: repo.proj, env }).status).toBe(0);
+      const result = spawnSync(process.execPath, ['--no-warnings', CLI, 'list'], { cwd: repo.proj, env, encoding: 'utf8' });
+      expect(result.status, result.stderr).toBe(0);
+      return result.stdout;
+    };
+    const utc = listIn('UTC', 'on');
+    const tokyo = listIn('Asia/Tokyo', 'on');
+    expect(utc).toBe(listIn('UTC', 'off'));
+    expect(tokyo).toBe(listIn('Asia/Tokyo', 'off'));
+    expect(utc).not.toBe(tokyo);
+    const servers = (JSON.parse(repo.tb(['server', '--json']).stdout) as { servers: { tz: string | null; pid: number }[] }).servers;
+    expect(servers.map((s) => s.tz).sort()).toEqual(['Asia/Tokyo', 'UTC', null].sort());
+    expect(repo.tb(['server', 'stop', '--all']).code).toBe(0);
+  });
+
+  it('status shows every server of this user (builds, versions, time zones); stop ends this build\'s, stop --all every one', async () => {
+    const repo = await servedRepo({ 'a.txt': 'a\n' });
+    // Another build of turnback: the same files at another path.
+    const other = path.join(await tempFolder('turnback-other-build-'), 'dist', 'cli');
+    await mkdir(other, { recursive: true });
+    for (const name of ['main.cjs', 'turnback.cjs']) await writeFile(path.join(other, name), await readFile(path.join(path.dirname(CLI), name)));
+    const otherCli = path.join(other, 'turnback.cjs');
+    expect(spawnSync(process.execPath, [otherCli, 'server', 'start'], { cwd: repo.proj, env: repo.env }).status).toBe(0);
+    expect(spawnSync(process.execPath, [CLI, 'server', 'start'], { cwd: repo.proj, env: { ...repo.env, TZ: 'UTC' } }).status).toBe(0);
+    const state = JSON.parse(repo.tb(['server', '--json']).stdout) as { pid: number; servers: { pid: number; thisBuild: boolean; mainFile: string; version: string | null; served: number; rss: number; idleSince: string | null; idleSeconds: number; startedAt: string }[] };
+    expect(state.servers).toHaveLength(3);
+    expect(new Set(state.servers.map((s) => s.pid)).size).toBe(3);
+    expect(state.servers.filter((s) => s.thisBuild).map((s) => s.pid)).toEqual([state.pid]);
+    expect(state.servers.map((s) => s.mainFile).sort()).toEqual([path.join(path.dirname(CLI), 'main.cjs'), path.join(path.dirname(CLI), 'main.cjs'), path.join(other, 'main.cjs')].sort());
+    for (const s of state.servers) {
+      expect(s.rss).toBeGreaterThan(1024 * 1024);
+      expect(s.idleSeconds).toBe(Number(TEST_SERVER_IDLE_SECONDS));
+      expect(Date.parse(s.idleSince ?? '')).toBeGreaterThanOrEqual(Date.parse(s.startedAt));
+    }
+    expect(state.servers.find((s) => s.mainFile.startsWith(other))?.version).toBeNull();
+    const text = repo.tb(['server']).stdout;
+    expect(text).toContain('servers of this user (3');
+    expect(text).toContain('this build');
+    expect(text).toContain('TZ=UTC');
+    expect(text).toContain(path.join(other, 'main.cjs'));
+    // The other build's status sees the same three.
+    expect((JSON.parse(spawnSync(process.execPath, [otherCli, 'server', '--json'], { cwd: repo.proj, env: repo.env, encoding: 'utf8' }).stdout) as { servers: unknown[] }).servers).toHaveLength(3);
+
+    expect(repo.tb(['server', 'stop']).stdout).toMatch(/^server: stopped \(pid \d+\)/);
+    const left = (JSON.parse(repo.tb(['server', '--json']).stdout) as { running: boolean; servers: { pid: number }[] });
+    expect(left.running).toBe(false);
+    expect(left.servers).toHaveLength(2);
+    expect(repo.tb(['server', 'start', '--all']).code).toBe(2);
+    const all = repo.tb(['server', 'stop', '--all', '--json']);
+    expect((JSON.parse(all.stdout) as { stopped: { pid: number }[] }).stopped.map((s) => s.pid).sort()).toEqual(left.servers.map((s) => s.pid).sort());
+    expect((JSON.parse(repo.tb(['server', '--json']).stdout) as { servers: unknown[] }).servers).toEqual([]);
+  });
+
+  it('leaves by itself after its idle time, which a command being served stops and asking its status does not restart', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const env = { ...repo.env, TURNBACK_SERVER_IDLE_SECONDS: '1' };
+    const { socket } = serverState(repo, env);
+    const server = spawn(process.execPath, [path.join(path.dirname(CLI), 'main.cjs'), '--turnback-serve', socket as string], { cwd: '/', env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const exited = once(server, 'exit');
+    try {
+      await new Promise<void>((resolve) => {
+        let said = '';
+        server.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+          said += chunk;
+          if (said.includes('ready\n')) resolve();
+        });
+      });
+      const gate = path.join(repo.proj, 'gate');
+      expect(spawnSync('mkfifo', [gate]).status).toBe(0);
+      const run = spawn(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo started; cat gate > /dev/null'], { cwd: repo.proj, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      run.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+      await new Promise<void>((resolve) => run.stdout.setEncoding('utf8').on('data', (chunk: string) => chunk.includes('started') && resolve()));
+      const busy = JSON.parse(spawnSync(process.execPath, [CLI, 'server', '--json'], { cwd: repo.proj, env, encoding: 'utf8' }).stdout) as { servers: { pid: number; active: number; idleSince: string | null }[] };
+      expect(busy.servers).toEqual([expect.objectContaining({ pid: server.pid, active: 1, idleSince: null })]);
+      await writeFile(gate, 'go\n');
+      const [code] = (await once(run, 'exit')) as [number];
+      expect([code, stderr]).toEqual([0, expect.not.stringContaining('server stopped')]);
+      const idle = JSON.parse(spawnSync(process.execPath, [CLI, 'server', '--json'], { cwd: repo.proj, env, encoding: 'utf8' }).stdout) as { servers: { active: number; idleSince: string | null; served: number }[] };
+      expect(idle.servers).toEqual([expect.objectContaining({ active: 0, idleSince: expect.any(String), served: 1 })]);
+      // Its own exit, with nobody asking it to.
+      const [exitCode] = (await exited) as [number];
+      expect(exitCode).toBe(0);
+      expect(await readdir(path.dirname(socket as string))).not.toContain(path.basename(socket as string));
+      expect(serverState(repo, env).running).toBe(false);
+    } finally {
+      server.kill('SIGKILL');
+    }
   });
 
   it('a connection that does not speak the protocol is closed, and the server keeps serving', async () => {
@@ -179,9 +330,20 @@ describe('the command server', () => {
     };
     expect(await talk('not json\n')).toMatch(/^\{"t":"hello"/);
     // A command that asks the person (undo) is never run by the server: the connection is closed, nothing is restored.
-    const undoRequest = `${JSON.stringify({ t: 'request', argv: ['node', 'x', 'undo', '--yes'], cwd: repo.proj, pid: process.pid, stdout: { tty: false }, stderr: { tty: false } })}\n`;
-    const heard = await talk(undoRequest);
-    expect(heard.split('\n').filter((l) => l.length > 0).map((l) => (JSON.parse(l) as { t: string }).t)).toEqual(['hello']);
+    const frames = (text: string): string[] => text.split('\n').filter((l) => l.length > 0).map((l) => (JSON.parse(l) as { t: string }).t);
+    const env = { HOME: repo.home, PATH: repo.env.PATH as string, XDG_DATA_HOME: repo.env.XDG_DATA_HOME as string };
+    const undoRequest = `${JSON.stringify({ t: 'request', argv: ['node', 'x', 'undo', '--yes'], cwd: repo.proj, pid: process.pid, env, stdout: { tty: false }, stderr: { tty: false } })}\n`;
+    expect(frames(await talk(undoRequest))).toEqual(['hello']);
+    // A served command with an environment no client of ours sends: closed, nothing run.
+    const listWith = (environment: unknown): string => `${JSON.stringify({ t: 'request', argv: ['node', 'x', 'list', '--json'], cwd: repo.proj, pid: process.pid, env: environment, stdout: { tty: false }, stderr: { tty: false } })}\n`;
+    const servedBefore = serverState(repo).served ?? 0;
+    for (const environment of [undefined, null, ['HOME=/x'], { ...env, LD_PRELOAD: '/tmp/x.so' }, { ...env, TURNBACK_RUN: 'x' }, { ...env, HOME: 7 }, { ...env, HOME: 'a\u0000b' }, { PATH: 'x'.repeat(300 * 1024) }]) {
+      expect(frames(await talk(listWith(environment)))).toEqual(['hello']);
+    }
+    expect(serverState(repo).served).toBe(servedBefore);
+    // The same request with a client's environment is served.
+    expect(frames(await talk(listWith(env)))).toEqual(expect.arrayContaining(['hello', 'taken', 'exit']));
+    expect(serverState(repo).served).toBe(servedBefore + 1);
     const before = serverState(repo).served ?? 0;
     expect(repo.tb(['list']).code).toBe(0);
     expect(serverState(repo).served).toBe(before + 1);

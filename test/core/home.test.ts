@@ -34,8 +34,9 @@ describe('the home folder', () => {
     const offenders: string[] = [];
     for (const file of await sourceFiles(src)) {
       if (file === path.join(src, 'core', 'home.ts')) continue;
-      const text = await readFile(file, 'utf8');
-      if (/homedir\s*\(/.test(text)) offenders.push(path.relative(src, file));
+      // The code, without its comments (which may name os.homedir() to say why it is not used).
+      const code = (await readFile(file, 'utf8')).replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      if (/homedir\s*\(/.test(code)) offenders.push(path.relative(src, file));
     }
     expect(offenders).toEqual([]);
   });

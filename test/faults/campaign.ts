@@ -3,6 +3,8 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
+import { openObserver, openStore } from '../../src/admin.js';
+import type { CheckpointObserver } from '../../src/session/observer.js';
 import { seededRandom, testSeed, type Seeded } from '../helpers/seed.js';
 
 /**
@@ -111,4 +113,20 @@ export async function runKilled(job: Record<string, unknown>): Promise<ChildRun>
   const run = await runChild(job);
   if (run.signal !== 'SIGKILL' && run.code !== 0) throw new Error(`child failed (${String(run.code)}) instead of being killed: ${run.stderr}`);
   return run;
+}
+
+/**
+ * Runs each call of the returned function in an observer of its own (session `agent`), opened on
+ * `storeDir` and closed after it, as every agent hook event runs in a process of its own: what
+ * one event leaves for the next passes through the store's documents, never through memory.
+ */
+export function observerPerEvent(storeDir: string, projectRoot: string): <T>(fn: (observer: CheckpointObserver) => Promise<T>) => Promise<T> {
+  return async (fn) => {
+    const observer = openObserver(await openStore(storeDir, { projectRoot }), { sessionId: 'agent' });
+    try {
+      return await fn(observer);
+    } finally {
+      await observer.close();
+    }
+  };
 }

@@ -6,8 +6,8 @@ import { CheckpointStore } from '../../src/store/store.js';
 import { sandbox, writeTree } from '../session/helpers.js';
 import { Tally, trials } from './campaign.js';
 
-// Issue #27: one seeded byte of one stored copy (a pack record, header to checksum, or a loose
-// object) is damaged in place; then a new picture is taken in a new store instance, as the next
+// Issue #27: one seeded byte of one stored copy (a pack record, header to checksum — for a copy
+// in a block, the whole block, so every file in it — or a loose object) is damaged in place; then a new picture is taken in a new store instance, as the next
 // command would, with every file on disk intact and its stat unchanged; then the file whose copy
 // was damaged is changed, and the call undone. Held: the file comes back byte for byte, and the
 // restore skips and fails nothing. Broke: the picture pointed at the damaged copy.
@@ -17,7 +17,7 @@ interface Target {
   file: string;
   /** The pack or the loose object file (absolute). */
   storeFile: string;
-  /** The damage lands in [start, end) of `storeFile`: the whole record, or the whole loose file. */
+  /** The damage lands in [start, end) of `storeFile`: the whole record (or block), or the whole loose file. */
   start: number;
   end: number;
 }
@@ -27,7 +27,8 @@ describe('fault campaign: a damaged copy, then a new picture, then undo', () => 
     const tally = new Tally('damaged copy then new picture', 2707);
     const originals: Record<string, string> = {};
     for (let i = 0; i < 12; i++) originals[`src/f${i}.txt`] = `file ${i} `.repeat(1 + i * 60);
-    for (let i = 0; i < 2; i++) originals[`big/b${i}.txt`] = `large file ${i}, stored loose\n`.repeat(12_000 + i);
+    // Over the 4 MiB a picture's block takes: loose objects.
+    for (let i = 0; i < 2; i++) originals[`big/b${i}.txt`] = `large file ${i}, stored loose\n`.repeat(160_000 + i);
     let loose = 0;
     for (let t = 0; t < trials(200, 12); t++) {
       const pick = tally.random.next();
@@ -54,7 +55,7 @@ describe('fault campaign: a damaged copy, then a new picture, then undo', () => 
           const file = Object.keys(originals).find((name) => originals[name] === bytes);
           if (file === undefined) continue;
           const start = info.offset ?? 0;
-          targets.push({ file, storeFile: info.path, start, end: start + info.diskSize });
+          targets.push({ file, storeFile: info.path, start, end: start + (info.recordLength ?? info.diskSize) });
         }
         await objects.close();
         targets.sort((a, b) => (a.file < b.file ? -1 : 1));

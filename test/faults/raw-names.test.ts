@@ -1,11 +1,9 @@
 import * as fs from 'node:fs';
 import { describe, it } from 'vitest';
-import { openObserver, openStore } from '../../src/admin.js';
-import type { CheckpointObserver } from '../../src/session/observer.js';
 import { byteListing } from '../helpers/byte-listing.js';
 import type { Seeded } from '../helpers/seed.js';
 import { sandbox } from '../session/helpers.js';
-import { Tally, trials } from './campaign.js';
+import { observerPerEvent, Tally, trials } from './campaign.js';
 
 // Names that are not valid UTF-8 (issues #30, #31): random byte names, some inside folders with
 // such names, changed, deleted, renamed and added between a call's two pictures, each event in an
@@ -47,14 +45,7 @@ describe('fault campaign: names that are not UTF-8', () => {
           files.push(file);
         }
         const start = byteListing(root);
-        const event = async <T>(fn: (o: CheckpointObserver) => Promise<T>): Promise<T> => {
-          const observer = openObserver(await openStore(storeDir, { projectRoot: project }), { sessionId: 'agent' });
-          try {
-            return await fn(observer);
-          } finally {
-            await observer.close();
-          }
-        };
+        const event = observerPerEvent(storeDir, project);
         const boundary = await event((o) => o.beginTurn({ label: 'raw names' }));
         await event((o) => o.callBegin('call', { detached: true }));
         for (const file of files) {

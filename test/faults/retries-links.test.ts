@@ -2,13 +2,11 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, it } from 'vitest';
-import { openObserver, openStore } from '../../src/admin.js';
-import type { CheckpointObserver } from '../../src/session/observer.js';
 import { AGENTS } from '../../src/hooks/agents.js';
 import { tempFolder } from '../helpers/temp.js';
 import { CLI } from '../cli/harness.js';
 import { listing, sandbox, writeTree } from '../session/helpers.js';
-import { Tally, trials } from './campaign.js';
+import { observerPerEvent, Tally, trials } from './campaign.js';
 
 // Two classes of issue #30.
 //
@@ -39,14 +37,7 @@ describe('fault campaign: retried call ids', () => {
         const { project, storeDir } = await sandbox();
         await writeTree(project, { 'a.txt': 'a original\n', 'b.txt': 'b original\n', 'd/c.txt': 'c original\n', 'keep.txt': 'keep\n' });
         const start = await listing(project);
-        const event = async <T>(fn: (o: CheckpointObserver) => Promise<T>): Promise<T> => {
-          const observer = openObserver(await openStore(storeDir, { projectRoot: project }), { sessionId: 'agent' });
-          try {
-            return await fn(observer);
-          } finally {
-            await observer.close();
-          }
-        };
+        const event = observerPerEvent(storeDir, project);
         const boundary = await event((o) => o.beginTurn({ label: 'retried' }));
         for (let pre = 0; pre < pres; pre++) {
           await event((o) => o.callBegin('toolu_retry', { detached: true, ...(scoped ? { paths: FILES } : {}) }));

@@ -43,6 +43,38 @@ describe('reading hook payloads', () => {
     expect(event).toMatchObject({ session: 'q', toolClass: 'write', paths: ['/p/a.ts'] });
   });
 
+  // Copilot CLI 1.0.102, as the harness saw it (test/agents/copilot.test.ts): function tools'
+  // toolArgs are an object; the freeform apply_patch's are the patch text itself.
+  it('Copilot CLI: apply_patch names only the files its patch text names, relative ones against the cwd', () => {
+    const patch = '*** Begin Patch\n*** Update File: src/keep.ts\n@@\n-export {};\n+export const patched = true;\n*** Add File: /p/new.txt\n+new\n*** Delete File: docs/old.md\n*** End Patch\n';
+    for (const eventName of ['preToolUse', 'postToolUse']) {
+      const event = parseHookEvent(AGENTS.copilot, eventName, JSON.stringify({ sessionId: 'q', timestamp: 1, cwd: '/p', toolName: 'apply_patch', toolArgs: patch }), '/x');
+      expect(event).toMatchObject({ toolName: 'apply_patch', toolClass: 'write', paths: ['/p/src/keep.ts', '/p/new.txt', '/p/docs/old.md'], toolInput: { input: patch } });
+      expect(event.command).toBeUndefined();
+    }
+    // The before and the after event pair by the same key (Copilot sends no call id).
+    const key = (eventName: string): string => pairingKey(parseHookEvent(AGENTS.copilot, eventName, JSON.stringify({ sessionId: 'q', cwd: '/p', toolName: 'apply_patch', toolArgs: patch }), '/x'));
+    expect(key('preToolUse')).toBe(key('postToolUse'));
+  });
+
+  it('Copilot CLI: create, edit and str_replace_editor name a path; toolArgs as an object; a failed tool ends its call', () => {
+    const copilot = AGENTS.copilot;
+    const create = parseHookEvent(copilot, 'preToolUse', JSON.stringify({ sessionId: 'q', cwd: '/p', toolName: 'create', toolArgs: { path: '/p/n.txt', file_text: 'n\n' } }), '/x');
+    expect(create).toMatchObject({ toolClass: 'write', paths: ['/p/n.txt'] });
+    const editor = parseHookEvent(copilot, 'preToolUse', JSON.stringify({ sessionId: 'q', cwd: '/p', toolName: 'str_replace_editor', toolArgs: { command: 'str_replace', path: '/p/a.ts', old_str: 'a', new_str: 'b' } }), '/x');
+    expect(editor).toMatchObject({ toolClass: 'write', paths: ['/p/a.ts'] });
+    const failed = parseHookEvent(copilot, 'postToolUseFailure', JSON.stringify({ sessionId: 'q', cwd: '/p', toolName: 'edit', toolArgs: { path: '/p/a.ts', old_str: 'a', new_str: 'b' }, error: 'ENOENT' }), '/x');
+    expect(failed).toMatchObject({ kind: 'after-tool', toolClass: 'write', paths: ['/p/a.ts'] });
+    for (const tool of ['view', 'rg', 'glob', 'read_bash', 'list_bash']) expect(parseHookEvent(copilot, 'preToolUse', JSON.stringify({ sessionId: 'q', toolName: tool, toolArgs: {} }), '/x').toolClass).toBe('read-only');
+    expect(parseHookEvent(copilot, 'preToolUse', JSON.stringify({ sessionId: 'q', toolName: 'bash', toolArgs: { command: 'make', description: 'build' } }), '/x')).toMatchObject({ toolClass: 'shell', command: 'make' });
+  });
+
+  it('a freeform text input of a tool turnback does not know is the whole tree, its text kept as the input', () => {
+    const event = parseHookEvent(AGENTS.copilot, 'preToolUse', JSON.stringify({ sessionId: 'q', toolName: 'some_freeform_tool', toolArgs: 'do the thing' }), '/x');
+    expect(event).toMatchObject({ toolClass: 'shell', toolInput: { input: 'do the thing' } });
+    expect(event.paths).toBeUndefined();
+  });
+
   it('bad payloads are typed errors: not JSON, not an object, an unknown event, no tool name', () => {
     for (const [event, payload] of [
       ['PreToolUse', 'nope'],

@@ -2,7 +2,6 @@ import { chmod, copyFile, mkdir, stat, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { serverAddress, socketFolder, socketKey, socketsIn } from '../../src/server/address.js';
-import { checkedVariables, MAX_RELAYED_CHARS, MAX_RELAYED_VARIABLES, relayedVariables } from '../../src/server/environment.js';
 import { tempFolder } from '../helpers/temp.js';
 
 describe("the server socket's name", () => {
@@ -73,23 +72,5 @@ describe('which server a client talks to', () => {
     await writeFile(path.join(folder, 'aaaa.sock.blocked'), '');
     expect(socketsIn(folder)).toEqual([path.join(folder, 'aaaa.sock')]);
     expect(serverAddress(main, env)?.socket.startsWith(folder)).toBe(true);
-  });
-});
-
-describe("the environment a request carries", () => {
-  it('is the relayed names only, never TURNBACK_RUN, and the server takes exactly what a client sends', () => {
-    const relayed = relayedVariables({ HOME: '/h', PATH: '/bin', SHELL: '/bin/sh', TURNBACK_RUN: 'x', TURNBACK_DIR: '/s', LC_ALL: 'C', NODE_OPTIONS: '--x', SSH_AUTH_SOCK: '/a', TZ: 'UTC' });
-    expect(relayed).toEqual({ HOME: '/h', LC_ALL: 'C', NODE_OPTIONS: '--x', PATH: '/bin', TURNBACK_DIR: '/s', TZ: 'UTC' });
-    expect({ ...checkedVariables(relayed) }).toEqual(relayed);
-  });
-
-  it('anything else is refused: not an object, a name outside the set, a non-string, a NUL, too many or too long', () => {
-    for (const bad of [null, [], 'HOME=/h', 5, { SHELL: '/bin/sh' }, { TURNBACK_RUN: 'x' }, { LD_PRELOAD: '/x.so' }, { HOME: 5 }, { HOME: '/a\0b' }, JSON.parse('{"__proto__":"/x"}') as unknown]) {
-      expect(checkedVariables(bad)).toBeUndefined();
-    }
-    const many = Object.fromEntries(Array.from({ length: MAX_RELAYED_VARIABLES + 1 }, (_, i) => [`TURNBACK_V${i}`, '']));
-    expect(checkedVariables(many)).toBeUndefined();
-    expect(checkedVariables({ PATH: 'x'.repeat(MAX_RELAYED_CHARS) })).toBeUndefined();
-    expect(checkedVariables({ PATH: 'x'.repeat(MAX_RELAYED_CHARS - 4) })).toEqual({ PATH: 'x'.repeat(MAX_RELAYED_CHARS - 4) });
   });
 });

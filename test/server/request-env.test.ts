@@ -1,10 +1,11 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { homeFolder } from '../../src/core/home.js';
+import { readGitBlob } from '../../src/store/git-blobs.js';
 import { installRequestEnvironment, requestVariables, withEnvironment } from '../../src/server/request-env.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -153,5 +154,26 @@ describe("a served command's process.env", () => {
     expect(os.homedir()).not.toBe(a.home);
     const withoutHome = await withEnvironment(requestVariables({ PATH: a.env.PATH as string }), async () => homeFolder());
     expect(withoutHome).toBe(os.userInfo().homedir);
+  });
+  it("never hands one request's long-lived git reader to a request with another PATH", async () => {
+    const repo = await tempFolder('turnback-env-repo-');
+    execFileSync('git', ['init', '-q'], { cwd: repo });
+    const id = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: repo, input: 'blob text\n', encoding: 'utf8' }).trim();
+    const realGit = (await run('sh', ['-c', 'command -v git'], { encoding: 'utf8' })).stdout.trim();
+    const withLoggingGit = async (who: Client): Promise<string> => {
+      const log = path.join(who.home, 'git.log');
+      await writeFile(path.join(who.bin, 'git'), `#!/bin/sh\necho "$1" >> '${log}'\nexec '${realGit}' "$@"\n`);
+      await chmod(path.join(who.bin, 'git'), 0o755);
+      return log;
+    };
+    const [a, b] = [await client('alice'), await client('bob')];
+    const [logA, logB] = [await withLoggingGit(a), await withLoggingGit(b)];
+    for (const who of [a, b, a]) {
+      const bytes = await withEnvironment(requestVariables(who.env), () => readGitBlob(repo, id));
+      expect(bytes.toString()).toBe('blob text\n');
+    }
+    // One reader per environment: alice's started once and reused, bob's his own.
+    expect(await readFile(logA, 'utf8')).toBe('cat-file\n');
+    expect(await readFile(logB, 'utf8')).toBe('cat-file\n');
   });
 });

@@ -11,6 +11,10 @@ import { changesSinceInterrupted, interruptedRuns } from '../../src/session/inte
 import { listing, openObserver, sandbox, writeTree } from './helpers.js';
 import { storeBehind, type StoreView } from '../../src/store/view.js';
 
+// Shell calls (src/session/calls.ts): what callBegin/callEnd attribute around real commands and
+// real git, restores to a call's boundary, and what a call leaves in the store. Tool-call
+// snapshots: snapshots.test.ts; a call retried under its id: call-retry.test.ts.
+
 function sh(cwd: string, script: string): void {
   execFileSync('sh', ['-c', script], { cwd, stdio: 'pipe' });
 }
@@ -400,81 +404,6 @@ setInterval(() => {}, 1000);
   });
 });
 
-describe('tool-call snapshots', () => {
-  it('captures explicit paths now and restores them, deleting paths seen as absent', async () => {
-    const { project, storeDir } = await sandbox();
-    await writeTree(project, { 'lib.rs': 'fn main() {}', 'other.rs': 'o' });
-    const observer = await openObserver(project, storeDir);
-    await observer.beginTurn();
-    const scope = { sessionId: 's1', scopeId: 'tc_42' };
-    const info = await observer.snapshot({ ...scope, paths: ['lib.rs', 'new.rs', 'other.rs'] });
-    expect(info.paths).toEqual(['lib.rs', 'new.rs', 'other.rs']);
-    const ctx = { projectRoot: project, observer };
-    await observer.withToolCall(scope, async () => {
-      await writeFile(ctx, 'lib.rs', 'changed');
-      await writeFile(ctx, 'new.rs', 'created');
-    });
-    // A change the observer never saw has no post-write record: the guard refuses it.
-    await fs.writeFile(path.join(project, 'other.rs'), 'edited elsewhere');
-    const report = await observer.restoreSnapshot(scope);
-    expect(report.restored.map((e) => [e.path, e.action])).toEqual([
-      ['lib.rs', 'restore'],
-      ['new.rs', 'delete'],
-    ]);
-    expect(report.refused.map((e) => e.path)).toEqual(['other.rs']);
-    expect(await fs.readFile(path.join(project, 'lib.rs'), 'utf8')).toBe('fn main() {}');
-    await expect(fs.access(path.join(project, 'new.rs'))).rejects.toThrow();
-    expect(await fs.readFile(path.join(project, 'other.rs'), 'utf8')).toBe('edited elsewhere');
-  });
-
-  it('auto-captures writes inside the tool call context, without mixing two concurrent calls', async () => {
-    const { project, storeDir } = await sandbox();
-    await writeTree(project, { 'a.txt': 'a0', 'b.txt': 'b0' });
-    const observer = await openObserver(project, storeDir);
-    await observer.beginTurn();
-    await observer.snapshot({ sessionId: 's1', scopeId: 'call-a' });
-    await observer.snapshot({ sessionId: 's1', scopeId: 'call-b' });
-    const ctx = { projectRoot: project, observer };
-    const tick = () => new Promise((r) => setImmediate(r));
-    await Promise.all([
-      observer.withToolCall({ sessionId: 's1', scopeId: 'call-a' }, async () => {
-        await tick();
-        await writeFile(ctx, 'a.txt', 'a1');
-        await tick();
-        await writeFile(ctx, 'new-a.txt', 'na');
-      }),
-      observer.withToolCall({ sessionId: 's1', scopeId: 'call-b' }, async () => {
-        await writeFile(ctx, 'b.txt', 'b1');
-        await tick();
-        await tick();
-      }),
-    ]);
-    const list = await observer.listSnapshots('s1');
-    expect(list.map((s) => [s.scopeId, s.paths])).toEqual([
-      ['call-a', ['a.txt', 'new-a.txt']],
-      ['call-b', ['b.txt']],
-    ]);
-    const report = await observer.restoreSnapshot({ sessionId: 's1', scopeId: 'call-a' });
-    expect(report.failed).toEqual([]);
-    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('a0');
-    await expect(fs.access(path.join(project, 'new-a.txt'))).rejects.toThrow();
-    expect(await fs.readFile(path.join(project, 'b.txt'), 'utf8')).toBe('b1');
-    await observer.dropSnapshot({ sessionId: 's1', scopeId: 'call-b' });
-    expect((await observer.listSnapshots('s1')).map((s) => s.scopeId)).toEqual(['call-a']);
-  });
-
-  it('evicts the oldest snapshots beyond the per-session byte cap', async () => {
-    const { project, storeDir } = await sandbox();
-    await writeTree(project, { 'one.bin': Buffer.alloc(4000, 1), 'two.bin': Buffer.alloc(4000, 2), 'three.bin': Buffer.alloc(4000, 3) });
-    const observer = await openObserver(project, storeDir, { snapshotCapBytes: 9000 });
-    for (const [scopeId, file] of [['t1', 'one.bin'], ['t2', 'two.bin'], ['t3', 'three.bin']] as const) {
-      await observer.snapshot({ sessionId: 's', scopeId, paths: [file] });
-      await observer.withToolCall({ sessionId: 's', scopeId }, async () => undefined);
-    }
-    expect((await observer.listSnapshots('s')).map((s) => s.scopeId)).toEqual(['t2', 't3']);
-  });
-});
-
 describe('the exit code of a call', () => {
   it('is recorded with the call when given, and one that is not an integer is refused', async () => {
     const { project, storeDir } = await sandbox();
@@ -505,75 +434,3 @@ describe('the exit code of a call', () => {
   });
 });
 
-describe('a call retried under the same id', () => {
-  /** What the snapshot kept for a retried call holds for `file`: the bytes an earlier attempt left. */
-  async function keptBetween(observer: CheckpointObserver, callId: string, file: string): Promise<string[]> {
-    const kept: string[] = [];
-    for (const snapshot of (await observer.listSnapshots(observer.sessionId)).filter((s) => s.scopeId === callId)) {
-      const entry = (await observer.store.manifest(snapshot.checkpointId)).entries.find((e) => e.path === file);
-      if (entry?.before.type === 'file') kept.push((await observer.store.readObject(entry.before.object)).toString('utf8'));
-    }
-    return kept;
-  }
-
-  it('keeps the first before-picture (a detached call begun twice in one process): undoing the call reaches the original, and v1 is kept', async () => {
-    const { project, storeDir } = await sandbox();
-    await writeTree(project, { 'a.txt': 'original\n', 'b.txt': 'b\n' });
-    const observer = await openObserver(project, storeDir);
-    const boundary = await observer.beginTurn({ label: 'retry' });
-    await observer.callBegin('c1', { command: 'edit a', detached: true });
-    await fs.writeFile(path.join(project, 'a.txt'), 'v1\n');
-    await observer.callBegin('c1', { command: 'edit a', detached: true });
-    await fs.writeFile(path.join(project, 'a.txt'), 'v2\n');
-    const attribution = await observer.callEnd('c1');
-    expect(attribution.changes.map((c) => [c.path, c.kind])).toEqual([['a.txt', 'changed']]);
-    expect(await keptBetween(observer, 'c1', 'a.txt')).toEqual(['v1\n']);
-    const report = await observer.restoreCall(boundary, attribution);
-    expect(report.refused).toEqual([]);
-    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('original\n');
-    await observer.close();
-  });
-
-  it('keeps the first before-picture across processes (an agent hook per event): the call and the turn both undo to the original', async () => {
-    const { project, storeDir } = await sandbox();
-    await writeTree(project, { 'a.txt': 'original\n', 'keep.txt': 'k\n' });
-    const start = await listing(project);
-    const event = async <T>(fn: (o: CheckpointObserver) => Promise<T>): Promise<T> => {
-      const observer = await openObserver(project, storeDir, { sessionId: 'agent' });
-      try {
-        return await fn(observer);
-      } finally {
-        await observer.close();
-      }
-    };
-    const boundary = await event((o) => o.beginTurn({ label: 'turn' }));
-    await event((o) => o.callBegin('toolu_1', { paths: ['a.txt'], detached: true }));
-    await fs.writeFile(path.join(project, 'a.txt'), 'v1\n');
-    await event((o) => o.callBegin('toolu_1', { paths: ['a.txt'], detached: true }));
-    await fs.writeFile(path.join(project, 'a.txt'), 'v2\n');
-    const attribution = await event((o) => o.callEnd('toolu_1'));
-    expect(attribution.changes).toHaveLength(1);
-    expect(attribution.changes[0]?.before).toMatchObject({ type: 'file', size: 'original\n'.length });
-    expect(await event((o) => keptBetween(o, 'toolu_1', 'a.txt'))).toEqual(['v1\n']);
-    const report = await event((o) => o.restore(boundary));
-    expect(report.refused).toEqual([]);
-    expect(await listing(project)).toEqual(start);
-  });
-
-  it('a tool call snapshot taken twice for one scope restores to the first pre-image, not what the first attempt left', async () => {
-    const { project, storeDir } = await sandbox();
-    await writeTree(project, { 'a.txt': 'original\n' });
-    const observer = await openObserver(project, storeDir);
-    await observer.beginTurn();
-    const scope = { sessionId: 's1', scopeId: 'tc_retry' };
-    const ctx = { projectRoot: project, observer };
-    for (const content of ['v1\n', 'v2\n']) {
-      await observer.snapshot(scope);
-      await observer.withToolCall(scope, () => writeFile(ctx, 'a.txt', content));
-    }
-    const report = await observer.restoreSnapshot(scope);
-    expect(report.refused).toEqual([]);
-    expect(await fs.readFile(path.join(project, 'a.txt'), 'utf8')).toBe('original\n');
-    await observer.close();
-  });
-});

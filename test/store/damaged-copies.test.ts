@@ -26,9 +26,13 @@ afterEach(async () => {
 });
 
 const SMALL = 'small file, packed: '.repeat(40);
-const LARGE = Array.from({ length: 30_000 }, (_, i) => `line ${i} of a large loose file\n`).join('');
+/** Over the 4 MiB a picture's block takes: a loose object. */
+const LARGE = Array.from({ length: 150_000 }, (_, i) => `line ${i} of a large loose file\n`).join('');
 
-/** Flips one byte in the middle of `key`'s stored bytes, in place (same inode, same size). */
+/**
+ * Flips one byte in the middle of `key`'s stored bytes, in place (same inode, same size): of a
+ * loose file, of a pack record, or of the block that holds it (then every member of the block).
+ */
 async function damage(store: CheckpointStore, key: string): Promise<void> {
   const stored = await storedObject(store, key);
   const at = stored.storedOffset + Math.floor(stored.stored.length / 2);
@@ -50,17 +54,27 @@ function objectOf(picture: Picture, file: string): string {
 }
 
 describe('a damaged stored copy is never reused by a later picture', () => {
+  /** A first picture of small.txt and large.txt, then one that copies other.txt, created after it: a block of its own. */
+  async function firstPictures(store: CheckpointStore, coverage: ReturnType<typeof resolveCoverage>): Promise<{ first: Picture; withOther: Picture }> {
+    const first = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage });
+    await makeTree(project, { 'other.txt': 'other' });
+    await backdate(project, 'other.txt');
+    const withOther = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage, cache: first });
+    expect(withOther.copied).toBe(1);
+    return { first, withOther };
+  }
+
   for (const [kind, file, text] of [
-    ['pack record', 'small.txt', SMALL],
+    ['block member', 'small.txt', SMALL],
     ['loose object', 'large.txt', LARGE],
   ] as const) {
     it(`a new picture of the intact file stores it again (${kind}, next process)`, async () => {
-      await makeTree(project, { 'small.txt': SMALL, 'large.txt': LARGE, 'other.txt': 'other' });
-      for (const name of ['small.txt', 'large.txt', 'other.txt']) await backdate(project, name);
+      await makeTree(project, { 'small.txt': SMALL, 'large.txt': LARGE });
+      for (const name of ['small.txt', 'large.txt']) await backdate(project, name);
       const coverage = resolveCoverage();
       let store = await CheckpointStore.open(storeRoot, { projectRoot: project });
-      const first = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage });
-      const damagedKey = objectOf(first, file);
+      const { first: taken, withOther: first } = await firstPictures(store, coverage);
+      const damagedKey = objectOf(taken, file);
       await savePictureCache(store, 'picture-cache', first);
       await store.close();
       store = await CheckpointStore.open(storeRoot, { projectRoot: project });
@@ -81,12 +95,12 @@ describe('a damaged stored copy is never reused by a later picture', () => {
     });
 
     it(`a new picture of the intact file stores it again (${kind}, same process, damage from outside)`, async () => {
-      await makeTree(project, { 'small.txt': SMALL, 'large.txt': LARGE, 'other.txt': 'other' });
-      for (const name of ['small.txt', 'large.txt', 'other.txt']) await backdate(project, name);
+      await makeTree(project, { 'small.txt': SMALL, 'large.txt': LARGE });
+      for (const name of ['small.txt', 'large.txt']) await backdate(project, name);
       const coverage = resolveCoverage();
       const store = await CheckpointStore.open(storeRoot, { projectRoot: project });
       try {
-        const first = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage });
+        const { withOther: first } = await firstPictures(store, coverage);
         // A repeat picture first: what this process wrote and confirmed must not hide what comes next.
         const again = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage, cache: first });
         expect(again.copied).toBe(0);
@@ -96,12 +110,38 @@ describe('a damaged stored copy is never reused by a later picture', () => {
         const key = objectOf(second, file);
         expect(key).not.toBe(damagedKey);
         expect((await store.readObject(key)).toString()).toBe(text);
+        expect(objectOf(second, 'other.txt')).toBe(objectOf(first, 'other.txt'));
         expect(second.copied).toBe(1);
       } finally {
         await store.close();
       }
     });
   }
+
+  it('a damaged block: every file it held is copied again, none is pointed at; a file in another block keeps its copy', async () => {
+    const texts: Record<string, string> = { 'a.txt': `a ${SMALL}`, 'b.txt': `b ${SMALL}`, 'c/d.txt': `d ${SMALL}` };
+    await makeTree(project, texts);
+    for (const name of Object.keys(texts)) await backdate(project, name);
+    const coverage = resolveCoverage();
+    const store = await CheckpointStore.open(storeRoot, { projectRoot: project });
+    try {
+      const { first, withOther } = await firstPictures(store, coverage);
+      expect((await storedObject(store, objectOf(first, 'a.txt'))).block?.members).toBe(3);
+      await damage(store, objectOf(first, 'b.txt'));
+      for (const name of Object.keys(texts)) await expect(store.readObject(objectOf(first, name))).rejects.toMatchObject({ code: 'INTEGRITY' });
+      const second = await takePicture({ store: pictureStoreOf(store), projectRoot: project, coverage, cache: withOther });
+      expect(second.copied).toBe(3);
+      for (const [name, text] of Object.entries(texts)) {
+        expect(objectOf(second, name)).not.toBe(objectOf(first, name));
+        expect((await store.readObject(objectOf(second, name))).toString()).toBe(text);
+      }
+      expect(objectOf(second, 'other.txt')).toBe(objectOf(withOther, 'other.txt'));
+      const report = await store.verify();
+      expect(report.problems.map((problem) => problem.kind)).toContain('corrupt-object');
+    } finally {
+      await store.close();
+    }
+  });
 
   it('a repeat picture of an unchanged tree copies nothing and keeps the same records', async () => {
     await makeTree(project, { 'small.txt': SMALL, 'large.txt': LARGE });

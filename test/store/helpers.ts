@@ -66,7 +66,10 @@ export async function openStore(box: Sandbox, lockTimeoutMs?: number): Promise<C
   return CheckpointStore.open(box.storeRoot, { projectRoot: box.project, ...(lockTimeoutMs === undefined ? {} : { lockTimeoutMs }) });
 }
 
-/** Where an object's stored bytes (encoding byte + body) live: a loose file, or a record inside a pack. */
+/**
+ * Where an object's stored bytes live: a loose file (encoding byte + body), a one-object record
+ * inside a pack (the same), or a block record (`block`: the compressed body of all its members).
+ */
 export interface StoredObject {
   /** The loose file or the pack file. */
   file: string;
@@ -77,7 +80,11 @@ export interface StoredObject {
   /** Record length (packs) or file size (loose). */
   recordLength: number;
   stored: Buffer;
+  /** For a block member: the block's body encoding (0 raw, 2 brotli) and its member count. */
+  block?: { encoding: number; members: number };
 }
+
+const BLOCK_MAGIC = 0x54424231;
 
 export async function storedObject(store: CheckpointStore, key: string): Promise<StoredObject> {
   const { readFile } = await import('node:fs/promises');
@@ -86,10 +93,18 @@ export async function storedObject(store: CheckpointStore, key: string): Promise
   if (!info) throw new Error(`object ${key} not found`);
   const data = await readFile(info.path);
   if (info.offset === undefined) return { file: info.path, storedOffset: 0, recordOffset: 0, recordLength: data.length, stored: data };
+  if (data.readUInt32LE(info.offset) === BLOCK_MAGIC) {
+    // magic u32, body length u32, member count u16, encoding u8, table length u32, the table, body, xxh32.
+    const bodyLength = data.readUInt32LE(info.offset + 4);
+    const members = data.readUInt16LE(info.offset + 8);
+    const storedOffset = info.offset + 15 + data.readUInt32LE(info.offset + 11);
+    const recordLength = storedOffset - info.offset + bodyLength + 4;
+    return { file: info.path, storedOffset, recordOffset: info.offset, recordLength, stored: data.subarray(storedOffset, storedOffset + bodyLength), block: { encoding: data[info.offset + 10] as number, members } };
+  }
   const storedLength = data.readUInt32LE(info.offset + 4);
   const keyLength = data[info.offset + 8] as number;
   const storedOffset = info.offset + 9 + keyLength;
-  return { file: info.path, storedOffset, recordOffset: info.offset, recordLength: info.diskSize, stored: data.subarray(storedOffset, storedOffset + storedLength) };
+  return { file: info.path, storedOffset, recordOffset: info.offset, recordLength: 9 + keyLength + storedLength + 4, stored: data.subarray(storedOffset, storedOffset + storedLength) };
 }
 
 /** Makes every object and pack look older than the prune grace period (sealing this process's pack first, as an idle writer would). */

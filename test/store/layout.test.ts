@@ -21,7 +21,7 @@ describe('layout', () => {
     expect(store.projectRoot).toBe(await realpath(box.project));
     expect(JSON.parse(await readFile(path.join(store.root, 'STORE.json'), 'utf8'))).toEqual({
       format: 'turnback-store',
-      version: 2,
+      version: 3,
       projectRoot: store.projectRoot,
     });
     for (const dir of ['', 'objects', 'objects/v1', 'objects/packs', 'checkpoints', 'state', 'tmp']) {
@@ -64,7 +64,7 @@ describe('layout', () => {
     await mkdir(path.join(box.storeRoot, 'objects', 'v1', key.slice(0, 2)), { recursive: true });
     await writeFile(path.join(box.storeRoot, 'objects', 'v1', key.slice(0, 2), key), Buffer.concat([Buffer.of(0), bytes]));
     const store = await openStore(box);
-    expect(JSON.parse(await readFile(path.join(store.root, 'STORE.json'), 'utf8'))).toMatchObject({ version: 2 });
+    expect(JSON.parse(await readFile(path.join(store.root, 'STORE.json'), 'utf8'))).toMatchObject({ version: 3 });
     expect(Buffer.compare(await store.readObject(key), bytes)).toBe(0);
     expect(await store.hasObject(key)).toBe(true);
     // The same bytes put again find the loose copy (a fresh one: no second copy is written).
@@ -73,9 +73,9 @@ describe('layout', () => {
     expect((await store.verify()).problems).toEqual([]);
     await store.close();
     // A version this code does not know is refused, never rewritten.
-    await writeFile(path.join(box.storeRoot, 'STORE.json'), JSON.stringify({ format: 'turnback-store', version: 3, projectRoot }));
+    await writeFile(path.join(box.storeRoot, 'STORE.json'), JSON.stringify({ format: 'turnback-store', version: 4, projectRoot }));
     await expect(openStore(box)).rejects.toSatisfy((e) => isCheckpointError(e, 'STORE_UNAVAILABLE'));
-    expect(JSON.parse(await readFile(path.join(box.storeRoot, 'STORE.json'), 'utf8'))).toMatchObject({ version: 3 });
+    expect(JSON.parse(await readFile(path.join(box.storeRoot, 'STORE.json'), 'utf8'))).toMatchObject({ version: 4 });
   });
 
   test('refuses another project store with FOREIGN_WORKSPACE', async () => {

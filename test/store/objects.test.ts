@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
-import { baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/object-codec.js';
+import { BROTLI, baseObjectKey, decodeObject, parseObjectKey } from '../../src/store/object-codec.js';
 import type { CheckpointStore } from '../../src/store/store.js';
 import { ageStore, openStore, storedObject, type Sandbox, storePerTest } from './helpers.js';
 import { storeFile, storeFileSync } from '../../src/capture/stable-read.js';
@@ -117,7 +117,7 @@ describe('objects', () => {
     const ref = await store.putBytes(bytes);
     const file = objectFile(ref.object);
     const stored = await readFile(file);
-    expect(stored[0]).toBe(1);
+    expect(stored[0]).toBe(BROTLI);
     const raw = Buffer.concat([Buffer.of(0), bytes]);
     raw[raw.length - 1] = (raw[raw.length - 1] as number) ^ 0xff;
     await writeFile(file, raw);
@@ -261,7 +261,7 @@ describe('objects', () => {
   test('large objects (compressed off the event loop) round trip', async () => {
     const big = Buffer.from('0123456789abcdef\n'.repeat(100_000));
     const ref = await store.putBytes(big);
-    expect((await readFile(objectFile(ref.object)))[0]).toBe(1);
+    expect((await readFile(objectFile(ref.object)))[0]).toBe(BROTLI);
     expect(Buffer.compare(await store.readObject(ref.object), big)).toBe(0);
   });
 
