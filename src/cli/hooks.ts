@@ -193,18 +193,19 @@ export async function hooksInstallCommand(name: string, options: HooksOptions, i
     await mkdir(path.dirname(record), { recursive: true, mode: 0o700 });
     await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}), ...(ignore !== undefined ? { ignore } : {}) })}\n`, { mode: 0o600 });
   }
-  // The committed file keeps none of turnback's hooks beside the local ones: every event would run twice.
-  const moved = http !== undefined && !user ? await uninstallFrom(spec, context.projectRoot, hookFile(spec, context, false)) : [];
+  // A project's two files never both hold turnback's hooks (every event would run twice): the
+  // committed one gives them up when they go in this machine's own, and the other way round.
+  const other = user || spec.http === undefined ? undefined : http !== undefined ? hookFile(spec, context, false) : path.join(context.projectRoot, spec.http.localFile);
+  const moved = other !== undefined ? await uninstallFrom(spec, context.projectRoot, other) : [];
   // Hooks the agent will skip without a word until the person trusts them: said, with the step.
   const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user, hookFile: file, changed: result.added.length > 0 });
   const httpEvents = http === undefined ? [] : Object.keys(spec.events).filter((event) => http.target(event) !== undefined);
   io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, http: httpEvents, ...(plan !== undefined && 'refused' in plan ? { httpRefused: plan.refused } : {}), note: spec.installNote ?? null, untrusted: gap ?? null });
   if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownTarget(named, file)}: nothing changed`);
   else io.out(`turnback: added to ${shownTarget(named, file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
-  if (http !== undefined) {
-    io.out(`  ${httpEvents.join(', ')}: HTTP hooks to the command server (127.0.0.1:${http.endpoint.port}, with your secret), no process per tool call; this file is this machine's alone`);
-    if (moved.length > 0) io.out(`  taken out of ${shownPath(hookFile(spec, context, false))}: ${moved.join(', ')} (they would run twice)`);
-  } else if (plan !== undefined && 'refused' in plan) io.out(`  note: command hooks, not HTTP hooks: ${shownText(plan.refused)}`);
+  if (http !== undefined) io.out(`  ${httpEvents.join(', ')}: HTTP hooks to the command server (127.0.0.1:${http.endpoint.port}, with your secret), no process per tool call; this file is this machine's alone`);
+  else if (plan !== undefined && 'refused' in plan) io.out(`  note: command hooks, not HTTP hooks: ${shownText(plan.refused)}`);
+  if (other !== undefined && moved.length > 0) io.out(`  taken out of ${shownPath(other)}: ${moved.join(', ')} (they would run twice)`);
   if (!user && http === undefined && !turnbackOnPathIsThis(process.env.PATH)) {
     io.out('  note: `turnback` on PATH is not this install, so the hooks run `npx turnback` (the project\'s own turnback, else npm\'s): `npm install -g turnback` (or the project\'s devDependencies) makes them run without a download');
   }
