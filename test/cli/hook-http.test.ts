@@ -32,7 +32,10 @@ function post(port: number, url: string, body: string | Buffer, headers: Record<
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
       response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      // The rest of an oversized body may still be being written when the answer comes and the server closes.
+      response.on('error', () => resolve({ status: response.statusCode ?? -1, body: text }));
     });
+    request.on('socket', (socket) => socket.on('error', () => undefined));
     // A server that refuses an oversized body may close before all of it is sent.
     request.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? resolve({ status: -1, body: '' }) : reject(error)));
     request.end(body);
@@ -119,6 +122,44 @@ describe('HTTP hooks', () => {
     const removed = repo.tb(['hooks', 'uninstall', 'claude']);
     expect(removed.code, removed.stderr).toBe(0);
     expect(existsSync(path.join(repo.proj, '.claude'))).toBe(false);
+  });
+
+  it('the file that holds the secret is never copied: git-ignored by install, a turn leaves it out; where git does not ignore it, a run records it without a copy and show, diff and undo say so', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    started.push(repo);
+    const installed = repo.tb(['hooks', 'install', 'claude']);
+    expect(installed.code, installed.stderr).toBe(0);
+    const local = path.join(repo.proj, '.claude', 'settings.local.json');
+    const { port, secret } = JSON.parse(await readFile(path.join(repo.home, '.local', 'state', 'turnback', 'hook-endpoint.json'), 'utf8')) as { port: number; secret: string };
+    expect(await readFile(local, 'utf8')).toContain(secret);
+    // A turn through the listener in which the local file changes: git ignores it (install said
+    // so in .claude/.gitignore), so the turn's pictures leave it out and the list counts nothing.
+    const send = (event: string, extra: Record<string, unknown>): Promise<{ status: number; body: string }> =>
+      post(port, `/hook/claude/${event}`, JSON.stringify({ session_id: 'cred', cwd: repo.proj, hook_event_name: event, ...extra }), { 'X-Turnback-Secret': secret });
+    expect((await send('UserPromptSubmit', { prompt: 'allow cat' })).status).toBe(200);
+    const call = { tool_name: 'Bash', tool_input: { command: 'allow cat' }, tool_use_id: 'toolu_cred_1' };
+    expect((await send('PreToolUse', call)).status).toBe(200);
+    await writeFile(local, (await readFile(local, 'utf8')).replace('{', '{\n  "permissions": { "allow": ["Bash(cat *)"] },'));
+    expect((await send('PostToolUse', call)).status).toBe(200);
+    expect((await send('Stop', {})).status).toBe(200);
+    expect(repo.tb(['list']).stdout).toMatch(/turn 1 "allow cat" .* 0 files changed/);
+
+    // Where git does not ignore it (the line taken out of .claude/.gitignore), it is a credential
+    // file: recorded by its size and mode, never copied.
+    await writeFile(path.join(repo.proj, '.claude', '.gitignore'), '');
+    const report = path.join(repo.home, 'run.json');
+    const run = repo.tb(['run', '--report', report, '--', 'sh', '-c', 'sed -i s/cat/head/ .claude/settings.local.json']);
+    expect(run.code, run.stderr).toBe(0);
+    const { checkpoint } = JSON.parse(await readFile(report, 'utf8')) as { checkpoint: string };
+    expect(repo.tb(['status']).stdout).toContain('1 credential file recorded without a copy');
+    expect(repo.tb(['show', checkpoint]).stdout).toMatch(/changed +\.claude\/settings\.local\.json/);
+    expect(repo.tb(['diff', checkpoint]).stdout).toMatch(/^\.claude\/settings\.local\.json: [0-9.]+ (?:B|KiB), no copy \(credential file\) → /m);
+    // Nothing else changed, so nothing is written (exit 3) and the undo says why this file is not.
+    const undo = repo.tb(['undo', '--yes']);
+    expect(undo.code, undo.stderr).toBe(3);
+    expect(undo.stdout).toMatch(/\.claude\/settings\.local\.json +no copy \(credential file\)/);
+    // Nothing to bring it back from: it keeps what the run left.
+    expect(await readFile(local, 'utf8')).toContain('Bash(head *)');
   });
 
   it('a settings file others can read gets no secret: install says so and writes command hooks', async () => {
