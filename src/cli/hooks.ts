@@ -441,7 +441,7 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     const observer = openObserver(store, { config: context.config.resolved, sessionId: agentSessionId(spec.name, event.session), ownerPid: context.invocation.pid, pictureDeadline: workDeadline });
     let outcome;
     try {
-      outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds });
+      outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds, agent: spec });
     } finally {
       await observer.close().catch(() => undefined);
     }
