@@ -32,6 +32,17 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** One transcript line as an object, or `undefined` (not JSON: cut by the read's start, or being written). */
+function parsedLine(raw: string): Record<string, unknown> | undefined {
+  if (raw.length < 2 || raw.charCodeAt(0) !== 123 /* { */) return undefined;
+  try {
+    const line = JSON.parse(raw) as unknown;
+    return isRecord(line) ? line : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** True for a line that starts a turn: a person's prompt (a user line with text, no tool result, not Claude's own meta line). */
 function isPrompt(line: Record<string, unknown>): boolean {
   if (line.type !== 'user' || line.isMeta === true || line.isSidechain === true || !isRecord(line.message)) return false;
@@ -46,24 +57,25 @@ function isPrompt(line: Record<string, unknown>): boolean {
  * a subagent's lines (`isSidechain`) are passed over.
  */
 export function lastTurnToolCalls(text: string): TranscriptCall[] {
-  let calls = new Map<string, TranscriptCall>();
+  const lines = text.split('\n');
+  // Only the last turn's lines are parsed: its prompt is found from the end, so a hook event of a
+  // long session does not read every earlier turn again.
+  let start = 0;
+  for (let at = lines.length - 1; at >= 0; at--) {
+    const raw = lines[at] as string;
+    if (!raw.includes('"user"') || raw.includes('"tool_result"')) continue;
+    const line = parsedLine(raw);
+    if (line !== undefined && isPrompt(line)) {
+      start = at + 1;
+      break;
+    }
+  }
+  const calls = new Map<string, TranscriptCall>();
   const results = new Set<string>();
   const failed = new Map<string, string[]>();
-  for (const raw of text.split('\n')) {
-    if (raw.length < 2 || raw.charCodeAt(0) !== 123 /* { */) continue;
-    let line: unknown;
-    try {
-      line = JSON.parse(raw);
-    } catch {
-      continue;
-    }
-    if (!isRecord(line) || line.isSidechain === true) continue;
-    if (isPrompt(line)) {
-      calls = new Map();
-      results.clear();
-      failed.clear();
-      continue;
-    }
+  for (const raw of lines.slice(start)) {
+    const line = parsedLine(raw);
+    if (line === undefined || line.isSidechain === true) continue;
     if (line.type === 'attachment' && isRecord(line.attachment) && line.attachment.type === 'hook_non_blocking_error') {
       const { toolUseID, hookEvent } = line.attachment;
       if (typeof toolUseID === 'string' && typeof hookEvent === 'string') failed.set(toolUseID, [...(failed.get(toolUseID) ?? []), hookEvent]);
