@@ -277,7 +277,16 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent, agent
       // the server): this event sweeps the whole tree, so what that call did is pictured now.
       const turn = agent !== undefined && event.transcriptPath !== undefined ? (await boundaries(observer)).at(-1) : undefined;
       const missed = turn === undefined ? [] : await turnMissedCalls(observer, event, turn.id, agent);
-      const swept = missed.length > 0 ? `; swept the whole tree: ${missed.length} call(s) of this turn not pictured (${missed.map((m) => m.call.id).join(', ')})` : '';
+      // A call whose after event was missed ends here, so its window stops at this picture, not at the turn's end.
+      const open = new Set((await observer.openCalls()).map((call) => call.callId));
+      let closed = 0;
+      for (const { call } of missed) {
+        if (!call.missing.includes('PostToolUse') || !open.has(call.id)) continue;
+        await splitAtEvent(observer, { closing: (other) => ofSession(other) && other.callId === call.id });
+        await observer.callEnd(call.id, { sideEffect: 'filesystem', omit: omitOthers(observer, { session, callId: call.id }) });
+        closed += 1;
+      }
+      const swept = missed.length > 0 ? `; swept the whole tree: ${missed.length} call(s) of this turn not pictured (${missed.map((m) => m.call.id).join(', ')})${closed > 0 ? `, ${closed} ended here` : ''}` : '';
       if (event.toolClass === 'write' && event.paths !== undefined && missed.length === 0) {
         const inside = await writtenInside(observer.projectRoot, event.paths);
         if (inside.length === 0) return { action: `${event.toolName ?? 'tool'}: writes outside the project only, nothing pictured` };

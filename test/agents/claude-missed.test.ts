@@ -42,10 +42,18 @@ describe.runIf(agentRuns('claude'))('Claude Code, the real binary: HTTP hooks th
       expect(transcript).toContain(`"hookEvent":"PostToolUse","stderr":"connect ECONNREFUSED`);
       expect(transcript).toMatch(new RegExp(`"toolUseID":"${third}","hookEvent":"PreToolUse"`));
 
-      // The first before event that got through after the misses swept the whole tree.
+      // The first before event that got through after the misses swept the whole tree (the Write's
+      // own picture would be its file alone) and ended the call whose after event was missed. It
+      // names what Claude's transcript held by then: Claude writes its lines a moment after the
+      // events, and the third call's failed PreToolUse was not always in the file yet (seen).
       const log = await hookLogLines(project);
       const sweep = log.find((line) => line.event === 'PreToolUse' && (line.action ?? '').startsWith(`call ${fourth} began`));
-      expect(sweep?.action, JSON.stringify(log, null, 1)).toBe(`call ${fourth} began: whole tree; swept the whole tree: 2 call(s) of this turn not pictured (${second}, ${third})`);
+      expect(sweep?.action, JSON.stringify(log, null, 1)).toMatch(new RegExp(`^call ${fourth} began: whole tree; swept the whole tree: [12] call\\(s\\) of this turn not pictured \\(${second}(, ${third})?\\), 1 ended here$`));
+      // So the second call's picture ends there: it holds what the unpictured third call did, never the fourth's file.
+      const secondRow = listed(project).find((row) => (row.label ?? '').includes('turnback server stop'));
+      expect(secondRow, JSON.stringify(listed(project), null, 1)).toBeDefined();
+      const secondChanges = (JSON.parse(project.tb(['show', (secondRow as { id: string }).id, '--json']).stdout) as { changes: { path: string; kind: string }[] }).changes.map((c) => `${c.kind} ${c.path}`).sort();
+      expect(secondChanges).toEqual(['created three.txt', 'created two.txt']);
       // The turn's end names them.
       const stop = log.find((line) => line.event === 'Stop');
       expect(stop?.action, JSON.stringify(log, null, 1)).toContain(`not pictured: ${second}, ${third}`);
