@@ -4,7 +4,7 @@
 // requests of the turn (a tool call's round: Claude's PreToolUse hook, the command, its PostToolUse
 // hook, the next request), so the turn's own command hooks (prompt, stop, session end) are not
 // counted in it; the whole run is given too. On a small project and on a generated 9,000-file tree.
-// Usage: node bench/claude-hooks.mjs [--runs=5] [--files=9000] [--command-hooks]
+// Usage: node bench/claude-hooks.mjs [--runs=5] [--files=9000 (0: the small project alone)] [--command-hooks]
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -84,10 +84,8 @@ async function turn(where, hooksOn) {
 }
 
 const results = [];
-for (const [name, files] of [
-  ['small', 0],
-  [`${bigFiles}-file`, bigFiles],
-]) {
+// `--files=0`: the small project alone.
+for (const [name, files] of [['small', 0], ...(bigFiles > 0 ? [[`${bigFiles}-file`, bigFiles]] : [])]) {
   const where = project(name, files);
   const on = { wall: [], rounds: [] };
   const off = { wall: [], rounds: [] };
