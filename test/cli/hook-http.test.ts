@@ -162,6 +162,68 @@ describe('HTTP hooks', () => {
     expect(await readFile(local, 'utf8')).toContain('Bash(head *)');
   });
 
+  it('calls whose hooks did not get through, as Claude\'s transcript has them: the next before event sweeps, the stop, list and show name each', async () => {
+    const { repo, port, secret } = await servedRepo();
+    const transcript = path.join(repo.home, 'session.jsonl');
+    const lines: string[] = [];
+    const record = async (...values: unknown[]): Promise<void> => {
+      lines.push(...values.map((value) => JSON.stringify(value)));
+      await writeFile(transcript, `${lines.join('\n')}\n`);
+    };
+    const toolUse = (id: string, name: string, input: Record<string, unknown>): unknown => ({ type: 'assistant', message: { role: 'assistant', content: [{ type: 'tool_use', id, name, input }] } });
+    const result = (id: string): unknown => ({ type: 'user', message: { role: 'user', content: [{ tool_use_id: id, type: 'tool_result', content: 'ok' }] } });
+    const failed = (id: string, event: string): unknown => ({ type: 'attachment', attachment: { type: 'hook_non_blocking_error', hookName: `${event}:Bash`, toolUseID: id, hookEvent: event, stderr: `connect ECONNREFUSED 127.0.0.1:${port}`, exitCode: 0 } });
+    const send = async (event: string, extra: Record<string, unknown>): Promise<{ status: number; body: string }> => {
+      const answer = await post(port, `/hook/claude/${event}`, JSON.stringify({ session_id: 'gone', cwd: repo.proj, transcript_path: transcript, hook_event_name: event, ...extra }), { 'X-Turnback-Secret': secret });
+      expect(answer.status).toBe(200);
+      return answer;
+    };
+    const bash = (id: string, command: string): Record<string, unknown> => ({ tool_name: 'Bash', tool_input: { command }, tool_use_id: id });
+    await record({ type: 'user', message: { role: 'user', content: 'four files' } });
+    await send('UserPromptSubmit', { prompt: 'four files' });
+    // 1: both events arrive.
+    await record(toolUse('toolu_one', 'Bash', { command: 'echo one > one.txt' }));
+    await send('PreToolUse', bash('toolu_one', 'echo one > one.txt'));
+    await writeFile(path.join(repo.proj, 'one.txt'), 'one\n');
+    await send('PostToolUse', bash('toolu_one', 'echo one > one.txt'));
+    await record(result('toolu_one'));
+    // 2: its PostToolUse never arrives; Claude says so.
+    await record(toolUse('toolu_two', 'Bash', { command: 'echo two > two.txt' }));
+    await send('PreToolUse', bash('toolu_two', 'echo two > two.txt'));
+    await writeFile(path.join(repo.proj, 'two.txt'), 'two\n');
+    await record(failed('toolu_two', 'PostToolUse'), result('toolu_two'));
+    // 3: neither arrives.
+    await record(toolUse('toolu_three', 'Bash', { command: 'echo three > three.txt' }), failed('toolu_three', 'PreToolUse'));
+    await writeFile(path.join(repo.proj, 'three.txt'), 'three\n');
+    await record(failed('toolu_three', 'PostToolUse'), result('toolu_three'));
+    // 4: a Write, whose picture would be its file alone: it sweeps the whole tree and ends call 2.
+    const write = { tool_name: 'Write', tool_input: { file_path: path.join(repo.proj, 'four.txt'), content: 'four\n' }, tool_use_id: 'toolu_four' };
+    await record(toolUse('toolu_four', 'Write', write.tool_input));
+    await send('PreToolUse', write);
+    await writeFile(path.join(repo.proj, 'four.txt'), 'four\n');
+    await send('PostToolUse', write);
+    await record(result('toolu_four'));
+    const stop = JSON.parse((await send('Stop', {})).body) as { systemMessage: string };
+    expect(stop.systemMessage).toMatch(/^turnback: 4 new · turnback undo ([0-9a-z]{8}) · 2 calls not pictured, their hooks did not reach turnback \(turnback show \1\)$/);
+
+    const log = await hookLog(repo);
+    const actions = log.map((line) => (JSON.parse(line) as { action?: string }).action ?? '');
+    expect(actions).toContain('call toolu_four began: whole tree; swept the whole tree: 2 call(s) of this turn not pictured (toolu_two, toolu_three), 1 ended here');
+    const list = repo.tb(['list']).stdout;
+    expect(list.split('\n').filter((line) => line.includes('⚠'))).toEqual([
+      '  ⚠ not pictured: Bash: echo two > two.txt (toolu_two): its PostToolUse hook did not reach turnback; its picture runs on past its end, so it may hold what later calls changed',
+      "  ⚠ not pictured: Bash: echo three > three.txt (toolu_three): its PreToolUse and PostToolUse hooks did not reach turnback; nothing was pictured before it, so its changes are the turn's, not its own",
+    ]);
+    const id = /turnback undo ([0-9a-z]{8})/.exec(stop.systemMessage)?.[1] as string;
+    const show = repo.tb(['show', id]).stdout;
+    expect(show).toContain('note: not pictured: Bash: echo two > two.txt (toolu_two)');
+    expect(show).toContain('note: not pictured: Bash: echo three > three.txt (toolu_three)');
+    // Call 2 ended at the sweep: it holds the third call's file, not the fourth's.
+    const secondRow = (JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { id: string; label?: string }[] }).checkpoints.find((row) => row.label?.includes('echo two') === true);
+    const secondChanges = (JSON.parse(repo.tb(['show', secondRow?.id ?? 'none', '--json']).stdout) as { changes: { path: string }[] }).changes.map((c) => c.path).sort();
+    expect(secondChanges).toEqual(['three.txt', 'two.txt']);
+  });
+
   it('a settings file others can read gets no secret: install says so and writes command hooks', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     started.push(repo);
