@@ -20,19 +20,16 @@ import {
 } from '../hooks.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { openObserver } from '../admin.js';
-import { loadContext, openStore, storeFolderProblem, type CliContext, type GlobalOptions } from './context.js';
+import { loadContext, openStore, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { startBackgroundPush } from './background-push.js';
-import { displayTime } from './pictures.js';
 import { hookContext } from './hook-project.js';
 import { readRegularText } from '../fs/regular-file.js';
 import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
 import { HOOK_LEAVE_MS, readHookInput } from './hook-input.js';
-import { blockedLine, serverAddress, socketBlocker } from '../server/address.js';
-import { ourCommands } from '../hooks/settings.js';
-import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
+import { hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
 import { codexConfigPath, trustGapOf } from './hook-trust.js';
 import { httpPlanFor, keepOutOfGit, undoIgnoreEdit, type IgnoreEdit } from './hook-http.js';
 
@@ -63,7 +60,7 @@ function scopeRoot(spec: AgentSpec, context: CliContext, user: boolean): string 
 }
 
 /** The hook file of `spec` in the chosen scope. */
-function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
+export function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return path.join(context.projectRoot, spec.files.project);
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return path.join(process.env.CODEX_HOME, 'hooks.json');
   return path.join(homeFolder(), spec.files.user);
@@ -91,7 +88,7 @@ function shownTarget(file: string, real: string): string {
 }
 
 /** The file's JSON object and its text, or an empty object when the file does not exist. */
-async function readSettings(file: string): Promise<{ settings: HookJsonObject; text: string | undefined }> {
+export async function readSettings(file: string): Promise<{ settings: HookJsonObject; text: string | undefined }> {
   let text: string;
   try {
     text = await readRegularText(file);
@@ -327,7 +324,8 @@ async function appendLog(context: CliContext, line: HookLogLine): Promise<void> 
   }
 }
 
-async function readLog(context: CliContext): Promise<HookLogLine[]> {
+/** The hook log's lines for `context`'s store, oldest first (none when there is no log). */
+export async function readLog(context: CliContext): Promise<HookLogLine[]> {
   try {
     return (await readRegularText(hookLogPath(context)))
       .split('\n')
@@ -344,59 +342,6 @@ async function readLog(context: CliContext): Promise<HookLogLine[]> {
   }
 }
 
-/** `turnback hooks status`: per agent found, whether its hooks are installed and when they last fired. */
-export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options, io.invocation);
-  const log = await readLog(context);
-  const rows: Record<string, unknown>[] = [];
-  for (const spec of Object.values(AGENTS)) {
-    const scopes: { scope: string; file: string; installed: number; commands: string[] }[] = [];
-    const files: [string, string][] = [['project', hookFile(spec, context, false)], ...(spec.http !== undefined ? [['local', path.join(context.projectRoot, spec.http.localFile)] as [string, string]] : []), ['user', hookFile(spec, context, true)]];
-    for (const [scope, file] of files) {
-      try {
-        const { settings, text } = await readSettings(file);
-        if (text !== undefined) scopes.push({ scope, file, installed: installedEvents(spec, settings).length, commands: ourCommands(spec, settings) });
-      } catch {
-        scopes.push({ scope, file, installed: -1, commands: [] });
-      }
-    }
-    const mine = log.filter((l) => l.agent === spec.name);
-    const last = mine.at(-1);
-    const lastFailure = mine.filter((l) => !l.ok).at(-1);
-    // A file there that cannot be read (not JSON, a FIFO) is worth a line even before any event.
-    if (scopes.every((s) => s.installed === 0) && mine.length === 0) continue;
-    const total = Object.keys(spec.events).length;
-    const row: Record<string, unknown> = { agent: spec.name, scopes: scopes.map(({ commands: _c, ...rest }) => rest), events: total, lastEvent: last ?? null, lastFailure: lastFailure ?? null };
-    rows.push(row);
-    const where = scopes
-      .filter((s) => s.installed !== 0)
-      .map((s) => (s.installed < 0 ? `${s.scope}: ${shownPath(s.file)} cannot be read` : `${s.scope}: ${s.installed === total ? 'installed' : `${s.installed} of ${total} events`} (${shownPath(s.file)})`));
-    io.out(`${spec.title}: ${where.length === 0 ? 'not installed' : where.join('; ')}`);
-    // What keeps installed hooks from running here: a command not found, an agent's trust.
-    const problems: string[] = [];
-    for (const s of scopes.filter((x) => x.installed > 0)) {
-      const broken = [...new Set(s.commands.map((c) => commandProblem(c, process.env.PATH)).filter((p): p is string => p !== undefined))];
-      for (const p of broken) problems.push(`${s.scope}: its command would not run here: ${p}`);
-      const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user: s.scope === 'user', hookFile: path.resolve(s.file), changed: false });
-      if (gap !== undefined) problems.push(`${s.scope}: not running: ${gap.why}; to trust them: ${gap.step}`);
-    }
-    row.problems = problems;
-    io.out(last === undefined ? `  no event yet${problems.length > 0 ? ', because:' : ''}` : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
-    for (const p of problems) io.out(`  ${shownText(p)}`);
-    if (lastFailure !== undefined && lastFailure !== last) io.out(`  last failure: ${shownText(lastFailure.event)} ${displayTime(lastFailure.at)}: ${shownText(lastFailure.error ?? '')}`);
-    const failed = mine.filter((l) => !l.ok).length;
-    if (failed > 0) io.out(`  ${failed} of the ${mine.length} events in the log were not recorded (gaps: ${shownPath(hookLogPath(context))})`);
-  }
-  const address = serverAddress(path.join(__dirname, 'main.cjs'), process.env);
-  const blockedBy = address === undefined ? undefined : socketBlocker(address.socket);
-  const server = address !== undefined && blockedBy !== undefined ? blockedLine(address.socket, blockedBy) : null;
-  if (server !== null) io.out(`server: ${shownText(server)}`);
-  const storeProblem = await storeFolderProblem(context);
-  if (storeProblem !== undefined) io.out(io.style.warn(`⚠ ${storeProblem}: every hook event fails until it names a turnback store or an empty folder`));
-  io.emit({ agents: rows, log: hookLogPath(context), server, ...(storeProblem !== undefined ? { storeProblem } : {}) });
-  if (rows.length === 0) io.out('no agent hooks installed here (turnback hooks install AGENT)');
-  return EXIT.ok;
-}
 
 /**
  * The payload on stdin: read by the client (relayed when served, handed over when it runs the

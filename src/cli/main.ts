@@ -12,7 +12,8 @@ import { invocationOf, processInvocation, type Invocation } from './invocation.j
 import { SERVE_FLAG } from '../server/address.js';
 import { serveForever } from '../server/server.js';
 import { serverCommand } from './server-command.js';
-import { hookCommand, hooksInstallCommand, hooksStatusCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
+import { hookCommand, hooksInstallCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
+import { hooksStatusCommand } from './hooks-status.js';
 import { runCommand, type RunOptions } from './run.js';
 import { revertCallCommand, revertCommand, type RevertOptions } from './revert.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
