@@ -26,6 +26,8 @@ export interface MissedCall {
   input: Record<string, unknown>;
   /** Which of its events turnback has no record of. */
   missing: ('PreToolUse' | 'PostToolUse')[];
+  /** True when Claude said each of those hooks failed (else one arrived and was not recorded, or Claude did not say). */
+  reported: boolean;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -117,7 +119,8 @@ export function missedCalls(calls: readonly TranscriptCall[], arrived: ArrivedCa
     if (!began && (call.finished || call.failedHooks.includes('PreToolUse'))) missing.push('PreToolUse');
     const afterFailed = call.failedHooks.includes('PostToolUse') || call.failedHooks.includes('PostToolUseFailure');
     if (afterFailed || (began && call.finished && arrived.open.has(call.id))) missing.push('PostToolUse');
-    if (missing.length > 0) missed.push({ id: call.id, name: call.name, input: call.input, missing });
+    const reported = missing.every((event) => call.failedHooks.includes(event) || (event === 'PostToolUse' && call.failedHooks.includes('PostToolUseFailure')));
+    if (missing.length > 0) missed.push({ id: call.id, name: call.name, input: call.input, missing, reported });
   }
   return missed;
 }
@@ -129,6 +132,8 @@ export const MISSED_NOTE_PREFIX = 'not pictured: ';
 export function missedNote(call: MissedCall, label: string): string {
   const events = call.missing.join(' and ');
   const what = call.missing.includes('PreToolUse') ? 'nothing was pictured before it, so its changes are the turn\'s, not its own' : 'its picture runs on past its end, so it may hold what later calls changed';
-  const note = `${MISSED_NOTE_PREFIX}${label} (${call.id}): its ${events} ${call.missing.length === 1 ? 'hook' : 'hooks'} did not reach turnback; ${what}`;
+  // Claude's own word that the hook failed, or only turnback's lack of a record (an event that came and could not be recorded).
+  const why = call.reported ? `its ${events} ${call.missing.length === 1 ? 'hook' : 'hooks'} did not reach turnback` : `turnback has no record of its ${events} ${call.missing.length === 1 ? 'event' : 'events'}`;
+  const note = `${MISSED_NOTE_PREFIX}${label} (${call.id}): ${why}; ${what}`;
   return note.length <= 500 ? note : `${note.slice(0, 499)}…`;
 }

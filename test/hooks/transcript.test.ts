@@ -84,7 +84,11 @@ describe("a turn's tool calls in Claude Code's transcript", () => {
     const [b, c] = missedCalls(lastTurnToolCalls(TRANSCRIPT), { began: new Set(['toolu_a', 'toolu_b']), open: new Set(['toolu_b']) }, (call) => call.name === 'Bash');
     expect(missedNote(b as never, 'Bash: turnback server stop')).toBe(`${MISSED_NOTE_PREFIX}Bash: turnback server stop (toolu_b): its PostToolUse hook did not reach turnback; its picture runs on past its end, so it may hold what later calls changed`);
     expect(missedNote(c as never, 'Bash: echo c > c.txt')).toBe(`${MISSED_NOTE_PREFIX}Bash: echo c > c.txt (toolu_c): its PreToolUse hook did not reach turnback; nothing was pictured before it, so its changes are the turn's, not its own`);
-    expect(missedNote({ id: 'x', name: 'Bash', input: {}, missing: ['PreToolUse', 'PostToolUse'] }, 'Bash: ' + 'y'.repeat(600)).length).toBe(500);
+    // Where Claude did not say the hook failed (it arrived and could not be recorded), the note says only what turnback lacks.
+    const [a] = missedCalls(lastTurnToolCalls(TRANSCRIPT), { began: new Set(['toolu_b', 'toolu_c']), open: new Set() }, (call) => call.id === 'toolu_a');
+    expect(a?.reported).toBe(false);
+    expect(missedNote(a as never, 'Bash: echo a > a.txt')).toBe(`${MISSED_NOTE_PREFIX}Bash: echo a > a.txt (toolu_a): turnback has no record of its PreToolUse event; nothing was pictured before it, so its changes are the turn's, not its own`);
+    expect(missedNote({ id: 'x', name: 'Bash', input: {}, missing: ['PreToolUse', 'PostToolUse'], reported: true }, 'Bash: ' + 'y'.repeat(600)).length).toBe(500);
   });
 
   it('Claude Code\'s payloads carry the transcript path (an absolute one only); other agents\' are not read for it', () => {
