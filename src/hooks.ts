@@ -11,6 +11,6 @@ export { AGENTS, agentSessionId, isAgentName, parseAgentSessionId, type AgentNam
 export { MAX_PAYLOAD_BYTES, classifyTool, namedPaths, pairingKey, parseHookEvent, patchPaths, promptLabel, type HookEvent, type ToolClass } from './hooks/events.js';
 export { applyHookEvent, changeCounts, turnCallId, type ApplyHookOptions, type HookOutcome } from './hooks/apply.js';
 export { attributionOf, callWords, candidatesOf, omitOthers, overlapping, sharedChanges, splitAtEvent, type Attribution, type CallKey, type OpenCall, type SharedChange } from './hooks/overlap.js';
-export { indentationOf, installedEvents, installHooks, isOurCommand, uninstallHooks, type InstallResult, type JsonObject as HookJsonObject, type UninstallResult } from './hooks/settings.js';
+export { indentationOf, installedEvents, installHooks, isOurCommand, isOurUrl, uninstallHooks, type HttpHookTarget, type InstallResult, type JsonObject as HookJsonObject, type UninstallResult } from './hooks/settings.js';
 export { codexHooksFeature, enableCodexHooks } from './hooks/codex-config.js';
 export { realPathOf, type RealPath } from './fs/paths.js';

@@ -119,7 +119,8 @@ export function resolveCoverage(options: CoverageOptions = {}): ResolvedCoverage
     ...limits,
     skip: frozenSkip,
     copyCredentials,
-    isUncopiedCredential: (projectPath: string): boolean => !copyCredentials && isCredentialPath(projectPath),
+    // An agent's hook secret is never copied, even for those who copy their credentials.
+    isUncopiedCredential: (projectPath: string): boolean => (copyCredentials ? isHookSecretPath(projectPath) : isCredentialPath(projectPath)),
     maxFileBytes: Math.floor(limits.maxFileMib * MIB),
     maxPictureBytes: Math.floor(limits.maxPictureMib * MIB),
     isSkipped(projectPath: string, isFolder: boolean): boolean {
@@ -136,10 +137,31 @@ const CREDENTIAL_EXTENSIONS = ['.pem', '.key', '.p12', '.pfx'];
 const ENV_TEMPLATE_SUFFIXES = ['.example', '.sample', '.template'];
 
 /**
+ * The files that hold the user's hook secret: the one of this machine alone where `turnback hooks
+ * install claude` writes its HTTP hooks, and the server's endpoint file (in the user's state
+ * folder, which a project never is — unless `XDG_STATE_HOME` points into one).
+ */
+const HOOK_SECRET_FILES = ['.claude/settings.local.json', 'turnback/hook-endpoint.json'];
+
+/**
+ * True for a file that holds turnback's hook secret (Claude Code's `.claude/settings.local.json`,
+ * turnback's `hook-endpoint.json`, in any folder): recorded by pictures, never copied, whatever
+ * `copy_credentials` says — a checkpoint is pushed to remotes, and the secret opens the user's
+ * hook listener. Case-insensitive.
+ *
+ * @example isHookSecretPath('.claude/settings.local.json') // true
+ */
+export function isHookSecretPath(projectPath: string): boolean {
+  const lower = projectPath.toLowerCase();
+  return HOOK_SECRET_FILES.some((file) => lower === file || lower.endsWith(`/${file}`));
+}
+
+/**
  * True for credential files: recorded by pictures, never copied into the store. Matches `.env`,
  * `.env.*` (except names ending `.example`, `.sample` or `.template`), `*.pem`, `*.key`, `*.p12`,
- * `*.pfx`, and anything inside a `.secrets` folder. Case-insensitive, because erring towards "do
- * not copy" is the safe side. Known gaps: `id_rsa`, `.netrc`, `credentials.json` are copied.
+ * `*.pfx`, anything inside a `.secrets` folder, and the hook secret's file ({@link isHookSecretPath}).
+ * Case-insensitive, because erring towards "do not copy" is the safe side. Known gaps: `id_rsa`,
+ * `.netrc`, `credentials.json` are copied.
  *
  * @example isCredentialPath('config/.env.local') // true
  */
@@ -148,6 +170,7 @@ export function isCredentialPath(projectPath: string): boolean {
   // when it has no upper-case letters.
   const lower = projectPath.toLowerCase();
   if (lower.startsWith('.secrets/') || lower.includes('/.secrets/')) return true;
+  if (lower.endsWith('.json') && isHookSecretPath(lower)) return true;
   const name = lower.slice(lower.lastIndexOf('/') + 1);
   if (name.charCodeAt(0) !== 46 /* . */ && !CREDENTIAL_EXTENSIONS.some((ext) => name.endsWith(ext))) return false;
   if (name === '.env') return true;

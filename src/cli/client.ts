@@ -1,14 +1,13 @@
 import { appendFileSync } from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { childEnd, HANDED_INPUT } from './invocation.js';
+import { isatty } from 'node:tty';
+import type { ChildProcess } from 'node:child_process';
 import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
-import { spawnCommand } from './command-process.js';
 import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
-import { launchServer } from '../server/launch.js';
 import { checkedVariables, relayedVariables } from '../server/environment.js';
 import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
-import { HOOK_LEAVE_MS, readHookInput, type HookInput } from './hook-input.js';
+import { HANDED_INPUT, HOOK_LEAVE_MS, readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
 
 // The `turnback` command as a person and an agent hook start it: a small file (a few kilobytes to
@@ -16,11 +15,19 @@ import { shownPath, shownText } from '../report/escape.js';
 // per-user server (server.ts) and relays its output, signals and `run`'s command; everything else,
 // and everything whenever no server answers, runs in this process from `main.cjs`. The first
 // command that finds no server starts one in the background and runs in-process itself.
+//
+// A hook is the path that runs most (two processes per tool call), so it loads only what a served
+// hook needs — `net`, `fs`, `path` and the small frame, address and payload modules; the server's
+// launcher and `run`'s child process (`node:child_process`, `node:os`) are imported when they are
+// used — and it connects to the server while it reads the agent's payload, so the server's hello
+// has come by the time the payload has.
 
 /** The whole command, in this process (handed the stdin this client read already, if it did). */
 function inProcess(): void {
-  if (input !== undefined) (globalThis as Record<symbol, unknown>)[HANDED_INPUT] = input;
-  require(path.join(__dirname, 'main.cjs'));
+  void inputRead.then(() => {
+    if (input !== undefined) (globalThis as Record<symbol, unknown>)[HANDED_INPUT] = input;
+    require(path.join(__dirname, 'main.cjs'));
+  });
 }
 
 /** How long the server has to say hello before this command runs in-process instead (a hook: 1 s, its budget is short). */
@@ -43,14 +50,61 @@ const BEFORE_BUDGET_MS = 3000;
 /** When this process started (epoch ms): a hook's budget counts from there. */
 const startedAt = Math.round(performance.timeOrigin);
 
-function terminalShape(stream: NodeJS.WriteStream): { tty: boolean; columns?: number } {
-  return stream.isTTY === true && typeof stream.columns === 'number' ? { tty: true, columns: stream.columns } : { tty: stream.isTTY === true };
+/**
+ * Whether stdout (1) or stderr (2) is a terminal, and its width. Asked of the descriptor: making
+ * `process.stdout` costs a stream (milliseconds for a pipe), and a hook's output is mostly nothing.
+ */
+function terminalShape(fd: 1 | 2): { tty: boolean; columns?: number } {
+  if (!isatty(fd)) return { tty: false };
+  const stream = fd === 1 ? process.stdout : process.stderr;
+  return typeof stream.columns === 'number' ? { tty: true, columns: stream.columns } : { tty: true };
 }
 
-/** An agent hook's payload, read before connecting (the server has no stdin of the client's). */
+/** Writes to stdout; the first write sets up the stream's EPIPE handling (`turnback list | head` stops quietly). */
+let stdoutWritten = false;
+function writeOut(text: string, exitCode: () => number | undefined): void {
+  if (!stdoutWritten) {
+    stdoutWritten = true;
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EPIPE') process.exit(exitCode() ?? 0);
+    });
+  }
+  process.stdout.write(text);
+}
+
+/** An agent hook's payload (the server has no stdin of the client's). */
 let input: HookInput | undefined;
 
 const isHook = process.argv[2] === 'hook';
+
+/**
+ * Settles once a hook's payload is read whole (at once for any other command): read before
+ * anything else is decided, served or not, since stdin cannot be read twice, and while the
+ * client connects.
+ */
+const inputRead: Promise<void> = isHook
+  ? readHookInput(process.stdin).then((read) => {
+      input = read;
+    })
+  : Promise.resolve();
+
+/** `run`'s command, started here with the person's terminal (its module loaded on first use: no other command needs it). */
+function startChild(argv: string[], sessionId: string): { end: Promise<ChildEnd>; kill(signal: NodeJS.Signals): void } {
+  let started: ChildProcess | undefined;
+  let early: NodeJS.Signals | undefined;
+  const end = Promise.all([import('./command-process.js'), import('./invocation.js')]).then(([{ spawnCommand }, { childEnd }]) => {
+    started = spawnCommand(argv, sessionId);
+    if (early !== undefined) started.kill(early);
+    return childEnd(started, argv[0] as string);
+  });
+  return {
+    end,
+    kill: (signal) => {
+      if (started === undefined) early = signal;
+      else if (started.exitCode === null && started.signalCode === null) started.kill(signal);
+    },
+  };
+}
 
 /**
  * A served hook whose server took it and did not finish by the deadline it promised: the hook
@@ -84,6 +138,7 @@ function served(address: { socket: string; mainFile: string }): void {
   let child: { end: Promise<ChildEnd>; kill(signal: NodeJS.Signals): void } | undefined;
   const isRun = process.argv[2] === 'run';
   let hello = false;
+  let requested = false;
   let fellBack = false;
   /** Runs the command here instead, once, and only while nothing was said or started. */
   const fallBack = (): void => {
@@ -96,7 +151,7 @@ function served(address: { socket: string; mainFile: string }): void {
     socket.destroy();
     inProcess();
   };
-  const helloTimer = setTimeout(fallBack, isHook ? Math.max(0, Math.min(HELLO_TIMEOUT_MS / 2, startedAt + BEFORE_BUDGET_MS - Date.now())) : HELLO_TIMEOUT_MS);
+  const helloTimer = setTimeout(fallBack, isHook ? HELLO_TIMEOUT_MS / 2 : HELLO_TIMEOUT_MS);
   let acceptTimer: NodeJS.Timeout | undefined;
   /** The hook log a served hook's server named (in its `accepted`). */
   let hookLog: string | undefined;
@@ -109,14 +164,10 @@ function served(address: { socket: string; mainFile: string }): void {
   // every other command ends on it, as it would in-process.
   if (isRun) for (const signal of INTERRUPTS) process.on(signal, onInterrupt);
 
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    // `turnback list | head`: stop quietly.
-    if (error.code === 'EPIPE') process.exit(exitCode ?? 0);
-  });
   socket.on('error', (error: NodeJS.ErrnoException) => {
     if (hello) return;
     // No server yet (or a dead one's socket): start one for the next command.
-    if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && !blocked(address.socket)) launchServer(address, process.env);
+    if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && !blocked(address.socket)) void import('../server/launch.js').then(({ launchServer }) => launchServer(address, process.env));
     fallBack();
   });
   socket.on('close', () => {
@@ -141,6 +192,31 @@ function served(address: { socket: string; mainFile: string }): void {
     process.exitCode = 1;
   };
 
+  /** The command, its folder and terminals, and a hook's payload: sent once, unless the command runs here by then. */
+  const sendRequest = (): void => {
+    if (requested || committed || socket.destroyed) return;
+    requested = true;
+    const request: ClientFrame = {
+      t: 'request',
+      argv: process.argv,
+      cwd: process.cwd(),
+      pid: process.pid,
+      env: relayed,
+      stdout: terminalShape(1),
+      stderr: terminalShape(2),
+      startedAt,
+      ...(input !== undefined ? { input: input.text, ...(input.gap !== undefined ? { inputGap: input.gap } : {}) } : {}),
+    };
+    const line = JSON.stringify(request);
+    // A frame the server would refuse (a payload escaped past its line limit) is never sent.
+    if (line.length >= MAX_LINE) {
+      fallBack();
+      return;
+    }
+    socket.write(`${line}\n`);
+    if (isHook) acceptTimer = setTimeout(fallBack, Math.max(0, Math.min(TAKEN_TIMEOUT_MS, startedAt + BEFORE_BUDGET_MS - Date.now())));
+  };
+
   readFrames(socket, (frame) => {
     switch (frame.t) {
       case 'hello':
@@ -150,27 +226,8 @@ function served(address: { socket: string; mainFile: string }): void {
           return;
         }
         hello = true;
-        {
-          const request: ClientFrame = {
-            t: 'request',
-            argv: process.argv,
-            cwd: process.cwd(),
-            pid: process.pid,
-            env: relayed,
-            stdout: terminalShape(process.stdout),
-            stderr: terminalShape(process.stderr),
-            startedAt,
-            ...(input !== undefined ? { input: input.text, ...(input.gap !== undefined ? { inputGap: input.gap } : {}) } : {}),
-          };
-          const line = JSON.stringify(request);
-          // A frame the server would refuse (a payload escaped past its line limit) is never sent.
-          if (line.length >= MAX_LINE) {
-            fallBack();
-            return;
-          }
-          socket.write(`${line}\n`);
-        }
-        if (isHook) acceptTimer = setTimeout(fallBack, Math.min(TAKEN_TIMEOUT_MS, startedAt + BEFORE_BUDGET_MS - Date.now()));
+        // A hook's payload may still be arriving: the request goes once it is whole.
+        void inputRead.then(sendRequest);
         return;
       case 'taken':
         clearTimeout(acceptTimer);
@@ -190,28 +247,19 @@ function served(address: { socket: string; mainFile: string }): void {
       }
       case 'out':
         committed = true;
-        if (typeof frame.text === 'string') process.stdout.write(frame.text);
+        if (typeof frame.text === 'string') writeOut(frame.text, () => exitCode);
         return;
       case 'err':
         committed = true;
         if (typeof frame.text === 'string') process.stderr.write(frame.text);
         return;
-      case 'spawn': {
+      case 'spawn':
         committed = true;
-        const argv = frame.argv as string[];
-        const started = spawnCommand(argv, String(frame.sessionId));
-        const end = childEnd(started, argv[0] as string);
-        child = {
-          end,
-          kill: (signal) => {
-            if (started.exitCode === null && started.signalCode === null) started.kill(signal);
-          },
-        };
-        void end.then((result) => {
+        child = startChild(frame.argv as string[], String(frame.sessionId));
+        void child.end.then((result) => {
           send({ t: 'child', code: result.code, signal: result.signal ?? null, ...(result.spawnError !== undefined ? { spawnError: result.spawnError } : {}) });
         });
         return;
-      }
       case 'exit':
         clearTimeout(acceptTimer);
         committed = true;
@@ -230,11 +278,5 @@ function served(address: { socket: string; mainFile: string }): void {
 const relayed = relayedVariables(process.env);
 // An environment past the bounds the server accepts is never sent: the command runs here.
 const address = SERVED_COMMANDS.has(process.argv[2] ?? '') && checkedVariables(relayed) !== undefined ? serverAddress(path.join(__dirname, 'main.cjs'), process.env) : undefined;
-const start = (): void => (address === undefined ? inProcess() : served(address));
-if (isHook) {
-  // Read whole before anything else, served or not: stdin cannot be read twice.
-  void readHookInput(process.stdin).then((read) => {
-    input = read;
-    start();
-  });
-} else start();
+if (address === undefined) inProcess();
+else served(address);

@@ -3,6 +3,12 @@
 // send far more than a payload holds; the agent never waits on turnback, so the read ends at the
 // first of: the end of stdin, the end of one JSON object or array, the payload limit, a deadline.
 
+/**
+ * Where the client leaves stdin it read already (a hook's payload, `{ text, gap? }`) when it then
+ * runs the command in its own process after all: stdin cannot be read twice.
+ */
+export const HANDED_INPUT: unique symbol = Symbol.for('turnback.handed-input');
+
 /** The largest payload read (the same limit `parseHookEvent` applies): a tool input may hold a whole file's new text. */
 export const HOOK_INPUT_LIMIT_BYTES: number = 8 * 1024 * 1024;
 

@@ -21,20 +21,18 @@ import {
 import { shownPath, shownText } from '../report/escape.js';
 import { servedProject } from '../server/idle-copies.js';
 import { openObserver } from '../admin.js';
-import { loadContext, openStore, storeFolderProblem, type CliContext, type GlobalOptions } from './context.js';
+import { loadContext, openStore, type CliContext, type GlobalOptions } from './context.js';
 import { EXIT } from './exit-codes.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import { startBackgroundPush } from './background-push.js';
-import { displayTime } from './pictures.js';
 import { hookContext } from './hook-project.js';
 import { readRegularText } from '../fs/regular-file.js';
 import { realPathInside } from '../fs/contained-path.js';
 import { isCheckpointError } from '../core/errors.js';
 import { HOOK_LEAVE_MS, readHookInput } from './hook-input.js';
-import { blockedLine, serverAddress, socketBlocker } from '../server/address.js';
-import { ourCommands } from '../hooks/settings.js';
-import { commandProblem, hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
+import { hookCommandLine, turnbackOnPathIsThis } from './hook-command.js';
 import { codexConfigPath, trustGapOf } from './hook-trust.js';
+import { httpPlanFor, keepOutOfGit, undoIgnoreEdit, type IgnoreEdit } from './hook-http.js';
 
 // `turnback hooks install|uninstall|status` and `turnback hook AGENT EVENT`, the command the
 // installed hooks run (see src/hooks/ for what each event does).
@@ -45,6 +43,8 @@ export interface HooksOptions extends GlobalOptions {
   projectScope?: boolean;
   /** Codex: also turn its `hooks` feature on in its config.toml. */
   codexFeature?: boolean;
+  /** Claude Code: every event a command hook, in the usual file, not HTTP hooks in this machine's own. */
+  commandHooks?: boolean;
 }
 
 
@@ -61,7 +61,7 @@ function scopeRoot(spec: AgentSpec, context: CliContext, user: boolean): string 
 }
 
 /** The hook file of `spec` in the chosen scope. */
-function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
+export function hookFile(spec: AgentSpec, context: CliContext, user: boolean): string {
   if (!user) return path.join(context.projectRoot, spec.files.project);
   if (spec.name === 'codex' && process.env.CODEX_HOME !== undefined && process.env.CODEX_HOME !== '') return path.join(process.env.CODEX_HOME, 'hooks.json');
   return path.join(homeFolder(), spec.files.user);
@@ -89,7 +89,7 @@ function shownTarget(file: string, real: string): string {
 }
 
 /** The file's JSON object and its text, or an empty object when the file does not exist. */
-async function readSettings(file: string): Promise<{ settings: HookJsonObject; text: string | undefined }> {
+export async function readSettings(file: string): Promise<{ settings: HookJsonObject; text: string | undefined }> {
   let text: string;
   try {
     text = await readRegularText(file);
@@ -108,10 +108,11 @@ async function readSettings(file: string): Promise<{ settings: HookJsonObject; t
   return { settings: parsed as HookJsonObject, text };
 }
 
-async function writeSettings(file: string, settings: HookJsonObject, previousText: string | undefined): Promise<{ text: string; createdFolder: string | undefined }> {
+/** Writes the agent's file; `ownerOnly` makes a new one readable by its owner alone (it holds the hooks' secret). */
+async function writeSettings(file: string, settings: HookJsonObject, previousText: string | undefined, ownerOnly = false): Promise<{ text: string; createdFolder: string | undefined }> {
   const createdFolder = await mkdir(path.dirname(file), { recursive: true });
   const text = `${JSON.stringify(settings, null, previousText === undefined ? 2 : indentationOf(previousText))}\n`;
-  await writeFileAtomic(file, text);
+  await writeFileAtomic(file, text, ownerOnly && previousText === undefined ? { mode: 0o600 } : {});
   return { text, createdFolder };
 }
 
@@ -145,48 +146,65 @@ function beforeText(spec: AgentSpec, settings: HookJsonObject, text: string | un
 }
 
 /** What install wrote into `file` and what the file held before, when install recorded it. */
-async function readInstallRecord(file: string): Promise<{ file: string; before: string | null; installed: string; createdFolder?: string } | undefined> {
+async function readInstallRecord(file: string): Promise<{ file: string; before: string | null; installed: string; createdFolder?: string; ignore?: IgnoreEdit } | undefined> {
   try {
-    const record = JSON.parse(await readRegularText(installRecordPath(file))) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown };
+    const record = JSON.parse(await readRegularText(installRecordPath(file))) as { file?: unknown; before?: unknown; installed?: unknown; createdFolder?: unknown; ignore?: Partial<IgnoreEdit> };
     if (record.file !== file || typeof record.installed !== 'string' || (record.before !== null && typeof record.before !== 'string')) return undefined;
     const createdFolder = typeof record.createdFolder === 'string' && file.startsWith(`${record.createdFolder}${path.sep}`) ? record.createdFolder : undefined;
-    return { file, before: record.before, installed: record.installed, ...(createdFolder !== undefined ? { createdFolder } : {}) };
+    const { ignore } = record;
+    const ignored = ignore !== undefined && ignore.file === path.join(path.dirname(file), '.gitignore') && typeof ignore.created === 'boolean' && ignore.line === path.basename(file) ? (ignore as IgnoreEdit) : undefined;
+    return { file, before: record.before, installed: record.installed, ...(createdFolder !== undefined ? { createdFolder } : {}), ...(ignored !== undefined ? { ignore: ignored } : {}) };
   } catch {
     return undefined;
   }
 }
 
-/** `turnback hooks install AGENT [--user | --project]`. */
+/** `turnback hooks install AGENT [--user | --project] [--command-hooks]`. */
 export async function hooksInstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
   const spec = agentOf(name);
   const context = await loadContext(options, io.invocation);
-  const named = hookFile(spec, context, options.user === true);
-  const file = await writableTarget(scopeRoot(spec, context, options.user === true), named);
+  const user = options.user === true;
+  // An agent that runs HTTP hooks gets them for its tool events, in this machine's own file.
+  const plan = options.commandHooks === true ? undefined : await httpPlanFor(spec, context.projectRoot, user, hookFile(spec, context, true));
+  const http = plan !== undefined && 'file' in plan ? plan : undefined;
+  const named = http?.file ?? hookFile(spec, context, user);
+  const file = await writableTarget(scopeRoot(spec, context, user), named);
   const { settings, text } = await readSettings(file);
   let result;
   try {
-    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event, options.user === true));
+    // This machine's own file runs this Node and this turnback by path, as the user's own file does.
+    result = installHooks(spec, settings, (event) => hookCommandLine(spec.name, event, user || http !== undefined), http?.target);
   } catch (error) {
     throw new CliExit(EXIT.error, 'HOOK_FILE', `${file}: ${(error as Error).message}; nothing was changed`);
   }
   if (result.added.length > 0) {
     const previous = await readInstallRecord(file);
-    const written = await writeSettings(file, result.settings, text);
+    const written = await writeSettings(file, result.settings, text, http !== undefined);
     // So uninstall can give back the very bytes the file held (a re-install keeps the first "before"),
     // and take away the folders install made for it.
     const same = previous !== undefined && previous.installed === text;
     const before = same ? previous.before : beforeText(spec, settings, text);
     const createdFolder = same ? previous.createdFolder : written.createdFolder;
+    // The local file holds the secret: git must not take it into a commit.
+    const ignore = http !== undefined && !user ? ((await keepOutOfGit(context.projectRoot, file)) ?? previous?.ignore) : undefined;
     const record = installRecordPath(file);
     await mkdir(path.dirname(record), { recursive: true, mode: 0o700 });
-    await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}) })}\n`, { mode: 0o600 });
+    await writeFileAtomic(record, `${JSON.stringify({ file, before, installed: written.text, ...(createdFolder !== undefined ? { createdFolder } : {}), ...(ignore !== undefined ? { ignore } : {}) })}\n`, { mode: 0o600 });
   }
+  // A project's two files never both hold turnback's hooks (every event would run twice): the
+  // committed one gives them up when they go in this machine's own, and the other way round.
+  const other = user || spec.http === undefined ? undefined : http !== undefined ? hookFile(spec, context, false) : path.join(context.projectRoot, spec.http.localFile);
+  const moved = other !== undefined ? await uninstallFrom(spec, context.projectRoot, other) : [];
   // Hooks the agent will skip without a word until the person trusts them: said, with the step.
-  const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user: options.user === true, hookFile: file, changed: result.added.length > 0 });
-  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, note: spec.installNote ?? null, untrusted: gap ?? null });
+  const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user, hookFile: file, changed: result.added.length > 0 });
+  const httpEvents = http === undefined ? [] : Object.keys(spec.events).filter((event) => http.target(event) !== undefined);
+  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), added: result.added, http: httpEvents, ...(plan !== undefined && 'refused' in plan ? { httpRefused: plan.refused } : {}), note: spec.installNote ?? null, untrusted: gap ?? null });
   if (result.added.length === 0) io.out(`turnback: ${spec.title}'s hooks are installed already in ${shownTarget(named, file)}: nothing changed`);
   else io.out(`turnback: added to ${shownTarget(named, file)}: ${result.added.join(', ')}`, `  every prompt of ${spec.title} is now a turn, and its tool calls are pictured; \`turnback list\` shows them`);
-  if (options.user !== true && !turnbackOnPathIsThis(process.env.PATH)) {
+  if (http !== undefined) io.out(`  ${httpEvents.join(', ')}: HTTP hooks to the command server (127.0.0.1:${http.endpoint.port}, with your secret), no process per tool call; this file is this machine's alone`);
+  else if (plan !== undefined && 'refused' in plan) io.out(`  note: command hooks, not HTTP hooks: ${shownText(plan.refused)}`);
+  if (other !== undefined && moved.length > 0) io.out(`  taken out of ${shownPath(other)}: ${moved.join(', ')} (they would run twice)`);
+  if (!user && http === undefined && !turnbackOnPathIsThis(process.env.PATH)) {
     io.out('  note: `turnback` on PATH is not this install, so the hooks run `npx turnback` (the project\'s own turnback, else npm\'s): `npm install -g turnback` (or the project\'s devDependencies) makes them run without a download');
   }
   if (spec.name === 'codex') await codexFeature(options, io, scopeRoot(spec, context, true));
@@ -230,16 +248,17 @@ async function codexFeature(options: HooksOptions, io: Io, userRoot: string): Pr
   else io.out(`  note: ${AGENTS.codex.installNote ?? ''} (\`--codex-feature\` sets it)`);
 }
 
-/** `turnback hooks uninstall AGENT [--user | --project]`. */
-export async function hooksUninstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
-  const spec = agentOf(name);
-  const context = await loadContext(options, io.invocation);
-  const named = hookFile(spec, context, options.user === true);
-  const file = await writableTarget(scopeRoot(spec, context, options.user === true), named);
+/**
+ * Takes turnback's hooks out of `named` (within `root`): the very bytes it held before install
+ * when it is untouched since, else exactly turnback's entries. The events it took out.
+ */
+async function uninstallFrom(spec: AgentSpec, root: string, named: string): Promise<string[]> {
+  const file = await writableTarget(root, named);
   const { settings, text } = await readSettings(file);
   const result = uninstallHooks(spec, settings);
   const record = await readInstallRecord(file);
   if (text !== undefined && result.removed.length > 0) {
+    if (record?.ignore !== undefined) await undoIgnoreEdit(record.ignore);
     if (record !== undefined && record.installed === text) {
       // Untouched since install: the file goes back to its very bytes (or away, if install made it).
       if (record.before === null) {
@@ -250,8 +269,22 @@ export async function hooksUninstallCommand(name: string, options: HooksOptions,
     else await writeSettings(file, result.settings, text);
   }
   if (record !== undefined) await rm(installRecordPath(file), { force: true });
-  io.emit({ agent: spec.name, file: named, ...(file !== named ? { target: file } : {}), removed: result.removed });
-  io.out(result.removed.length === 0 ? `turnback: no turnback hooks in ${shownTarget(named, file)}` : `turnback: removed from ${shownTarget(named, file)}: ${result.removed.join(', ')}`);
+  return result.removed;
+}
+
+/** `turnback hooks uninstall AGENT [--user | --project]`: from the agent's file, and from this machine's own file of the project where HTTP hooks went. */
+export async function hooksUninstallCommand(name: string, options: HooksOptions, io: Io): Promise<number> {
+  const spec = agentOf(name);
+  const context = await loadContext(options, io.invocation);
+  const user = options.user === true;
+  const files = [hookFile(spec, context, user), ...(!user && spec.http !== undefined ? [path.join(context.projectRoot, spec.http.localFile)] : [])];
+  const rows: { file: string; removed: string[] }[] = [];
+  for (const named of files) {
+    const removed = await uninstallFrom(spec, scopeRoot(spec, context, user), named);
+    if (removed.length > 0 || named === files[0]) rows.push({ file: named, removed });
+  }
+  io.emit({ agent: spec.name, file: files[0], removed: rows.flatMap((row) => row.removed), files: rows });
+  for (const row of rows) if (row.removed.length > 0 || rows.length === 1) io.out(row.removed.length === 0 ? `turnback: no turnback hooks in ${shownPath(row.file)}` : `turnback: removed from ${shownPath(row.file)}: ${row.removed.join(', ')}`);
   return EXIT.ok;
 }
 
@@ -292,7 +325,8 @@ async function appendLog(context: CliContext, line: HookLogLine): Promise<void> 
   }
 }
 
-async function readLog(context: CliContext): Promise<HookLogLine[]> {
+/** The hook log's lines for `context`'s store, oldest first (none when there is no log). */
+export async function readLog(context: CliContext): Promise<HookLogLine[]> {
   try {
     return (await readRegularText(hookLogPath(context)))
       .split('\n')
@@ -309,59 +343,6 @@ async function readLog(context: CliContext): Promise<HookLogLine[]> {
   }
 }
 
-/** `turnback hooks status`: per agent found, whether its hooks are installed and when they last fired. */
-export async function hooksStatusCommand(options: GlobalOptions, io: Io): Promise<number> {
-  const context = await loadContext(options, io.invocation);
-  const log = await readLog(context);
-  const rows: Record<string, unknown>[] = [];
-  for (const spec of Object.values(AGENTS)) {
-    const scopes: { scope: string; file: string; installed: number; commands: string[] }[] = [];
-    for (const user of [false, true]) {
-      const file = hookFile(spec, context, user);
-      try {
-        const { settings, text } = await readSettings(file);
-        if (text !== undefined) scopes.push({ scope: user ? 'user' : 'project', file, installed: installedEvents(spec, settings).length, commands: ourCommands(spec, settings) });
-      } catch {
-        scopes.push({ scope: user ? 'user' : 'project', file, installed: -1, commands: [] });
-      }
-    }
-    const mine = log.filter((l) => l.agent === spec.name);
-    const last = mine.at(-1);
-    const lastFailure = mine.filter((l) => !l.ok).at(-1);
-    // A file there that cannot be read (not JSON, a FIFO) is worth a line even before any event.
-    if (scopes.every((s) => s.installed === 0) && mine.length === 0) continue;
-    const total = Object.keys(spec.events).length;
-    const row: Record<string, unknown> = { agent: spec.name, scopes: scopes.map(({ commands: _c, ...rest }) => rest), events: total, lastEvent: last ?? null, lastFailure: lastFailure ?? null };
-    rows.push(row);
-    const where = scopes
-      .filter((s) => s.installed !== 0)
-      .map((s) => (s.installed < 0 ? `${s.scope}: ${shownPath(s.file)} cannot be read` : `${s.scope}: ${s.installed === total ? 'installed' : `${s.installed} of ${total} events`} (${shownPath(s.file)})`));
-    io.out(`${spec.title}: ${where.length === 0 ? 'not installed' : where.join('; ')}`);
-    // What keeps installed hooks from running here: a command not found, an agent's trust.
-    const problems: string[] = [];
-    for (const s of scopes.filter((x) => x.installed > 0)) {
-      const broken = [...new Set(s.commands.map((c) => commandProblem(c, process.env.PATH)).filter((p): p is string => p !== undefined))];
-      for (const p of broken) problems.push(`${s.scope}: its command would not run here: ${p}`);
-      const gap = await trustGapOf(spec, { projectRoot: context.projectRoot, user: s.scope === 'user', hookFile: path.resolve(s.file), changed: false });
-      if (gap !== undefined) problems.push(`${s.scope}: not running: ${gap.why}; to trust them: ${gap.step}`);
-    }
-    row.problems = problems;
-    io.out(last === undefined ? `  no event yet${problems.length > 0 ? ', because:' : ''}` : `  last event: ${shownText(last.event)} ${displayTime(last.at)} (${last.ok ? shownText(last.action ?? 'ok') : `failed: ${shownText(last.error ?? '')}`})`);
-    for (const p of problems) io.out(`  ${shownText(p)}`);
-    if (lastFailure !== undefined && lastFailure !== last) io.out(`  last failure: ${shownText(lastFailure.event)} ${displayTime(lastFailure.at)}: ${shownText(lastFailure.error ?? '')}`);
-    const failed = mine.filter((l) => !l.ok).length;
-    if (failed > 0) io.out(`  ${failed} of the ${mine.length} events in the log were not recorded (gaps: ${shownPath(hookLogPath(context))})`);
-  }
-  const address = serverAddress(path.join(__dirname, 'main.cjs'), process.env);
-  const blockedBy = address === undefined ? undefined : socketBlocker(address.socket);
-  const server = address !== undefined && blockedBy !== undefined ? blockedLine(address.socket, blockedBy) : null;
-  if (server !== null) io.out(`server: ${shownText(server)}`);
-  const storeProblem = await storeFolderProblem(context);
-  if (storeProblem !== undefined) io.out(io.style.warn(`⚠ ${storeProblem}: every hook event fails until it names a turnback store or an empty folder`));
-  io.emit({ agents: rows, log: hookLogPath(context), server, ...(storeProblem !== undefined ? { storeProblem } : {}) });
-  if (rows.length === 0) io.out('no agent hooks installed here (turnback hooks install AGENT)');
-  return EXIT.ok;
-}
 
 /**
  * The payload on stdin: read by the client (relayed when served, handed over when it runs the
@@ -407,7 +388,7 @@ export async function hookCommand(name: string, eventName: string, options: Glob
     servedProject(store.root, store.projectRoot);
     let outcome;
     try {
-      outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds });
+      outcome = await applyHookEvent(observer, event, { deadline: workDeadline, budgetSeconds: context.config.resolved.maxPictureSeconds, agent: spec });
     } finally {
       await observer.close().catch(() => undefined);
     }

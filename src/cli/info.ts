@@ -12,6 +12,7 @@ import { callNotesSince, displayLabel, displayTime, resolveId, shortId, stateTex
 import { turnEndListFor } from './turn-list.js';
 import { agentTurns, changesHolder, turnChanged, turnTitle, type AgentTurn } from './agent-turns.js';
 import { parseAgentSessionId } from '../hooks.js';
+import { MISSED_NOTE_PREFIX } from '../hooks/transcript.js';
 import { renderInterruptedNotice } from '../report/interrupted.js';
 import { projectPathOf } from './undo.js';
 import { withThousands } from '../core/numbers.js';
@@ -103,6 +104,8 @@ export async function listCommand(options: GlobalOptions, io: Io): Promise<numbe
     const changed = turnChanged(entry);
     const whole = changed === undefined ? 'in progress' : `${changed} ${changed === 1 ? 'file' : 'files'} changed`;
     io.out(`${io.style.bold(turnTitle(entry, shownText))} · ${displayTime(entry.boundary.shownAt)}   ${whole}   ${io.style.dim(`(turnback undo ${shortId(entry.boundary.id)} undoes it)`)}`);
+    // The calls whose hooks did not reach turnback (its end named them), one by one.
+    if (store !== undefined && entry.whole !== undefined) for (const note of (await callNotesSince(store, entry.whole, true)).filter((n) => n.startsWith(MISSED_NOTE_PREFIX))) io.out(io.style.warn(`  ⚠ ${shownText(note)}`));
     // A tool call that changed nothing (the empty turn its before event opened) is noise here.
     for (const call of entry.calls) if (everything || call.entryCount > 0) io.out(await row(call, '  '));
     await savesUnder(entry);
@@ -183,7 +186,8 @@ export async function showCommand(id: string, paths: string[], options: GlobalOp
     ...(ignoredDeletedMore !== undefined && paths.length === 0 ? { ignoredDeletedMore } : {}),
   };
   const list = await turnEndListFor(context, turn);
-  list.notes.push(...(await callNotesSince(store, meta, true)));
+  // A turn's notes (its missed calls) are on its whole-turn picture's record.
+  list.notes.push(...(await callNotesSince(store, holder, true)));
   io.emit({ checkpoint: metaJson(meta), ...(holder.id !== meta.id ? { turnPicture: metaJson(holder) } : {}), calls, list, changes: turn.changes.map((c) => ({ path: c.path, kind: c.kind })), gaps: turn.gaps, partial: turn.partial });
   io.out(io.style.bold(`${displayLabel(meta)} · ${displayTime(meta.createdAt)}`), io.style.dim(`id ${meta.id} · ${meta.kind}${meta.complete ? '' : ' · open or cut short'}`));
   // An agent's tool call by the id the agent gave it: `turnback undo --call ID` takes it.

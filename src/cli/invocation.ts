@@ -4,6 +4,7 @@ import type { ChildProcess } from 'node:child_process';
 import { spawnCommand } from './command-process.js';
 import type { GitRepo } from './git.js';
 import { INTERRUPTS, type ChildEnd, type ProcessSeam } from '../server/seam.js';
+import { HANDED_INPUT } from './hook-input.js';
 
 // One command's surroundings. The same command code runs in the person's own process (in-process)
 // and in the per-user server for a client that relays (served, see server.ts): everything a
@@ -51,11 +52,6 @@ export async function runChildHere(argv: readonly string[], sessionId: string): 
   }
 }
 
-/**
- * Where the client leaves stdin it read already (a hook's payload, `{ text, gap? }`) when it then
- * runs the command in its own process after all: stdin cannot be read twice.
- */
-export const HANDED_INPUT: unique symbol = Symbol.for('turnback.handed-input');
 
 /** A command's invocation over the seam it runs on, with its caches still empty. */
 export function invocationOf(seam: ProcessSeam): Invocation {

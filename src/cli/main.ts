@@ -12,7 +12,8 @@ import { invocationOf, processInvocation, type Invocation } from './invocation.j
 import { SERVE_FLAG } from '../server/address.js';
 import { serveForever } from '../server/server.js';
 import { serverCommand } from './server-command.js';
-import { hookCommand, hooksInstallCommand, hooksStatusCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
+import { hookCommand, hooksInstallCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
+import { hooksStatusCommand } from './hooks-status.js';
 import { runCommand, type RunOptions } from './run.js';
 import { revertCallCommand, revertCommand, type RevertOptions } from './revert.js';
 import { redoCommand, undoCommand, type UndoOptions } from './undo.js';
@@ -190,7 +191,10 @@ export function buildProgram(invocation: Invocation, setExit: (code: number) => 
       .argument('<agent>', 'claude, codex, gemini, qwen, cursor or copilot')
       .option('--user', "your own configuration (every project), not the project's")
       .addOption(new Option('--project-scope', "the project's configuration (the default)").conflicts('user'));
-    if (action === 'install') command.option('--codex-feature', "codex: also turn Codex's hooks feature on in its config.toml ([features] hooks = true)");
+    if (action === 'install') {
+      command.option('--codex-feature', "codex: also turn Codex's hooks feature on in its config.toml ([features] hooks = true)");
+      command.option('--command-hooks', "claude: every event a command hook, in the committed settings.json (for a team), not HTTP hooks in this machine's settings.local.json");
+    }
     common(command).action((agent: string, options: HooksOptions) => guarded(options.json, (io) => (action === 'install' ? hooksInstallCommand(agent, options, io) : hooksUninstallCommand(agent, options, io))));
   }
   common(hooks.command('status').description('per agent: whether its hooks are installed, and when they last fired or failed')).action((options: GlobalOptions) => guarded(options.json, (io) => hooksStatusCommand(options, io)));

@@ -156,6 +156,26 @@ function readyLine(stdout: Readable | null): Promise<boolean> {
   });
 }
 
+/** Starts the server at `where` and waits until it listens. */
+async function startAndWait(where: ServerAddress): Promise<boolean> {
+  const child = launchServer(where, process.env, 'pipe');
+  return readyLine(child.stdout);
+}
+
+/**
+ * Makes sure a server of this build listens (started and waited for when none does): what
+ * `hooks install` needs before it writes HTTP hooks, whose port the server picks. False when no
+ * server can run here.
+ */
+export async function serverRunning(): Promise<boolean> {
+  const where = address();
+  if (where === undefined) return false;
+  const state = await describe(where);
+  if (state.running) return true;
+  if (state.reason !== undefined) return false;
+  return startAndWait(where);
+}
+
 /**
  * `turnback server [status|start|stop] [--all]`: this user's command servers. `status` lists
  * every one (every build and version in the socket folder); `start` starts this build's and
@@ -177,8 +197,7 @@ export async function serverCommand(action: string | undefined, io: Io, options:
         return state.available ? EXIT.ok : EXIT.error;
       }
       if (state.reason !== undefined) throw new CliExit(EXIT.error, 'SERVER_FAILED', `the server cannot start: ${state.reason}`);
-      const child = launchServer(where, process.env, 'pipe');
-      if (!(await readyLine(child.stdout))) throw new CliExit(EXIT.error, 'SERVER_FAILED', 'the server did not start');
+      if (!(await startAndWait(where))) throw new CliExit(EXIT.error, 'SERVER_FAILED', 'the server did not start');
       print(io, await describe(where));
       return EXIT.ok;
     }

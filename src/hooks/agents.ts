@@ -42,6 +42,12 @@ export interface AgentSpec {
   events: Readonly<Record<string, HookKind>>;
   /** For `matcher-groups`: the tool-name pattern of the tool events (the tools whose calls are bracketed). */
   toolMatcher?: string;
+  /**
+   * The events whose hooks can be HTTP requests to the server instead of processes (Claude Code's
+   * `type: "http"`), and the file of this machine alone they go in (they carry its port and the
+   * user's secret). The turn's first event stays a command: only a process can start a server.
+   */
+  http?: { events: readonly string[]; localFile: string };
   /** The hook's time limit as the agent's file writes it (in the agent's unit: seconds or milliseconds). */
   timeout: { field: 'timeout' | 'timeoutSec'; value: number };
   /** The format version a file install creates carries, when the agent would otherwise rewrite the file to add it. */
@@ -84,6 +90,9 @@ export const AGENTS: Readonly<Record<AgentName, AgentSpec>> = {
     // PostToolUseFailure ends the call of a tool that failed (without it, the turn's end would).
     events: { UserPromptSubmit: 'prompt', PreToolUse: 'before-tool', PostToolUse: 'after-tool', PostToolUseFailure: 'after-tool', Stop: 'stop', SessionEnd: 'session-end' },
     toolMatcher: 'Bash|Write|Edit|MultiEdit|NotebookEdit|Task|WebFetch|WebSearch|mcp__.*',
+    // Claude Code 2.1 posts these to a URL (CHECKPOINT-DESIGN.md, "Hooks without a process"); a
+    // failed request is a non-blocking error there, and the stop's picture covers the call.
+    http: { events: ['PreToolUse', 'PostToolUse', 'PostToolUseFailure'], localFile: '.claude/settings.local.json' },
     timeout: { field: 'timeout', value: 30 },
     fields: CLAUDE_FIELDS,
     shellTools: /^(Bash|Task)$/,

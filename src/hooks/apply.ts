@@ -5,7 +5,11 @@ import type { Change } from '../capture/diff.js';
 import { realPathOf } from '../fs/paths.js';
 import type { CheckpointObserver } from '../session/observer.js';
 import { storeBehind } from '../store/view.js';
-import { pairingKey, promptLabel, type HookEvent } from './events.js';
+import { classifyTool, namedPaths, pairingKey, promptLabel, type HookEvent } from './events.js';
+import type { AgentSpec } from './agents.js';
+import { lastTurnToolCalls, missedCalls, missedNote, type ArrivedCalls, type MissedCall, type TranscriptCall } from './transcript.js';
+import { readTranscriptTail } from './transcript-read.js';
+import { CALL_NOTES_MAX } from '../core/model.js';
 import { omitOthers, sharedChanges, splitAtEvent, type OpenCall } from './overlap.js';
 import { shownText } from '../report/escape.js';
 import { ignoredDeletedText } from '../report/reasons.js';
@@ -139,6 +143,64 @@ export interface ApplyHookOptions {
   deadline?: number;
   /** The budget in seconds, for the words of that error. */
   budgetSeconds?: number;
+  /**
+   * The agent whose hook this is: with it, an event that carries the agent's transcript compares
+   * the turn's tool calls there with those that arrived (transcript.ts), sweeps the whole tree
+   * when one did not, and the turn's end names each missed call. @default no comparison
+   */
+  agent?: AgentSpec;
+}
+
+/** What turnback recorded of the calls of the session since `boundary`: begun (a picture taken), and still open. */
+async function arrivedSince(observer: CheckpointObserver, boundary: CheckpointId): Promise<ArrivedCalls> {
+  const open = new Set((await observer.openCalls()).map((call) => call.callId));
+  const began = new Set(open);
+  for (const meta of await observer.store.list()) {
+    if (meta.sessionId !== observer.sessionId || meta.id <= boundary) continue;
+    const manifest = await observer.store.manifest(meta.id).catch(() => undefined);
+    for (const call of manifest?.calls ?? []) began.add(call.callId);
+  }
+  return { began, open };
+}
+
+/** True when turnback pictures `call` (the same test its before event takes): a tool the hooks bracket, not read-only, not a write outside the project. */
+async function picturedCall(spec: AgentSpec, projectRoot: string, cwd: string, call: TranscriptCall): Promise<boolean> {
+  if (spec.toolMatcher !== undefined && !new RegExp(`^(?:${spec.toolMatcher})$`).test(call.name)) return false;
+  const named = namedPaths(call.name, call.input);
+  const toolClass = classifyTool(spec, call.name, named);
+  if (toolClass === 'read-only') return false;
+  return toolClass !== 'write' || (await writtenInside(projectRoot, named.map((p) => path.resolve(cwd, p)))).length > 0;
+}
+
+/** The label a missed call is named by, as its picture would have been (`Bash: npm test`, `Write notes.txt`). */
+function missedLabel(spec: AgentSpec, projectRoot: string, cwd: string, call: MissedCall): string {
+  const named = namedPaths(call.name, call.input);
+  const command = typeof call.input.command === 'string' ? call.input.command : undefined;
+  return callLabel({ kind: 'before-tool', eventName: 'PreToolUse', session: '', toolName: call.name, toolClass: classifyTool(spec, call.name, named), paths: named.map((p) => path.resolve(cwd, p)), ...(command !== undefined ? { command } : {}) }, projectRoot);
+}
+
+/**
+ * The calls of the open turn (since `boundary`) whose events did not reach turnback, from the
+ * agent's transcript; none when the event names no transcript or it cannot be read.
+ */
+async function turnMissedCalls(observer: CheckpointObserver, event: HookEvent, boundary: CheckpointId, spec: AgentSpec | undefined): Promise<{ call: MissedCall; label: string }[]> {
+  if (spec === undefined || event.transcriptPath === undefined) return [];
+  const text = readTranscriptTail(event.transcriptPath);
+  if (text === undefined) return [];
+  const calls = lastTurnToolCalls(text);
+  if (calls.length === 0) return [];
+  const cwd = event.cwd ?? observer.projectRoot;
+  const pictured = new Set<string>();
+  for (const call of calls) if (await picturedCall(spec, observer.projectRoot, cwd, call)) pictured.add(call.id);
+  const missed = missedCalls(calls, await arrivedSince(observer, boundary), (call) => pictured.has(call.id), event.toolCallId);
+  return missed.map((call) => ({ call, label: missedLabel(spec, observer.projectRoot, cwd, call) }));
+}
+
+/** The notes a turn keeps for its missed calls: one per call, the last saying how many more when they pass the record's limit. */
+function missedNotes(missed: readonly { call: MissedCall; label: string }[]): string[] {
+  const notes = missed.map(({ call, label }) => missedNote(call, shownText(label)));
+  if (notes.length <= CALL_NOTES_MAX) return notes;
+  return [...notes.slice(0, CALL_NOTES_MAX - 1), `${missed.length - CALL_NOTES_MAX + 1} more calls were not pictured (their hooks did not reach turnback): ${missed.slice(CALL_NOTES_MAX - 1).map((m) => m.call.id).join(', ')}`.slice(0, 500)];
 }
 
 /** What an event that could not have the store in time leaves unrecorded, in words. */
@@ -175,7 +237,7 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
     return await storeBehind(observer.store).withLock(
       () => {
         began = true;
-        return applyLocked(observer, event);
+        return applyLocked(observer, event, options.agent);
       },
       { timeoutMs: left },
     );
@@ -185,7 +247,7 @@ export async function applyHookEvent(observer: CheckpointObserver, event: HookEv
   }
 }
 
-async function applyLocked(observer: CheckpointObserver, event: HookEvent): Promise<HookOutcome> {
+async function applyLocked(observer: CheckpointObserver, event: HookEvent, agent: AgentSpec | undefined): Promise<HookOutcome> {
   const session = observer.sessionId;
   const ofSession = (call: OpenCall): boolean => call.session === session;
   switch (event.kind) {
@@ -211,7 +273,21 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
     case 'before-tool': {
       if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only, nothing pictured` };
       const callId = await callIdFor(observer, event, true);
-      if (event.toolClass === 'write' && event.paths !== undefined) {
+      // A call of this turn whose events did not get through (an HTTP hook that could not reach
+      // the server): this event sweeps the whole tree, so what that call did is pictured now.
+      const turn = agent !== undefined && event.transcriptPath !== undefined ? (await boundaries(observer)).at(-1) : undefined;
+      const missed = turn === undefined ? [] : await turnMissedCalls(observer, event, turn.id, agent);
+      // A call whose after event was missed ends here, so its window stops at this picture, not at the turn's end.
+      const open = new Set((await observer.openCalls()).map((call) => call.callId));
+      let closed = 0;
+      for (const { call } of missed) {
+        if (!call.missing.includes('PostToolUse') || !open.has(call.id)) continue;
+        await splitAtEvent(observer, { closing: (other) => ofSession(other) && other.callId === call.id });
+        await observer.callEnd(call.id, { sideEffect: 'filesystem', omit: omitOthers(observer, { session, callId: call.id }) });
+        closed += 1;
+      }
+      const swept = missed.length > 0 ? `; swept the whole tree: ${missed.length} call(s) of this turn not pictured (${missed.map((m) => m.call.id).join(', ')})${closed > 0 ? `, ${closed} ended here` : ''}` : '';
+      if (event.toolClass === 'write' && event.paths !== undefined && missed.length === 0) {
         const inside = await writtenInside(observer.projectRoot, event.paths);
         if (inside.length === 0) return { action: `${event.toolName ?? 'tool'}: writes outside the project only, nothing pictured` };
         const scope = inside.map((p) => path.relative(observer.projectRoot, p).split(path.sep).join('/'));
@@ -221,7 +297,7 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
       }
       await splitAtEvent(observer, { opening: { session, callId } });
       const begun = await observer.callBegin(callId, { command: callLabel(event, observer.projectRoot), detached: true });
-      return { action: `call ${callId} began: whole tree${partialWords(begun)}` };
+      return { action: `call ${callId} began: whole tree${partialWords(begun)}${swept}` };
     }
     case 'after-tool': {
       if (event.toolClass === 'read-only') return { action: `${event.toolName ?? 'tool'}: read-only` };
@@ -246,23 +322,31 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent): Prom
         const ended = await endOpenCalls(observer);
         return { action: `no turn open${ended > 0 ? `; ${ended} call(s) ended` : ''}` };
       }
+      // Before the open calls are ended: a call still open now is one whose after event never came.
+      const missed = await turnMissedCalls(observer, event, last.id, agent);
       const ended = await endOpenCalls(observer, turnCallId(last.id));
       const turnCall = turnCallId(last.id);
       // The whole-tree picture also saw what other calls open meanwhile did (another session's):
-      // those are left out of the turn, and the person is told this turn's own changes.
-      const attribution = await observer.callEnd(turnCall, { sideEffect: 'filesystem', omit: omitOthers(observer, { session, callId: turnCall }) });
+      // those are left out of the turn, and the person is told this turn's own changes. The
+      // calls whose hooks did not get through are named with the turn, one by one.
+      const notes = missedNotes(missed);
+      const attribution = await observer.callEnd(turnCall, { sideEffect: 'filesystem', omit: omitOthers(observer, { session, callId: turnCall }), ...(notes.length > 0 ? { notes } : {}) });
+      const missedWords = missed.length > 0 ? `${missed.length} ${missed.length === 1 ? 'call' : 'calls'} not pictured, their hooks did not reach turnback (turnback show ${shortIdOf(last.id)})` : '';
       const shared = new Set((await sharedChanges(observer.store, session, turnCall)).map((s) => s.path));
       const own = attribution.changes.filter((change) => !shared.has(change.path));
       const counts = changeCounts(own);
       const sharedWords = shared.size > 0 ? `; ${shared.size} more changed while another agent's call ran too (undo asks before taking ${shared.size === 1 ? 'it' : 'them'} back)` : '';
       // What the pictures passed over and the turn deleted has no copy: said once, as `run` says it.
       const ignored = ignoredDeletedText(attribution.ignoredDeleted ?? []);
-      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ignored !== '' ? `; ${ignored}` : ''}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}`;
-      if (own.length === 0 && shared.size === 0) return ignored === '' ? { action } : { action, message: `turnback: ${ignored}` };
+      const action = `turn ${turns.length} ended: ${counts}${sharedWords}${ignored !== '' ? `; ${ignored}` : ''}${ended > 0 ? `; ${ended} call(s) left open were ended` : ''}${missed.length > 0 ? `; not pictured: ${missed.map((m) => m.call.id).join(', ')}` : ''}`;
+      if (own.length === 0 && shared.size === 0) {
+        const said = [ignored, missedWords].filter((words) => words !== '').join(' · ');
+        return said === '' ? { action } : { action, message: `turnback: ${said}` };
+      }
       // A walk stopped by a limit says how much it left, in the line the person sees.
       const stopped = attribution.gaps.find((gap) => gap.reason === 'walk-entries' || gap.reason === 'time-limit');
       const gaps = stopped !== undefined ? ` (picture cut short: ${shownText(stopped.detail)})` : attribution.partial ? ' (some files had no copy: turnback status says which)' : '';
-      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}${ignored !== '' ? ` · ${ignored}` : ''}` };
+      return { action, message: `turnback: ${counts}${sharedWords}${gaps} · turnback undo ${shortIdOf(last.id)}${ignored !== '' ? ` · ${ignored}` : ''}${missedWords !== '' ? ` · ${missedWords}` : ''}` };
     }
     case 'session-end': {
       await splitAtEvent(observer, { closing: ofSession });

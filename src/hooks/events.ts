@@ -34,6 +34,8 @@ export interface HookEvent {
   cwd?: string;
   /** What the tool is to turnback (tool events). */
   toolClass?: ToolClass;
+  /** The agent's transcript (Claude Code's `transcript_path`), for an agent whose hooks may not get through (HTTP hooks). */
+  transcriptPath?: string;
 }
 
 function field(payload: Record<string, unknown>, names: readonly string[]): unknown {
@@ -120,6 +122,11 @@ export function parseHookEvent(spec: AgentSpec, eventName: string, payloadText: 
   const cwdText = text(field(p, spec.fields.cwd), 4096);
   const cwd = cwdText !== undefined && path.isAbsolute(cwdText) ? cwdText : undefined;
   const event: HookEvent = { kind, eventName, session: text(field(p, spec.fields.sessionId), 256) ?? 'default', ...(cwd !== undefined ? { cwd } : {}) };
+  if (spec.http !== undefined) {
+    // Claude Code's payloads name its transcript: what the turn's missed calls are read from (transcript.ts).
+    const transcript = text(p.transcript_path, 4096);
+    if (transcript !== undefined && path.isAbsolute(transcript)) event.transcriptPath = transcript;
+  }
   if (kind === 'prompt') {
     const prompt = field(p, spec.fields.prompt);
     if (typeof prompt === 'string') event.prompt = prompt;

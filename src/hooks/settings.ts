@@ -53,6 +53,22 @@ export function isOurCommand(command: unknown, agent: string): boolean {
   return typeof command === 'string' && new RegExp(`turnback(?:\\.cjs)?['"]? hook ${agent} `).test(`${command} `);
 }
 
+/** True for the URL of an HTTP hook turnback's install wrote for `agent` (`http://127.0.0.1:PORT/hook/claude/PreToolUse`). */
+export function isOurUrl(url: unknown, agent: string): boolean {
+  return typeof url === 'string' && new RegExp(`^http://127\\.0\\.0\\.1:[0-9]{1,5}/hook/${agent}/[A-Za-z]+$`).test(url);
+}
+
+/** True for a hook entry turnback's install wrote for `agent`: its command, or its HTTP hook. */
+function isOurEntry(entry: unknown, agent: string): boolean {
+  return isOurCommand(commandOf(entry), agent) || (isObject(entry) && entry.type === 'http' && isOurUrl(entry.url, agent));
+}
+
+/** An HTTP hook of an agent that runs them (Claude Code): where it posts, and the headers it sends. */
+export interface HttpHookTarget {
+  url: string;
+  headers: Record<string, string>;
+}
+
 function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -63,8 +79,9 @@ function commandOf(entry: unknown): unknown {
   return entry.command ?? entry.bash;
 }
 
-/** The hook entry install writes for `event`. */
-function entryFor(spec: AgentSpec, command: string): JsonObject {
+/** The hook entry install writes for `event`: an HTTP hook when `http` is given (matcher-group agents only). */
+function entryFor(spec: AgentSpec, command: string, http?: HttpHookTarget): JsonObject {
+  if (http !== undefined && spec.format === 'matcher-groups') return { type: 'http', url: http.url, headers: http.headers, [spec.timeout.field]: spec.timeout.value };
   switch (spec.format) {
     case 'matcher-groups':
       return { type: 'command', command, [spec.timeout.field]: spec.timeout.value };
@@ -80,9 +97,9 @@ function entryFor(spec: AgentSpec, command: string): JsonObject {
  * install writes? An earlier install's entry of another limit (Qwen Code's 30, read as 30 ms) is
  * not ours as it should be: it is replaced.
  */
-function holdsOurs(spec: AgentSpec, list: unknown[], command: string): boolean {
-  const expected = entryFor(spec, command);
-  const same = (entry: unknown): boolean => commandOf(entry) === command && isObject(entry) && Object.entries(expected).every(([key, value]) => entry[key] === value);
+function holdsOurs(spec: AgentSpec, list: unknown[], command: string, http?: HttpHookTarget): boolean {
+  const expected = entryFor(spec, command, http);
+  const same = (entry: unknown): boolean => isObject(entry) && Object.entries(expected).every(([key, value]) => JSON.stringify(entry[key]) === JSON.stringify(value));
   return list.some((item) => (spec.format === 'matcher-groups' ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some(same) : same(item)));
 }
 
@@ -91,14 +108,14 @@ function withoutOurs(spec: AgentSpec, list: unknown[]): unknown[] {
   const kept: unknown[] = [];
   for (const item of list) {
     if (spec.format !== 'matcher-groups') {
-      if (!isOurCommand(commandOf(item), spec.name)) kept.push(item);
+      if (!isOurEntry(item, spec.name)) kept.push(item);
       continue;
     }
     if (!isObject(item) || !Array.isArray(item.hooks)) {
       kept.push(item);
       continue;
     }
-    const hooks = item.hooks.filter((h) => !isOurCommand(commandOf(h), spec.name));
+    const hooks = item.hooks.filter((h) => !isOurEntry(h, spec.name));
     if (hooks.length === item.hooks.length) kept.push(item);
     else if (hooks.length > 0) kept.push({ ...item, hooks });
   }
@@ -118,7 +135,7 @@ export interface InstallResult {
  *
  * @throws Error when `settings.hooks` (or one event's list) is not of the shape the agent reads.
  */
-export function installHooks(spec: AgentSpec, settings: JsonObject, commandFor: (event: string) => string): InstallResult {
+export function installHooks(spec: AgentSpec, settings: JsonObject, commandFor: (event: string) => string, httpFor: (event: string) => HttpHookTarget | undefined = () => undefined): InstallResult {
   const hooks = settings.hooks ?? {};
   if (!isObject(hooks)) throw new Error('its "hooks" is not an object');
   const next: JsonObject = { ...hooks };
@@ -127,10 +144,11 @@ export function installHooks(spec: AgentSpec, settings: JsonObject, commandFor: 
     const list = next[event] ?? [];
     if (!Array.isArray(list)) throw new Error(`its "hooks.${event}" is not a list`);
     const command = commandFor(event);
-    if (holdsOurs(spec, list, command)) continue;
-    // An earlier install's hook (another path to turnback) is replaced, never doubled.
+    const http = httpFor(event);
+    if (holdsOurs(spec, list, command, http)) continue;
+    // An earlier install's hook (another path to turnback, a command where an HTTP hook goes now, another port) is replaced, never doubled.
     const kept = withoutOurs(spec, list);
-    const entry = entryFor(spec, command);
+    const entry = entryFor(spec, command, http);
     const tool = kind === 'before-tool' || kind === 'after-tool';
     const item = spec.format === 'matcher-groups' ? { ...(tool && spec.toolMatcher !== undefined ? { matcher: spec.toolMatcher } : {}), hooks: [entry] } : entry;
     next[event] = [...kept, item];
@@ -186,7 +204,7 @@ export function installedEvents(spec: AgentSpec, settings: JsonObject): string[]
     const list = hooks[event];
     if (!Array.isArray(list)) return false;
     return list.some((item) =>
-      spec.format === 'matcher-groups' ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some((h) => isOurCommand(commandOf(h), spec.name)) : isOurCommand(commandOf(item), spec.name),
+      spec.format === 'matcher-groups' ? isObject(item) && Array.isArray(item.hooks) && item.hooks.some((h) => isOurEntry(h, spec.name)) : isOurEntry(item, spec.name),
     );
   });
 }

@@ -60,6 +60,8 @@ export function socketFolder(env: NodeJS.ProcessEnv, runUserRoot: string = RUN_U
   const systemd = path.join(runUserRoot, String(uid));
   const folder =
     runtime !== undefined && path.isAbsolute(runtime) ? path.join(runtime, 'turnback') : privateFolder(systemd, uid) ? path.join(systemd, 'turnback') : path.join(os.tmpdir(), `turnback-${uid}`);
+  // Every command asks: one lstat when it is there, a mkdir only when it is not.
+  if (privateFolder(folder, uid)) return folder;
   try {
     mkdirSync(folder, { mode: 0o700 });
   } catch (error) {

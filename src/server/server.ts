@@ -9,6 +9,7 @@ import { installRequestEnvironment } from './request-env.js';
 import { warmStatHelper } from '../admin.js';
 import { watchingService } from './watching.js';
 import { startIdleCopies } from './idle-copies.js';
+import { startHookListener } from './hook-listener.js';
 
 export { ClientGone, type Executor } from './connection.js';
 
@@ -52,6 +53,8 @@ const SERVICES: readonly ServiceStart[] = [
   watchingService,
   // Copies the git blobs that served projects' checkpoints rest on into their stores, while no command is served.
   ({ life }) => Promise.resolve(startIdleCopies(life)),
+  // Agents' HTTP hooks on 127.0.0.1 (hook-listener.ts); none where no secret can be kept.
+  async ({ life, execute, socketPath }) => (await startHookListener({ execute, busy: () => life.busy() }, socketPath)) ?? { close: () => Promise.resolve() },
 ];
 
 /** The turnback version of the package `mainFile` belongs to (`…/dist/cli/main.cjs` → `…/package.json`). */

@@ -277,13 +277,27 @@ export async function startSession(driver: AgentDriver): Promise<AgentSession & 
   const beforeInstall = await treePicture(project.proj);
   const installed = project.tb(['hooks', 'install', driver.agent]);
   expect(installed.code, installed.stderr).toBe(0);
-  // The project's hook file is committed: it names `turnback`, never this machine's paths (issue #26).
-  const written = Object.entries(await treePicture(project.proj)).filter(([name, entry]) => name.startsWith(`${driver.settingsFolder}/`) && entry.startsWith('file '));
+  // The project's committed hook file names `turnback`, never this machine's paths (issue #26). A
+  // file of this machine alone (Claude Code's settings.local.json, where its HTTP hooks go, issue
+  // #28) may name them, is readable by its owner alone, and is ignored by git.
+  const written = Object.entries(await treePicture(project.proj)).filter(([name, entry]) => name.startsWith(`${driver.settingsFolder}/`) && entry.startsWith('file ') && !name.endsWith('/.gitignore'));
   expect(written.length).toBeGreaterThan(0);
   for (const [name, entry] of written) {
     const text = Buffer.from(entry.split(' ')[2] ?? '', 'base64').toString('utf8');
-    expect(text, name).toContain(`turnback hook ${driver.agent} `);
-    expect(text, name).not.toContain('turnback.cjs');
+    expect(text, name).toContain(` hook ${driver.agent} `);
+    if (name.endsWith('.local.json')) {
+      expect(entry.split(' ')[1], name).toBe('600');
+      execFileSync('git', ['check-ignore', '-q', name], { cwd: project.proj });
+    } else {
+      expect(text, name).toContain(`turnback hook ${driver.agent} `);
+      expect(text, name).not.toContain('turnback.cjs');
+    }
+  }
+  // Claude Code's tool events are HTTP hooks (issue #28): no command runs for them, so every tool
+  // event in the hook log came through the server's listener.
+  if (driver.agent === 'claude') {
+    const local = JSON.parse(await readFile(path.join(project.proj, '.claude', 'settings.local.json'), 'utf8')) as { hooks: Record<string, { hooks: { type: string }[] }[]> };
+    for (const event of ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']) expect(local.hooks[event]?.flatMap((group) => group.hooks.map((hook) => hook.type))).toEqual(['http']);
   }
   const script = await loadScript(driver.fixture, project.proj);
   const server = await startModelServer(driver.format, script);

@@ -32,6 +32,8 @@ export interface SeenRequest {
   url: string;
   body: unknown;
   answered: string;
+  /** When it arrived (performance.now()): the time between a turn's steps is one tool call's round (bench/claude-hooks.mjs). */
+  receivedAt: number;
 }
 
 /** A running server. */
@@ -254,9 +256,10 @@ export async function startModelServer(format: WireFormat, script: Script): Prom
   const calls: ModelServer['calls'] = [];
   const server = createServer((req, res) => {
     void (async () => {
+      const receivedAt = performance.now();
       const body = await readBody(req);
       const url = req.url ?? '/';
-      const seen: SeenRequest = { method: req.method ?? 'GET', url, body, answered: '' };
+      const seen: SeenRequest = { method: req.method ?? 'GET', url, body, answered: '', receivedAt };
       requests.push(seen);
       if (req.method === 'GET' || url.includes('count_tokens') || url.includes(':countTokens')) {
         seen.answered = 'models';

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS, isCredentialPath, resolveCoverage, workspaceRefusal } from '../../src/capture/coverage.js';
+import { DEFAULT_LIMITS, isCredentialPath, isHookSecretPath, resolveCoverage, workspaceRefusal } from '../../src/capture/coverage.js';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { tempDir } from './helpers.js';
 
@@ -62,8 +62,33 @@ describe('isCredentialPath', () => {
     ['environment.ts', false],
     ['.envrc', false],
     ['id_rsa', false],
+    // Claude Code's file of this machine alone: turnback's install writes the hook secret there.
+    ['.claude/settings.local.json', true],
+    ['.CLAUDE/Settings.Local.JSON', true],
+    ['packages/web/.claude/settings.local.json', true],
+    ['.claude/settings.json', false],
+    ['settings.local.json', false],
+    ['.claude/settings.local.json.bak', false],
+    ['my.claude/settings.local.json', false],
+    // The server's endpoint file, should XDG_STATE_HOME point into a project.
+    ['.state/turnback/hook-endpoint.json', true],
+    ['hook-endpoint.json', false],
   ])('%s -> %s', (p, expected) => {
     expect(isCredentialPath(p)).toBe(expected);
+  });
+});
+
+describe('isHookSecretPath', () => {
+  it('the hook secret\'s file is never copied, even with copyCredentials; other credentials follow the option', () => {
+    expect(isHookSecretPath('.claude/settings.local.json')).toBe(true);
+    expect(isHookSecretPath('.env')).toBe(false);
+    const copying = resolveCoverage({ copyCredentials: true });
+    expect(copying.isUncopiedCredential('.claude/settings.local.json')).toBe(true);
+    expect(copying.isUncopiedCredential('sub/.claude/settings.local.json')).toBe(true);
+    expect(copying.isUncopiedCredential('.env')).toBe(false);
+    const defaults = resolveCoverage({});
+    expect(defaults.isUncopiedCredential('.claude/settings.local.json')).toBe(true);
+    expect(defaults.isUncopiedCredential('.env')).toBe(true);
   });
 });
 

@@ -65,6 +65,14 @@ describe('takePicture', () => {
     expect(p.partial).toBe(false);
   });
 
+  it('never copies the hook secret\'s file (.claude/settings.local.json), even with copyCredentials', async () => {
+    await makeTree(root, { '.claude/settings.local.json': '{"hooks":{"PreToolUse":[{"hooks":[{"type":"http","headers":{"X-Turnback-Secret":"00ff"}}]}]}}', '.claude/settings.json': '{}', '.env': 'SECRET=1' });
+    const p = await picture({ copyCredentials: true });
+    expect(p.records.get('.claude/settings.local.json')?.state).toMatchObject({ type: 'uncopied', reason: 'credential' });
+    expect(p.records.get('.env')?.state.type).toBe('file');
+    expect(store.putFileCalls.map((f) => path.relative(root, f)).sort()).toEqual(['.claude/settings.json', '.env']);
+  });
+
   // Issue #27: outside git (as here) every file's bytes exist nowhere else, so no budget leaves one.
   it('maxPictureFiles: files git does not hold are copied past it, and the picture says how many', async () => {
     await manyFiles(12, 'out');

@@ -130,7 +130,7 @@ describe.each(PLAYS)('turnback hooks: $agent', (play) => {
 describe('several agents in one project at once', () => {
   it('Claude Code and Codex interleaved: each turn is its own, listed under its agent, its line says only its own files', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     expect(repo.tb(['hooks', 'install', 'codex']).code).toBe(0);
     const claude = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const codex = await installedCommands(path.join(repo.proj, '.codex', 'hooks.json'));

@@ -33,7 +33,7 @@ describe('a hook event that cannot have the store within its budget', () => {
     const repo = await cliRepo({ 'a.txt': 'a\n', 'turnback.toml': '[checkpoints]\nmax_picture_seconds = 2\n' });
     const notes = 'uncommitted notes\n';
     await writeFile(path.join(repo.proj, 'notes.txt'), notes);
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     expect(repo.tb(['server', 'start']).code).toBe(0);
     started.push(repo);

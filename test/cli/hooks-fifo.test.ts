@@ -17,7 +17,7 @@ function mkfifo(file: string): void {
 describe('a FIFO named like a file turnback reads', () => {
   it('turnback.toml: status, run, hooks install refuse it by name; a hook event exits 0 at once', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const serverState = () => JSON.parse(repo.tb(['server', 'status', '--json']).stdout) as { running: boolean; pid: number | null; served: number | null };
     expect(repo.tb(['server', 'start']).code).toBe(0);

@@ -11,7 +11,7 @@ import { fire, installedCommands, sh } from './hook-play.js';
 // Claude Code's payloads; real files, real git, the built command.
 
 async function claudeTurn(repo: CliRepo, prompt: string, command: string): Promise<string> {
-  expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+  expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
   const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
   const common = { session_id: 'ignored-files', cwd: repo.proj, transcript_path: null };
   const env = { CLAUDE_PROJECT_DIR: repo.proj };

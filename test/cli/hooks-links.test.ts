@@ -89,16 +89,27 @@ describe('hooks install and uninstall never follow a link out of the project', (
     expect(await listing(outside)).toEqual({});
   });
 
-  it('a link that stays inside the project is followed, and install says where the file really is', async () => {
+  it.each([
+    ['the default: the local file, HTTP hooks', [], 'settings.local.json'],
+    ['--command-hooks: the committed file', ['--command-hooks'], 'settings.json'],
+  ] as const)('a link that stays inside the project is followed, and install says where the file really is (%s)', async (_case, flags, name) => {
     const repo = await cliRepo({ 'config/claude/keep.txt': 'k\n' });
     await symlink(path.join(repo.proj, 'config', 'claude'), path.join(repo.proj, '.claude'));
-    const install = repo.tb(['hooks', 'install', 'claude']);
-    expect(install.code).toBe(0);
-    expect(install.stdout).toContain(`(a link to ${path.join(repo.proj, 'config', 'claude', 'settings.json')})`);
-    expect(JSON.parse(await readFile(path.join(repo.proj, 'config', 'claude', 'settings.json'), 'utf8'))).toHaveProperty('hooks');
+    const install = repo.tb(['hooks', 'install', 'claude', ...flags]);
+    expect(install.code, install.stderr).toBe(0);
+    const real = path.join(repo.proj, 'config', 'claude', name);
+    expect(install.stdout).toContain(`(a link to ${real})`);
+    expect(JSON.parse(await readFile(real, 'utf8'))).toHaveProperty('hooks');
+    if (name === 'settings.local.json') {
+      // The secret's file, reached through the link, is still owner-only and kept out of git where it really is.
+      expect((await lstat(real)).mode & 0o077).toBe(0);
+      repo.git('check-ignore', '-q', 'config/claude/settings.local.json');
+    }
     expect((await lstat(path.join(repo.proj, '.claude'))).isSymbolicLink()).toBe(true);
     expect(repo.tb(['hooks', 'uninstall', 'claude']).code).toBe(0);
-    expect(fs.existsSync(path.join(repo.proj, 'config', 'claude', 'settings.json'))).toBe(false);
+    expect(fs.existsSync(real)).toBe(false);
+    expect(fs.existsSync(path.join(repo.proj, 'config', 'claude', '.gitignore'))).toBe(false);
     expect(fs.existsSync(path.join(repo.proj, 'config', 'claude', 'keep.txt'))).toBe(true);
+    if (flags.length === 0) repo.tb(['server', 'stop']);
   });
 });

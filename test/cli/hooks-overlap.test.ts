@@ -13,7 +13,8 @@ import { fire, hookLog, installedCommands, sh, type Json } from './hook-play.js'
 /** Plays events of one installed agent, checking each hook exits 0. */
 async function player(repo: CliRepo, agent: 'codex' | 'claude'): Promise<(event: string, payload: Json) => string> {
   const file = agent === 'codex' ? '.codex/hooks.json' : '.claude/settings.json';
-  expect(repo.tb(['hooks', 'install', agent]).code).toBe(0);
+  // The hooks run as processes here: this test plays each event's command.
+  expect(repo.tb(['hooks', 'install', agent, '--command-hooks']).code).toBe(0);
   const commands = await installedCommands(path.join(repo.proj, file));
   return (event, payload) => {
     const r = fire(repo, commands[event], { ...payload, hook_event_name: event });

@@ -8,6 +8,8 @@ import { fire, installedCommands } from './hook-play.js';
 // Issue #26, point 4: a project's hook file is committed, so it must run on a teammate's machine.
 // It names `turnback` (when `turnback` on PATH is this install) or `npx turnback`, never this
 // machine's Node and dist/ paths; `hooks status` says when an installed command would not run here.
+// Claude Code's committed file is what `--command-hooks` writes (by default its hooks go in this
+// machine's own settings.local.json, which names this machine's paths: test/cli/hook-http.test.ts).
 
 /** `turnback ARGS` in the repository with `env` over its environment. */
 function tbWith(repo: CliRepo, args: string[], env: NodeJS.ProcessEnv): CliResult {
@@ -24,7 +26,7 @@ function pathWithoutTurnback(repo: CliRepo): string {
 describe('turnback hooks install: the committed file carries no machine path', () => {
   it('with this install on PATH as `turnback`, every hook runs `turnback hook …`, and it fires', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    const install = repo.tb(['hooks', 'install', 'claude']);
+    const install = repo.tb(['hooks', 'install', 'claude', '--command-hooks']);
     expect(install.code, install.stderr).toBe(0);
     const file = path.join(repo.proj, '.claude', 'settings.json');
     const text = await readFile(file, 'utf8');
@@ -62,7 +64,7 @@ describe('turnback hooks install: the committed file carries no machine path', (
     await writeFile(file, `${JSON.stringify({ hooks: Object.fromEntries(events.map((e) => [e, [{ hooks: [{ type: 'command', command: `'/usr/bin/node' '/home/someone/turnback/dist/cli/turnback.cjs' hook claude ${e}`, timeout: 30 }] }]])) }, null, 2)}\n`);
     const status = repo.tb(['hooks', 'status']);
     expect(status.stdout).toContain('project: its command would not run here: /home/someone/turnback/dist/cli/turnback.cjs does not exist here');
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const text = await readFile(file, 'utf8');
     expect(text).not.toContain('/home/someone');
     expect(Object.values(JSON.parse(text).hooks as Record<string, unknown[]>).every((list) => list.length === 1)).toBe(true);
@@ -71,7 +73,7 @@ describe('turnback hooks install: the committed file carries no machine path', (
 
   it('hooks status says when the installed command is not found on PATH here', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const here = repo.tb(['hooks', 'status']);
     expect(here.stdout).toContain('Claude Code: project: installed');
     expect(here.stdout).not.toContain('would not run here');

@@ -19,7 +19,7 @@ function stores(repo: CliRepo): string[] {
 
 async function claudeRepo(): Promise<{ repo: CliRepo; commands: Record<string, string> }> {
   const repo = await cliRepo({ 'a.txt': 'a\n' });
-  expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+  expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
   return { repo, commands: await installedCommands(path.join(repo.proj, '.claude', 'settings.json')) };
 }
 

@@ -87,7 +87,8 @@ describe.each(PLAYS)('a write through a symlink to the project: $agent', (play) 
   // Cursor's payloads name no file: the folder is the only way it can name the project.
   it.each(play.agent === 'cursor' ? WAYS.slice(0, 1) : WAYS)('$way: the write is pictured, and undoing its picture gives notes.txt back byte for byte', async ({ cwd: cwdOf, file: fileOf }) => {
     const { repo, link } = await linkedRepo();
-    expect(repo.tb(['hooks', 'install', play.agent]).code).toBe(0);
+    // Claude Code's events as command hooks: this test plays each event's command.
+    expect(repo.tb(['hooks', 'install', play.agent, '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, play.file));
     const cwd = cwdOf(link, repo.proj);
     const run = (event: string, payload: Json): void => {
@@ -118,7 +119,7 @@ describe.each(PLAYS)('a write through a symlink to the project: $agent', (play) 
 describe('undo --call through a symlinked workspace', () => {
   it('Claude Code: the Write call named through the link is found by its tool_use_id and undone alone', async () => {
     const { repo, link } = await linkedRepo();
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const common = { session_id: SESSION, cwd: link, transcript_path: null };
     const ok = (r: { code: number | null }): void => expect(r.code).toBe(0);

@@ -14,7 +14,7 @@ describe('a turn an agent left open', () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     const notes = 'my notes, never committed\n';
     await writeFile(path.join(repo.proj, 'notes.txt'), notes);
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const common = { session_id: 'interrupted', cwd: repo.proj, transcript_path: null };
     expect(fire(repo, commands.UserPromptSubmit, { ...common, hook_event_name: 'UserPromptSubmit', prompt: 'clean up' }).code).toBe(0);

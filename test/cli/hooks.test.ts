@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,7 +47,7 @@ function claudeSession(repo: CliRepo, commands: Record<string, string>, sessionI
 }
 
 describe('turnback hooks: Claude Code', () => {
-  it('install keeps the hooks already there, twice changes nothing, uninstall gives the file back byte for byte', async () => {
+  it('--command-hooks: install keeps the hooks already there, twice changes nothing, uninstall gives the file back byte for byte', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     const settingsFile = path.join(repo.proj, '.claude', 'settings.json');
     const mine = { permissions: { allow: ['Bash(ls)'] }, hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo done' }] }], PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'true' }] }] } };
@@ -55,7 +55,7 @@ describe('turnback hooks: Claude Code', () => {
     const original = `${JSON.stringify(mine, null, 2)}\n`;
     await writeFile(settingsFile, original);
 
-    const install = repo.tb(['hooks', 'install', 'claude']);
+    const install = repo.tb(['hooks', 'install', 'claude', '--command-hooks']);
     expect(install.code).toBe(0);
     expect(install.stdout).toContain('UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd');
     const installed = await readFile(settingsFile, 'utf8');
@@ -64,8 +64,9 @@ describe('turnback hooks: Claude Code', () => {
     expect(settings.hooks.Stop?.[0]).toEqual(mine.hooks.Stop[0]);
     expect(settings.hooks.PreToolUse?.[0]).toEqual(mine.hooks.PreToolUse[0]);
     expect(Object.keys(await installedCommands(settingsFile)).sort()).toEqual(['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionEnd', 'Stop', 'UserPromptSubmit']);
+    expect(fs.existsSync(path.join(repo.proj, '.claude', 'settings.local.json'))).toBe(false);
 
-    const again = repo.tb(['hooks', 'install', 'claude']);
+    const again = repo.tb(['hooks', 'install', 'claude', '--command-hooks']);
     expect(again.stdout).toContain('nothing changed');
     expect(await readFile(settingsFile, 'utf8')).toBe(installed);
 
@@ -78,10 +79,88 @@ describe('turnback hooks: Claude Code', () => {
     expect(repo.tb(['hooks', 'uninstall', 'claude']).stdout).toContain('no turnback hooks');
   });
 
-  it('--user installs into your own settings (every project), status says so, and uninstall --user takes it out', async () => {
+  it('the default: the committed file and this machine\'s own keep what they hold; the hooks go in the local file; twice changes nothing; uninstall gives both back byte for byte', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const settingsFile = path.join(repo.proj, '.claude', 'settings.json');
+    const localFile = path.join(repo.proj, '.claude', 'settings.local.json');
+    const mine = { permissions: { allow: ['Bash(ls)'] }, hooks: { Stop: [{ hooks: [{ type: 'command', command: 'echo done' }] }] } };
+    const mineLocal = { permissions: { allow: ['Bash(cat *)'] }, hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'true' }] }] } };
+    await mkdir(path.dirname(settingsFile));
+    const original = `${JSON.stringify(mine, null, 2)}\n`;
+    const originalLocal = `${JSON.stringify(mineLocal, null, 4)}\n`;
+    await writeFile(settingsFile, original);
+    await writeFile(localFile, originalLocal, { mode: 0o600 });
+
+    const install = repo.tb(['hooks', 'install', 'claude']);
+    expect(install.code, install.stderr).toBe(0);
+    expect(install.stdout).toContain('UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, Stop, SessionEnd');
+    expect(install.stdout).toContain('PreToolUse, PostToolUse, PostToolUseFailure: HTTP hooks to the command server');
+    // The committed file is not touched: it holds no turnback hook, and no secret.
+    expect(await readFile(settingsFile, 'utf8')).toBe(original);
+    const installed = await readFile(localFile, 'utf8');
+    const settings = JSON.parse(installed) as { permissions: unknown; hooks: Record<string, Json[]> };
+    expect(settings.permissions).toEqual(mineLocal.permissions);
+    expect(settings.hooks.PreToolUse?.[0]).toEqual(mineLocal.hooks.PreToolUse[0]);
+    // The turn's own events stay commands (only a process can start a server); the tool events are HTTP hooks.
+    expect(Object.keys(await installedCommands(localFile)).sort()).toEqual(['SessionEnd', 'Stop', 'UserPromptSubmit']);
+    for (const event of ['PreToolUse', 'PostToolUse', 'PostToolUseFailure']) expect(settings.hooks[event]?.at(-1)).toMatchObject({ matcher: expect.any(String), hooks: [{ type: 'http', url: expect.stringMatching(new RegExp(`^http://127\\.0\\.0\\.1:[0-9]+/hook/claude/${event}$`)) }] });
+    expect((await stat(localFile)).mode & 0o077).toBe(0);
+
+    const again = repo.tb(['hooks', 'install', 'claude']);
+    expect(again.stdout).toContain('nothing changed');
+    expect(await readFile(localFile, 'utf8')).toBe(installed);
+
+    const status = repo.tb(['hooks', 'status']);
+    expect(status.stdout).toContain(`Claude Code: local: installed (${localFile})`);
+
+    const uninstall = repo.tb(['hooks', 'uninstall', 'claude']);
+    expect(uninstall.code).toBe(0);
+    expect(await readFile(localFile, 'utf8')).toBe(originalLocal);
+    expect(await readFile(settingsFile, 'utf8')).toBe(original);
+    // The line install added to keep the local file out of git went with it.
+    expect(fs.existsSync(path.join(repo.proj, '.claude', '.gitignore'))).toBe(false);
+    expect(repo.tb(['hooks', 'uninstall', 'claude']).stdout).toContain('no turnback hooks');
+    repo.tb(['server', 'stop']);
+  });
+
+  it('the default install takes an earlier install\'s commands out of the committed file, so no event runs twice', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const settingsFile = path.join(repo.proj, '.claude', 'settings.json');
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
+    const install = repo.tb(['hooks', 'install', 'claude']);
+    expect(install.code, install.stderr).toBe(0);
+    expect(install.stdout).toContain('taken out of');
+    expect(install.stdout).toContain('(they would run twice)');
+    // install had made the committed file: it is gone again, not left holding an empty "hooks".
+    expect(fs.existsSync(settingsFile)).toBe(false);
+    expect(Object.keys(await installedCommands(path.join(repo.proj, '.claude', 'settings.local.json'))).sort()).toEqual(['SessionEnd', 'Stop', 'UserPromptSubmit']);
+    // And back: --command-hooks takes the local file's hooks out the same way.
+    const back = repo.tb(['hooks', 'install', 'claude', '--command-hooks']);
+    expect(back.code, back.stderr).toBe(0);
+    expect(fs.existsSync(path.join(repo.proj, '.claude', 'settings.local.json'))).toBe(false);
+    expect(Object.keys(await installedCommands(settingsFile)).sort()).toEqual(['PostToolUse', 'PostToolUseFailure', 'PreToolUse', 'SessionEnd', 'Stop', 'UserPromptSubmit']);
+    repo.tb(['server', 'stop']);
+  });
+
+  it('--user installs into your own settings (every project), HTTP hooks for the tool events, status says so, and uninstall --user takes it out', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     const userFile = path.join(repo.home, '.claude', 'settings.json');
     expect(repo.tb(['hooks', 'install', 'claude', '--user']).code).toBe(0);
+    expect(Object.keys(await installedCommands(userFile)).sort()).toEqual(['SessionEnd', 'Stop', 'UserPromptSubmit']);
+    expect(await readFile(userFile, 'utf8')).toContain('/hook/claude/PreToolUse');
+    // The user's own file made by install holds the secret: owner-only.
+    expect((await stat(userFile)).mode & 0o077).toBe(0);
+    expect(fs.existsSync(path.join(repo.proj, '.claude'))).toBe(false);
+    expect(repo.tb(['hooks', 'status']).stdout).toContain('Claude Code: user: installed');
+    expect(repo.tb(['hooks', 'uninstall', 'claude', '--user']).code).toBe(0);
+    expect(fs.existsSync(userFile)).toBe(false);
+    repo.tb(['server', 'stop']);
+  });
+
+  it('--user --command-hooks installs every event as a command into your own settings, and uninstall --user takes it out', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    const userFile = path.join(repo.home, '.claude', 'settings.json');
+    expect(repo.tb(['hooks', 'install', 'claude', '--user', '--command-hooks']).code).toBe(0);
     expect(Object.keys(await installedCommands(userFile))).toContain('PreToolUse');
     expect(fs.existsSync(path.join(repo.proj, '.claude'))).toBe(false);
     expect(repo.tb(['hooks', 'status']).stdout).toContain('Claude Code: user: installed');
@@ -89,10 +168,13 @@ describe('turnback hooks: Claude Code', () => {
     expect(fs.existsSync(userFile)).toBe(false);
   });
 
-  it('a file install made is removed by uninstall, folder and all; a file turnback cannot read is never rewritten', async () => {
+  it.each([
+    ['the default', [], 'settings.local.json'],
+    ['--command-hooks', ['--command-hooks'], 'settings.json'],
+  ] as const)('a file install made is removed by uninstall, folder and all (%s); a file turnback cannot read is never rewritten', async (_case, flags, name) => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
-    expect(fs.existsSync(path.join(repo.proj, '.claude', 'settings.json'))).toBe(true);
+    expect(repo.tb(['hooks', 'install', 'claude', ...flags]).code).toBe(0);
+    expect(fs.existsSync(path.join(repo.proj, '.claude', name))).toBe(true);
     expect(repo.tb(['hooks', 'uninstall', 'claude']).code).toBe(0);
     expect(fs.existsSync(path.join(repo.proj, '.claude'))).toBe(false);
 
@@ -104,11 +186,12 @@ describe('turnback hooks: Claude Code', () => {
     expect(refused.stderr).toContain('nothing was changed');
     expect(await readFile(path.join(repo.proj, '.gemini', 'settings.json'), 'utf8')).toBe(commented);
     expect(repo.tb(['hooks', 'install', 'nosuchagent']).code).toBe(2);
+    if (flags.length === 0) repo.tb(['server', 'stop']);
   });
 
   it('plays three prompts with real tool effects; undoes one tool call, redoes it, undoes a turn, then everything, byte for byte', async () => {
     const repo = await cliRepo({ 'a.txt': 'alpha\n', 'b.txt': 'beta\n', 'c.txt': 'gamma\n', 'src/keep.ts': 'export {};\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const claude = claudeSession(repo, commands, '6f2a1b3c-9d8e-4f00-a1b2-c3d4e5f60718');
     const start = await listing(repo.proj);
@@ -169,7 +252,7 @@ describe('turnback hooks: Claude Code', () => {
 
   it('a tool call retried under the same id (Pre, Pre, Post): undo --call and the turn undo reach the original, not what the first attempt left', async () => {
     const repo = await cliRepo({ 'a.txt': 'original\n', 'b.txt': 'b\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const common = { session_id: 'retry-session', transcript_path: path.join(repo.home, 'retry.jsonl'), cwd: repo.proj, permission_mode: 'default' };
     const env = { CLAUDE_PROJECT_DIR: repo.proj };
@@ -197,7 +280,7 @@ describe('turnback hooks: Claude Code', () => {
 
   it('two sessions at once in one project: each turn lists and says only its own tool calls', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const one = claudeSession(repo, commands, 'aaaa1111-session-one');
     const two = claudeSession(repo, commands, 'bbbb2222-session-two');
@@ -217,7 +300,7 @@ describe('turnback hooks: Claude Code', () => {
 
   it("an agent working in a subfolder pictures the whole project: the payload's folder finds its git toplevel", async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n', 'sub/b.txt': 'b\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const common = { session_id: 'sub-session', transcript_path: '', cwd: path.join(repo.proj, 'sub') };
     const bash = { ...common, tool_name: 'Bash', tool_input: { command: 'echo A > ../a.txt' }, tool_use_id: 'toolu_sub' };
@@ -232,7 +315,7 @@ describe('turnback hooks: Claude Code', () => {
 
   it('never blocks the agent: a malformed payload and a broken store exit 0, print nothing but one line for the broken store, and are logged', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     for (const payload of ['not json', '[1,2]', '{"session_id": "s", "cwd": 7}']) {
       const r = fire(repo, commands.PreToolUse, payload);
@@ -259,7 +342,7 @@ describe('turnback hooks: Claude Code', () => {
 
   it('checkpoints off: a hook touches nothing at all, not even its log', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     expect(repo.tb(['off']).code).toBe(0);
     const before = fs.existsSync(path.join(repo.home, 'data')) ? fs.readdirSync(path.join(repo.home, 'data'), { recursive: true }) : [];
@@ -273,7 +356,7 @@ describe('turnback hooks: Claude Code', () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 800; i++) files[`d${i % 20}/f${i}.txt`] = `file ${i}\n`;
     const repo = await cliRepo(files);
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     // In its own process (no server), so the kill stops the work itself.
     const env = { ...repo.env, TURNBACK_SERVER: 'off' };

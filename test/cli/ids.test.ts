@@ -52,7 +52,7 @@ describe('ids a person types', () => {
 describe('every id an agent turn prints works with show, diff, undo and revert (issue #26 point 5)', () => {
   it('the Stop line, list, list --json and show (text and --json): each id shows, diffs, undoes and reverts what it names', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const common = { session_id: 'sess-ids', cwd: repo.proj, transcript_path: null };
     const run = (event: string, payload: Record<string, unknown>): string => {

@@ -380,3 +380,31 @@ describe('the command server', () => {
     expect(serverState(repo).running).toBe(false);
   });
 });
+
+describe('the hook path', () => {
+  it('a served hook sends its request without loading child_process (the launcher, run\'s child)', async () => {
+    const repo = await servedRepo({ 'a.txt': 'a\n' });
+    // Records, at the moment the request frame is written, which of Node's modules the client loaded.
+    const probe = path.join(path.dirname(repo.proj), 'probe.cjs');
+    const report = path.join(path.dirname(repo.proj), 'loaded.json');
+    await writeFile(
+      probe,
+      `const net = require('node:net'); const write = net.Socket.prototype.write; let seen = false;
+net.Socket.prototype.write = function (chunk, ...rest) {
+  if (!seen && typeof chunk === 'string' && chunk.startsWith('{"t":"request"')) {
+    seen = true;
+    require('node:fs').writeFileSync(${JSON.stringify(report)}, JSON.stringify({ modules: process.moduleLoadList }));
+  }
+  return write.call(this, chunk, ...rest);
+};`,
+    );
+    const payload = JSON.stringify({ session_id: 's-probe', cwd: repo.proj, hook_event_name: 'PreToolUse', tool_name: 'Read', tool_input: { file_path: 'a.txt' }, tool_use_id: 'toolu_probe' });
+    const hook = spawnSync(process.execPath, ['--no-warnings', '-r', probe, CLI, 'hook', 'claude', 'PreToolUse'], { cwd: repo.proj, env: repo.env, input: payload, encoding: 'utf8' });
+    expect(hook.status, hook.stderr).toBe(0);
+    const { modules } = JSON.parse(await readFile(report, 'utf8')) as { modules: string[] };
+    // The request went to the server (the probe saw it), and the path to it needed none of these.
+    expect(modules.filter((name) => /^NativeModule (child_process|internal\/child_process|dgram)$/.test(name))).toEqual([]);
+    const log = await readFile(`${path.join(repo.home, 'data', 'turnback')}/${(await readdir(path.join(repo.home, 'data', 'turnback'))).find((name) => name.endsWith('.hooks.log'))}`, 'utf8');
+    expect(log).toContain('"session":"s-probe"');
+  });
+});

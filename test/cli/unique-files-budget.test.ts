@@ -32,7 +32,7 @@ async function dirtyTree(proj: string): Promise<Record<string, string>> {
 
 /** One Claude Code turn that runs `script` as a Bash tool, through the hooks install wrote; returns the Stop hook's output. */
 async function hookedTurn(repo: CliRepo, script: string): Promise<string> {
-  expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+  expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
   const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
   const env = { CLAUDE_PROJECT_DIR: repo.proj };
   const common = { session_id: '0b5e27a1-27aa-4c27-9d27-27e5f1a2b3c4', transcript_path: path.join(repo.home, 't.jsonl'), cwd: repo.proj, permission_mode: 'default' };

@@ -53,7 +53,7 @@ describe('a walk stopped at its entry limit (max_walk_entries lowered to 30 on a
   it("the hook's turn line says the picture was cut short and how much it left", async () => {
     const repo = await cliRepo(trackedTree());
     await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_walk_entries = 30\n');
-    expect(repo.tb(['hooks', 'install', 'claude']).code).toBe(0);
+    expect(repo.tb(['hooks', 'install', 'claude', '--command-hooks']).code).toBe(0);
     const commands = await installedCommands(path.join(repo.proj, '.claude', 'settings.json'));
     const env = { CLAUDE_PROJECT_DIR: repo.proj };
     const common = { session_id: '28a0c0de-2828-4828-8828-28e5f1a2b3c4', transcript_path: path.join(repo.home, 't.jsonl'), cwd: repo.proj, permission_mode: 'default' };

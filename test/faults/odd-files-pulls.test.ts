@@ -17,7 +17,7 @@ import { Tally, trials } from './campaign.js';
 // Two classes of issue #31.
 //
 // Files of the wrong kind: a FIFO, a folder or a listening socket where turnback reads a file by
-// its path (the project's turnback.toml, the user's config.toml, an agent's settings file, the
+// its path (the project's turnback.toml, the user's config.toml, an agent's settings files, the
 // project's .gitignore), then a seeded command. Held: the command ends by itself (a hang is the
 // test's time-out), and when it refuses, it names the path.
 //
@@ -25,7 +25,9 @@ import { Tally, trials } from './campaign.js';
 // cut at a seeded length. Held: the pull refuses it (INTEGRITY), nothing of that checkpoint is
 // added, no scratch file is left in the store, and a clean pull then brings everything.
 
-const TARGETS = ['turnback.toml', 'config.toml', '.claude/settings.json', '.gitignore'] as const;
+// Claude Code's two files: `hooks install claude` writes its HTTP hooks into this machine's own
+// settings.local.json and takes turnback's out of the committed settings.json (and back).
+const TARGETS = ['turnback.toml', 'config.toml', '.claude/settings.json', '.claude/settings.local.json', '.gitignore'] as const;
 const KINDS = ['fifo', 'folder', 'socket'] as const;
 /** One of `items`, drawn from `random`. */
 function pick<T>(random: { int(lo: number, hi: number): number }, items: readonly T[]): T {
