@@ -156,10 +156,14 @@ function readyLine(stdout: Readable | null): Promise<boolean> {
   });
 }
 
-/** Starts the server at `where` and waits until it listens. */
+/**
+ * Starts the server at `where` and waits until it listens. A server started at the same moment by
+ * another client may take the socket first (ours then leaves without `ready`): that one serves.
+ */
 async function startAndWait(where: ServerAddress): Promise<boolean> {
   const child = launchServer(where, process.env, 'pipe');
-  return readyLine(child.stdout);
+  if (await readyLine(child.stdout)) return true;
+  return (await describe(where)).running;
 }
 
 /**

@@ -354,11 +354,29 @@ describe('the command server', () => {
     started.push(repo);
     // The server is started by a turnback inside `turnback run`, whose environment has TURNBACK_RUN.
     const outer = repo.tb(['run', '--', process.execPath, '--no-warnings', CLI, 'server', 'start']);
-    expect(outer.code).toBe(0);
+    expect(outer.code, outer.stdout + outer.stderr).toBe(0);
     const { pid } = serverState(repo);
     const environ = await readFile(`/proc/${pid}/environ`, 'utf8');
     expect(environ.split('\0').some((entry) => entry.startsWith('HOME='))).toBe(true);
     expect(environ.split('\0').some((entry) => entry.startsWith('TURNBACK_RUN='))).toBe(false);
+  });
+
+  it('two `server start` at the same moment both succeed, and one server serves them', async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    started.push(repo);
+    const start = () => {
+      const child = spawn(process.execPath, ['--no-warnings', CLI, 'server', 'start'], { cwd: repo.proj, env: repo.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      return once(child, 'close').then(([code]) => ({ code: code as number | null, output }));
+    };
+    // Both see no server and launch one; the second to bind finds the first one's socket.
+    const results = await Promise.all([start(), start(), start()]);
+    for (const result of results) expect(result.code, result.output).toBe(0);
+    const pids = results.map((result) => /pid (\d+)/.exec(result.output)?.[1]);
+    expect(new Set(pids).size).toBe(1);
+    expect(serverState(repo).pid).toBe(Number(pids[0]));
   });
 
   it('stop ends the server and removes its socket; status then says so', async () => {
