@@ -10,8 +10,8 @@
 // turn, median of `rounds` — once right after the first run (the server's idle copy-in of the
 // resting blobs may still be running between commands), once after the server and its
 // watchman went quiet, and once with each side started only when they are quiet (the server's
-// CPU while git's side runs is printed, since its idle work shares the cores); then 10 edits and a run, three times; the server's and its watchman
-// service's VmHWM/VmRSS from /proc. Everything lives in one temp folder with its own HOME, XDG
+// CPU while git's side runs is printed, since its idle work shares the cores); then 10 edits and
+// a run, three times; the server's and its watchman service's VmHWM/VmRSS from /proc. Everything lives in one temp folder with its own HOME, XDG
 // folders and runtime folder (so the server and watchman are this run's own), removed at the end.
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
