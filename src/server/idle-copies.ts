@@ -29,6 +29,15 @@ export function servedProject(storeRoot: string, projectRoot: string): void {
   noteServed?.({ storeRoot, projectRoot, env: { ...(process.env as Record<string, string>) } });
 }
 
+/**
+ * How long a store whose last copy-in left nothing to copy is not looked at again. Finding what is
+ * left reads every document and checkpoint of the store (about a second at 250,000 files), and
+ * every served command notes its store: without this window each idle moment paid that whole look
+ * again, and a command arriving during it waited. New resting blobs (a first picture past the
+ * budget, a checkout of another branch) rest on git meanwhile, as they did before any copy-in.
+ */
+export const IDLE_COPY_RESCAN_MS: number = 10 * 60_000;
+
 /** Blobs a slice reads before the copier looks whether a command arrived: one that does waits for at most that many reads (and the batch's last write). */
 const SLICE_FILES = 32;
 
@@ -36,8 +45,11 @@ const SLICE_FILES = 32;
  * The idle copier as one of the server's services: started with the server's life, it copies each
  * served project's resting blobs in whenever the server goes idle, and stops with the server.
  */
-export function startIdleCopies(life: ServerLife): { close(): Promise<void> } {
+export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_RESCAN_MS): { close(): Promise<void>; readonly looks: number } {
   const pending = new Map<string, Served>();
+  // Stores whose last look found nothing left to copy, and when.
+  const settledAt = new Map<string, number>();
+  let looks = 0;
   let running: Promise<void> | undefined;
   let closed = false;
   const busy = (): boolean => closed || life.left || life.active > 0;
@@ -51,7 +63,12 @@ export function startIdleCopies(life: ServerLife): { close(): Promise<void> } {
         stopped = await withEnvironment(served.env, async () => {
           const store = await openStore(served.storeRoot, { projectRoot: served.projectRoot });
           try {
-            return (await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy })).stopped;
+            looks += 1;
+            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy });
+            // What git lost can never be copied: it does not keep the store waiting for another look.
+            if (!report.stopped && report.left === report.lost) settledAt.set(served.storeRoot, Date.now());
+            else settledAt.delete(served.storeRoot);
+            return report.stopped;
           } finally {
             await store.close();
           }
@@ -70,6 +87,8 @@ export function startIdleCopies(life: ServerLife): { close(): Promise<void> } {
     });
   };
   noteServed = (served) => {
+    const settled = settledAt.get(served.storeRoot);
+    if (settled !== undefined && Date.now() - settled < rescanMs) return;
     pending.set(served.storeRoot, served);
   };
   const offIdle = life.onIdle(kick);
@@ -79,6 +98,10 @@ export function startIdleCopies(life: ServerLife): { close(): Promise<void> } {
       offIdle();
       noteServed = undefined;
       await running;
+    },
+    /** How many times a store was looked at for blobs to copy (tests; `server status` could show it). */
+    get looks() {
+      return looks;
     },
   };
 }
