@@ -36,7 +36,10 @@ export async function tempFolder(prefix = 'turnback-test-'): Promise<string> {
 /** Removes `dir` and everything under it, first making it writable again. Absent is fine. */
 export async function removeFolder(dir: string): Promise<void> {
   await fs.chmod(dir, 0o700).catch(() => undefined);
-  await fs.rm(dir, { recursive: true, force: true });
+  // A test's command server outlives its last command (its idle time) and may still write into
+  // the test's store (the idle copy-in of git blobs) while the folder goes: a folder that filled
+  // again during the removal (ENOTEMPTY) is taken again.
+  await fs.rm(dir, { recursive: true, force: true, maxRetries: 5 });
 }
 
 /** A fresh temp folder for each test of the calling file; read `dir` inside tests only. */
