@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliRepo } from './harness.js';
+import { cliRepo, type CliRepo } from './harness.js';
 
 // A clean tracked file past the copy budget is recorded by its git blob id (read-only: nothing
 // is written into .git), restored from git with its bytes checked against the id, and copied into
@@ -38,6 +38,16 @@ const gitHas = (repo: { git: (...args: string[]) => string }, id: string): boole
     return false;
   }
 };
+
+/** Rewrites history so git drops the files' blobs (gc), then undoes `removal`: every file must come back from the store's copies. */
+async function undoAfterGitForgot(repo: CliRepo, files: Record<string, string>, removal: string): Promise<void> {
+  const ids = blobIds(repo, files);
+  forgetSrc(repo);
+  for (const id of ids) expect(gitHas(repo, id)).toBe(false);
+  const undo = repo.tb(['undo', removal, '--yes']);
+  expect(undo.code, undo.stdout + undo.stderr).toBe(0);
+  for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+}
 
 describe("clean tracked files past the copy budget rest on git's objects", () => {
   it('a first picture over the budget copies none of them; an rm of every file comes back byte for byte from git; status counts them; verify is clean', async () => {
@@ -79,12 +89,7 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     expect(status).toMatch(/coverage: \d+ files? pictured; /);
     expect(restingIn(status)).toBe(0);
 
-    const ids = blobIds(repo, files);
-    forgetSrc(repo);
-    for (const id of ids) expect(gitHas(repo, id)).toBe(false);
-    const undo = repo.tb(['undo', removal, '--yes']);
-    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
-    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+    await undoAfterGitForgot(repo, files, removal);
     expect(repo.tb(['verify']).code).toBe(0);
   });
 
@@ -104,12 +109,7 @@ describe("clean tracked files past the copy budget rest on git's objects", () =>
     expect(prune.stdout).toMatch(/copied 8 pre-images resting on git's objects into the store/);
     expect(restingIn(repo.tb(['status']).stdout)).toBe(0);
 
-    const ids = blobIds(repo, files);
-    forgetSrc(repo);
-    for (const id of ids) expect(gitHas(repo, id)).toBe(false);
-    const undo = repo.tb(['undo', removal, '--yes']);
-    expect(undo.code, undo.stdout + undo.stderr).toBe(0);
-    for (const [name, text] of Object.entries(files)) expect(await readFile(path.join(repo.proj, name), 'utf8')).toBe(text);
+    await undoAfterGitForgot(repo, files, removal);
   });
 
   it('a file git\'s index lets go of (untracked, history rewritten, gc) is copied by the next picture, not left resting on a blob git may drop', async () => {
