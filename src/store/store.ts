@@ -1,6 +1,7 @@
-// The store's one facade (open, list, manifests, objects, state documents, lock, import): every
-// method is a few lines that hand the work to the module it imports (objects, journal, manifests,
-// retention, verify…).
+// The store's one facade (open, list, manifests, objects, state documents, lock, import, git-blob
+// copies), over 450 lines on purpose: every method is a few lines that hand the work to the module
+// it imports (objects, journal, manifests, retention, verify, git-copies…), and callers meet one
+// class; split in two, each half would carry the other's fields.
 import * as path from 'node:path';
 import { DEFAULTS } from '../core/defaults.js';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
