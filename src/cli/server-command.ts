@@ -4,6 +4,8 @@ import { CliExit, type Io } from './io.js';
 import { blockedLine, serverAddress, SERVER_SWITCH, socketBlocker, socketFolder, socketsIn, type ServerAddress } from '../server/address.js';
 import { shownPath, shownText } from '../report/escape.js';
 import { askServer, launchServer } from '../server/launch.js';
+import type { IdleCopyState } from '../server/frames.js';
+import { sizeText } from '../report/size-text.js';
 import type { Readable } from 'node:stream';
 
 /** One server in this user's socket folder, as it describes itself (`null`: it did not say: an older turnback, or nobody answers). */
@@ -30,6 +32,8 @@ export interface ServerEntry {
   rss: number | null;
   /** The TZ it serves (`null`: unset, or it did not say). */
   tz: string | null;
+  /** What its idle copier is doing: looks, copies pending and done, the next rescan (`null`: it did not say). */
+  idleCopies: IdleCopyState | null;
 }
 
 /** The `--json` document of `turnback server`. */
@@ -52,6 +56,18 @@ export interface ServerJson {
 
 const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const count = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
+
+/** The idle copier's state as a server said it, when it has the shape this build knows. */
+function idleCopiesOf(value: unknown): IdleCopyState | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const state = value as Partial<Record<keyof IdleCopyState, unknown>>;
+  const numbers = [state.pending, state.looks, state.copied, state.bytes, state.settled];
+  if (typeof state.running !== 'boolean' || !numbers.every((n) => count(n) !== null)) return null;
+  if (state.nextRescan !== null && typeof state.nextRescan !== 'string') return null;
+  const look = state.lastLook as Partial<Record<string, unknown>> | null | undefined;
+  if (look !== null && (typeof look !== 'object' || typeof look.at !== 'string' || typeof look.storeRoot !== 'string' || ![look.copied, look.bytes, look.left, look.lost].every((n) => count(n) !== null))) return null;
+  return value as IdleCopyState;
+}
 
 /** The address of the server of this build (dist/cli/main.cjs beside this file). */
 function address(): ServerAddress | undefined {
@@ -76,6 +92,7 @@ async function entryOf(socket: string, own: string | undefined): Promise<ServerE
     idleSeconds: count(pong?.idleSeconds),
     rss: count(pong?.rss),
     tz: text(pong?.tz),
+    idleCopies: idleCopiesOf(pong?.idleCopies),
   };
 }
 
@@ -107,6 +124,27 @@ function duration(seconds: number): string {
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
+/** `1 store` / `2 stores`. */
+function stores(n: number): string {
+  return `${n} store${n === 1 ? '' : 's'}`;
+}
+
+/** The idle copier's line: what it copied, its last look, what waits, when a settled store is looked at again. */
+function idleCopiesLine(state: IdleCopyState): string {
+  const parts = [state.running ? 'copying now' : state.looks === 0 ? 'no look yet' : `${state.looks} look${state.looks === 1 ? '' : 's'}, ${state.copied} blob${state.copied === 1 ? '' : 's'} copied in (${sizeText(state.bytes)})`];
+  const look = state.lastLook;
+  if (look !== null) {
+    const found =
+      look.failed !== undefined
+        ? `failed (${shownText(look.failed)})`
+        : `${look.copied} copied, ${look.left - look.lost} left on git${look.lost > 0 ? `, ${look.lost} lost to git` : ''}${look.stopped ? ', stopped for a command' : ''}`;
+    parts.push(`last look ${shownText(look.at)} at ${shownPath(look.storeRoot)}: ${found}`);
+  }
+  parts.push(state.pending === 0 ? 'nothing waiting' : `${stores(state.pending)} waiting for the next idle moment`);
+  if (state.nextRescan !== null) parts.push(`${stores(state.settled)} settled, looked at again from ${shownText(state.nextRescan)}`);
+  return `    idle copies: ${parts.join('; ')}`;
+}
+
 /** One server's line: pid, version and build, start, idle time, commands, memory. */
 function entryLine(entry: ServerEntry, now: number): string {
   if (!entry.answering) return `  ${shownPath(entry.socket)}: nobody answers (left by a server that was killed; the next server there removes it)`;
@@ -125,7 +163,7 @@ function entryLine(entry: ServerEntry, now: number): string {
   if (entry.rss !== null) parts.push(`${(entry.rss / (1024 * 1024)).toFixed(0)} MiB`);
   if (entry.tz !== null) parts.push(`TZ=${shownText(entry.tz)}`);
   const where = entry.mainFile !== null ? `\n    ${shownPath(entry.mainFile)}` : entry.protocol === null ? `\n    ${shownPath(entry.socket)}` : '';
-  return `  ${parts.join(', ')}${where}`;
+  return `  ${parts.join(', ')}${where}${entry.idleCopies !== null ? `\n${idleCopiesLine(entry.idleCopies)}` : ''}`;
 }
 
 function print(io: Io, state: ServerJson): void {

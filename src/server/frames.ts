@@ -51,6 +51,44 @@ export interface ServerReport {
   rss: number;
   /** The time zone it was started with (`null`: TZ unset): it serves only clients with the same. */
   tz: string | null;
+  /** What its idle copier is doing (an older server does not say). */
+  idleCopies?: IdleCopyState;
+}
+
+/** The last look of the idle copier at one store: when it ended, and what it found there. */
+export interface IdleCopyLook {
+  /** When the look ended (ISO 8601). */
+  at: string;
+  /** The store it looked at. */
+  storeRoot: string;
+  /** Blobs it copied in, and their bytes. */
+  copied: number;
+  bytes: number;
+  /** Blob ids still resting only on git after it, and of those the ones git could not give (their pre-images are lost). */
+  left: number;
+  lost: number;
+  /** True when a command arrived and the look stopped at a slice's end (the next idle moment takes it up again). */
+  stopped: boolean;
+  /** Why the store could not be looked at (it cannot be opened or written now), when it could not. */
+  failed?: string;
+}
+
+/** The idle copier's state (src/server/idle-copies.ts), as `turnback server status` shows it. */
+export interface IdleCopyState {
+  /** True while a look runs (the server is idle and copying). */
+  running: boolean;
+  /** Stores a served command noted that wait for a look (the next idle moment). */
+  pending: number;
+  /** Looks since the server started, and the blobs they copied in (with their bytes). */
+  looks: number;
+  copied: number;
+  bytes: number;
+  /** The last look, `null` before the first. */
+  lastLook: IdleCopyLook | null;
+  /** Stores whose last look left nothing to copy: not looked at again before `nextRescan`. */
+  settled: number;
+  /** When the soonest settled store may be looked at again (ISO 8601; its next served command notes it from then), `null` when none is settled. */
+  nextRescan: string | null;
 }
 
 /** Whether a client's output is a terminal, and its width. */

@@ -1,4 +1,5 @@
 import { openStore } from '../admin.js';
+import type { IdleCopyLook, IdleCopyState } from './frames.js';
 import type { ServerLife } from './life.js';
 import { withEnvironment } from './request-env.js';
 
@@ -45,11 +46,14 @@ const SLICE_FILES = 32;
  * The idle copier as one of the server's services: started with the server's life, it copies each
  * served project's resting blobs in whenever the server goes idle, and stops with the server.
  */
-export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_RESCAN_MS): { close(): Promise<void>; readonly looks: number } {
+export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_RESCAN_MS): { close(): Promise<void>; readonly looks: number; state(): IdleCopyState } {
   const pending = new Map<string, Served>();
   // Stores whose last look found nothing left to copy, and when.
   const settledAt = new Map<string, number>();
   let looks = 0;
+  let copied = 0;
+  let bytes = 0;
+  let lastLook: IdleCopyLook | null = null;
   let running: Promise<void> | undefined;
   let closed = false;
   const busy = (): boolean => closed || life.left || life.active > 0;
@@ -65,6 +69,9 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
           try {
             looks += 1;
             const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy });
+            copied += report.copied;
+            bytes += report.bytes;
+            lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
             // What git lost can never be copied: it does not keep the store waiting for another look.
             if (!report.stopped && report.left === report.lost) settledAt.set(served.storeRoot, Date.now());
             else settledAt.delete(served.storeRoot);
@@ -73,8 +80,9 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
             await store.close();
           }
         });
-      } catch {
+      } catch (error) {
         // A store that cannot be opened or written now: its next served command notes it again.
+        lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: 0, bytes: 0, left: 0, lost: 0, stopped: false, failed: error instanceof Error ? error.message : String(error) };
       }
       // A note taken while the copy ran (a command came and went between two slices) stays for the next idle moment.
       if (!stopped && pending.get(served.storeRoot) === served) pending.delete(served.storeRoot);
@@ -91,15 +99,29 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
     if (settled !== undefined && Date.now() - settled < rescanMs) return;
     pending.set(served.storeRoot, served);
   };
+  const state = (): IdleCopyState => {
+    const now = Date.now();
+    let soonest: number | undefined;
+    let settled = 0;
+    for (const at of settledAt.values()) {
+      if (now - at >= rescanMs) continue;
+      settled += 1;
+      if (soonest === undefined || at < soonest) soonest = at;
+    }
+    return { running: running !== undefined, pending: pending.size, looks, copied, bytes, lastLook, settled, nextRescan: soonest === undefined ? null : new Date(soonest + rescanMs).toISOString() };
+  };
   const offIdle = life.onIdle(kick);
+  const offReport = life.reportFrom('idleCopies', state);
   return {
     async close() {
       closed = true;
       offIdle();
+      offReport();
       noteServed = undefined;
       await running;
     },
-    /** How many times a store was looked at for blobs to copy (tests; `server status` could show it). */
+    state,
+    /** How many times a store was looked at for blobs to copy. */
     get looks() {
       return looks;
     },

@@ -1,6 +1,9 @@
 import { PROTOCOL_VERSION } from './address.js';
 import type { ServerReport } from './frames.js';
 
+/** The parts of the server's report its services say (each its own state), by key. */
+export type ServiceReports = Required<Pick<ServerReport, 'idleCopies'>>;
+
 // How long the server lives, and what it says about itself. It leaves after an idle time with
 // nothing to do — no command being served — so no process lingers for days; its next client
 // starts a new one. Asking the server about itself (`turnback server status`) is not work: it
@@ -33,6 +36,7 @@ export class ServerLife {
   #leaving = false;
   #leave: () => void = () => undefined;
   readonly #activity = new Set<(idle: boolean) => void>();
+  readonly #reporters = new Map<keyof ServiceReports, () => ServiceReports[keyof ServiceReports]>();
   /** Resolves once the server is told to leave (idle, `server stop`, a signal). */
   readonly leaving: Promise<void> = new Promise((resolve) => (this.#leave = resolve));
 
@@ -102,8 +106,18 @@ export class ServerLife {
     this.#leave();
   }
 
+  /** Has the server's report say `describe()` as its `key` (a service's state) until the returned function is called. */
+  reportFrom<K extends keyof ServiceReports>(key: K, describe: () => ServiceReports[K]): () => void {
+    this.#reporters.set(key, describe);
+    return () => {
+      if (this.#reporters.get(key) === describe) this.#reporters.delete(key);
+    };
+  }
+
   /** What the server says about itself. */
   report(): ServerReport {
+    const services: Partial<ServiceReports> = {};
+    for (const [key, describe] of this.#reporters) services[key] = describe();
     return {
       pid: process.pid,
       startedAt: this.startedAt.toISOString(),
@@ -116,6 +130,7 @@ export class ServerLife {
       idleSeconds: this.idleMs / 1000,
       rss: process.memoryUsage.rss(),
       tz: this.identity.tz,
+      ...services,
     };
   }
 

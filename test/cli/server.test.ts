@@ -279,6 +279,44 @@ describe('the command server', () => {
     expect((JSON.parse(repo.tb(['server', '--json']).stdout) as { servers: unknown[] }).servers).toEqual([]);
   });
 
+  it("status shows the idle copier's state: no look yet; then its last look, what it copied in, nothing waiting, and when the settled store is looked at again", async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 8; i++) files[`src/f${i}.txt`] = `file ${i}\n${'x'.repeat(i * 7)}\n`;
+    const repo = await servedRepo(files);
+    type Copies = { running: boolean; pending: number; looks: number; copied: number; bytes: number; settled: number; nextRescan: string | null; lastLook: { at: string; storeRoot: string; copied: number; left: number; lost: number; stopped: boolean; failed?: string } | null };
+    const copies = (): Copies => {
+      const state = JSON.parse(repo.tb(['server', '--json']).stdout) as { servers: { thisBuild: boolean; idleCopies: Copies | null }[] };
+      const own = state.servers.find((s) => s.thisBuild)?.idleCopies;
+      expect(own).toBeTruthy();
+      return own as Copies;
+    };
+    expect(copies()).toEqual({ running: false, pending: 0, looks: 0, copied: 0, bytes: 0, settled: 0, nextRescan: null, lastLook: null });
+    expect(repo.tb(['server']).stdout).toContain('idle copies: no look yet; nothing waiting');
+
+    // Past the copy budget: the run's clean tracked files rest on git, and the server copies them in once idle.
+    await writeFile(path.join(repo.proj, 'turnback.toml'), '[checkpoints]\nmax_picture_files = 3\n');
+    expect(repo.tb(['run', '--', 'sh', '-c', 'rm -r src']).code).toBe(0);
+    // Asking the server about itself is not a command: polling it never interrupts the copy. The deadline only guards a hang.
+    const guard = Date.now() + 60_000;
+    let state = copies();
+    while ((state.running || state.pending > 0 || state.lastLook === null) && Date.now() < guard) state = copies();
+    expect(state).toMatchObject({ running: false, pending: 0, looks: 1, settled: 1 });
+    const look = state.lastLook as NonNullable<Copies['lastLook']>;
+    expect(look).toMatchObject({ left: 0, lost: 0, stopped: false });
+    expect(look.failed).toBeUndefined();
+    expect(look.copied).toBe(8);
+    expect(state.copied).toBe(8);
+    expect(state.bytes).toBeGreaterThan(0);
+    expect(path.basename(look.storeRoot)).not.toBe('');
+    // The settled store is not looked at again for the rescan window (10 minutes) after its look.
+    expect(Date.parse(state.nextRescan ?? '') - Date.parse(look.at)).toBe(10 * 60_000);
+    const text = repo.tb(['server']).stdout;
+    expect(text).toContain(`idle copies: 1 look, 8 blobs copied in (`);
+    expect(text).toContain(`last look ${look.at} at `);
+    expect(text).toContain(': 8 copied, 0 left on git; nothing waiting; 1 store settled, looked at again from ');
+    expect(repo.tb(['status']).stdout).not.toMatch(/rests? only on git's objects/);
+  });
+
   it('leaves by itself after its idle time, which a command being served stops and asking its status does not restart', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     const env = { ...repo.env, TURNBACK_SERVER_IDLE_SECONDS: '1' };
