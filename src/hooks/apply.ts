@@ -9,7 +9,7 @@ import { classifyTool, namedPaths, pairingKey, promptLabel, type HookEvent } fro
 import type { AgentSpec } from './agents.js';
 import { lastTurnToolCalls, missedCalls, missedNote, type ArrivedCalls, type MissedCall, type TranscriptCall } from './transcript.js';
 import { readTranscriptTail } from './transcript-read.js';
-import { CALL_NOTES_MAX } from '../core/model.js';
+import { CALL_NOTES_MAX, type CheckpointMeta } from '../core/model.js';
 import { omitOthers, sharedChanges, splitAtEvent, type OpenCall } from './overlap.js';
 import { shownText } from '../report/escape.js';
 import { ignoredDeletedText } from '../report/reasons.js';
@@ -44,9 +44,9 @@ export function turnCallId(boundary: CheckpointId | string): string {
   return `turn:${boundary}`;
 }
 
-/** The boundaries of this observer's session, oldest first: its labelled turns. */
-async function boundaries(observer: CheckpointObserver): Promise<{ id: CheckpointId; label: string }[]> {
-  return (await observer.store.list())
+/** The boundaries of this observer's session, oldest first: its labelled turns (from `metas`, the store's list, when the caller has it already). */
+async function boundaries(observer: CheckpointObserver, metas?: readonly CheckpointMeta[]): Promise<{ id: CheckpointId; label: string }[]> {
+  return (metas ?? (await observer.store.list()))
     .filter((m) => m.sessionId === observer.sessionId && m.kind === 'turn' && m.label !== undefined && m.label.length > 0)
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map((m) => ({ id: m.id, label: m.label as string }));
@@ -151,11 +151,11 @@ export interface ApplyHookOptions {
   agent?: AgentSpec;
 }
 
-/** What turnback recorded of the calls of the session since `boundary`: begun (a picture taken), and still open. */
-async function arrivedSince(observer: CheckpointObserver, boundary: CheckpointId): Promise<ArrivedCalls> {
+/** What turnback recorded of the calls of the session since `boundary` (in `metas`, the store's list): begun (a picture taken), and still open. */
+async function arrivedSince(observer: CheckpointObserver, boundary: CheckpointId, metas: readonly CheckpointMeta[]): Promise<ArrivedCalls> {
   const open = new Set((await observer.openCalls()).map((call) => call.callId));
   const began = new Set(open);
-  for (const meta of await observer.store.list()) {
+  for (const meta of metas) {
     if (meta.sessionId !== observer.sessionId || meta.id <= boundary) continue;
     const manifest = await observer.store.manifest(meta.id).catch(() => undefined);
     for (const call of manifest?.calls ?? []) began.add(call.callId);
@@ -183,7 +183,7 @@ function missedLabel(spec: AgentSpec, projectRoot: string, cwd: string, call: Mi
  * The calls of the open turn (since `boundary`) whose events did not reach turnback, from the
  * agent's transcript; none when the event names no transcript or it cannot be read.
  */
-async function turnMissedCalls(observer: CheckpointObserver, event: HookEvent, boundary: CheckpointId, spec: AgentSpec | undefined): Promise<{ call: MissedCall; label: string }[]> {
+async function turnMissedCalls(observer: CheckpointObserver, event: HookEvent, boundary: CheckpointId, spec: AgentSpec | undefined, metas: readonly CheckpointMeta[]): Promise<{ call: MissedCall; label: string }[]> {
   if (spec === undefined || event.transcriptPath === undefined) return [];
   const text = readTranscriptTail(event.transcriptPath);
   if (text === undefined) return [];
@@ -191,8 +191,11 @@ async function turnMissedCalls(observer: CheckpointObserver, event: HookEvent, b
   if (calls.length === 0) return [];
   const cwd = event.cwd ?? observer.projectRoot;
   const pictured = new Set<string>();
-  for (const call of calls) if (await picturedCall(spec, observer.projectRoot, cwd, call)) pictured.add(call.id);
-  const missed = missedCalls(calls, await arrivedSince(observer, boundary), (call) => pictured.has(call.id), event.toolCallId);
+  for (const call of calls) if (call.id !== event.toolCallId && (await picturedCall(spec, observer.projectRoot, cwd, call))) pictured.add(call.id);
+  // No other call of the turn that turnback pictures (a turn's first call): nothing can be
+  // missed, and what arrived (the session's open calls, the manifests since the turn began) is not read.
+  if (pictured.size === 0) return [];
+  const missed = missedCalls(calls, await arrivedSince(observer, boundary, metas), (call) => pictured.has(call.id), event.toolCallId);
   return missed.map((call) => ({ call, label: missedLabel(spec, observer.projectRoot, cwd, call) }));
 }
 
@@ -275,8 +278,10 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent, agent
       const callId = await callIdFor(observer, event, true);
       // A call of this turn whose events did not get through (an HTTP hook that could not reach
       // the server): this event sweeps the whole tree, so what that call did is pictured now.
-      const turn = agent !== undefined && event.transcriptPath !== undefined ? (await boundaries(observer)).at(-1) : undefined;
-      const missed = turn === undefined ? [] : await turnMissedCalls(observer, event, turn.id, agent);
+      // One read of the store's list for the turn and what arrived since it began.
+      const metas = agent !== undefined && event.transcriptPath !== undefined ? await observer.store.list() : undefined;
+      const turn = metas !== undefined ? (await boundaries(observer, metas)).at(-1) : undefined;
+      const missed = turn === undefined || metas === undefined ? [] : await turnMissedCalls(observer, event, turn.id, agent, metas);
       // A call whose after event was missed ends here, so its window stops at this picture, not at the turn's end.
       const open = new Set((await observer.openCalls()).map((call) => call.callId));
       let closed = 0;
@@ -315,7 +320,8 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent, agent
     }
     case 'stop': {
       await splitAtEvent(observer, { closing: ofSession });
-      const turns = await boundaries(observer);
+      const metas = await observer.store.list();
+      const turns = await boundaries(observer, metas);
       const last = turns.at(-1);
       const open = new Set((await observer.openCalls()).map((c) => c.callId));
       if (last === undefined || !open.has(turnCallId(last.id))) {
@@ -323,7 +329,7 @@ async function applyLocked(observer: CheckpointObserver, event: HookEvent, agent
         return { action: `no turn open${ended > 0 ? `; ${ended} call(s) ended` : ''}` };
       }
       // Before the open calls are ended: a call still open now is one whose after event never came.
-      const missed = await turnMissedCalls(observer, event, last.id, agent);
+      const missed = await turnMissedCalls(observer, event, last.id, agent, metas);
       const ended = await endOpenCalls(observer, turnCallId(last.id));
       const turnCall = turnCallId(last.id);
       // The whole-tree picture also saw what other calls open meanwhile did (another session's):
