@@ -10,7 +10,7 @@
 // of the bench's, no turnback), and whether Claude runs one event's hooks one after the other or
 // at once (two hooks per event that each answer after 300 ms, against one such hook).
 // Usage: node bench/claude-hooks.mjs [--runs=5] [--files=9000 (0: the small project alone)]
-//   [--tree=DIR] [--no-small] [--max-walk-entries=N] [--floor] [--command-hooks]
+//   [--tree=DIR] [--no-small] [--max-walk-entries=N] [--settle[=SECONDS]] [--floor] [--command-hooks]
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -80,6 +80,21 @@ function project(name, files, tree) {
   const first = performance.now();
   tb('run', '--', 'true');
   say(`${name}: first picture ${fmtMs(performance.now() - first)}`);
+  if (args.settle !== undefined) {
+    // `--settle[=SECONDS]`: the timed runs start once the server's idle copier has copied in every
+    // blob the first picture left resting on git (`server status`'s idle copies), as a day's later
+    // turns would find it; without it they share the cores with that copy.
+    const limit = performance.now() + (args.settle === true ? 300 : Number(args.settle)) * 1000;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    let copies;
+    for (;;) {
+      copies = JSON.parse(tb('server', '--json').stdout).servers.find((server) => server.thisBuild)?.idleCopies;
+      const look = copies?.lastLook;
+      if ((copies !== undefined && !copies.running && copies.pending === 0 && look !== null && look.left === look.lost) || performance.now() > limit) break;
+      Atomics.wait(pause, 0, 0, 1000);
+    }
+    say(`${name}: idle copies after ${fmtMs(performance.now() - first)}: ${JSON.stringify(copies)}`);
+  }
   const settings = path.join(proj, '.claude');
   const variants = { on: temp.path(`${name}-claude-on`), off: undefined };
   fs.renameSync(settings, variants.on);

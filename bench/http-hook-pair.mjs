@@ -5,7 +5,10 @@
 // the client sees it (request to answer) and the hook log's server-side time, medians of
 // `--pairs` after a warm-up. `--cpu-prof=DIR`: the server runs under `node --cpu-prof` (its
 // profile written into DIR when it stops), for finding where a pair spends its time.
-// Usage: npx tsup && node bench/http-hook-pair.mjs [--pairs=40] [--files=0] [--cpu-prof=DIR]
+// `--tree=DIR`: a committed tree of one's own, used in place (what the bench adds there — .claude/,
+// bench-log.txt — is removed at the end), with `--max-walk-entries=N` past the walk's default
+// limit; the pairs start once the server's idle copier has nothing left to copy (at most 5 min).
+// Usage: npx tsup && node bench/http-hook-pair.mjs [--pairs=40] [--files=0 | --tree=DIR [--max-walk-entries=N]] [--cpu-prof=DIR | --strace=FILE]
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -22,19 +25,26 @@ const files = Number(args.files ?? 0);
 const WARM = 8;
 
 const temp = new TempRoot();
-const proj = temp.path('proj');
-fs.mkdirSync(proj, { recursive: true });
-if (files > 0) generateTree(proj, { files, seed: 28, tiny: true });
-else for (let i = 0; i < 7; i++) fs.writeFileSync(path.join(proj, `file${i}.txt`), `${i}\n`);
-git(['init', '-q'], { cwd: proj });
-git(['add', '-A'], { cwd: proj });
-git(['commit', '-qm', 'tree'], { cwd: proj });
+const tree = args.tree !== undefined ? path.resolve(args.tree) : undefined;
+const proj = tree ?? temp.path('proj');
+if (tree === undefined) {
+  fs.mkdirSync(proj, { recursive: true });
+  if (files > 0) generateTree(proj, { files, seed: 28, tiny: true });
+  else for (let i = 0; i < 7; i++) fs.writeFileSync(path.join(proj, `file${i}.txt`), `${i}\n`);
+  git(['init', '-q'], { cwd: proj });
+  git(['add', '-A'], { cwd: proj });
+  git(['commit', '-qm', 'tree'], { cwd: proj });
+} else if (fs.existsSync(path.join(proj, '.claude'))) throw new Error(`${proj} has a .claude folder of its own`);
 const home = temp.path('home');
 const runtime = temp.path('run');
 fs.mkdirSync(home, { recursive: true });
 fs.mkdirSync(runtime, { recursive: true, mode: 0o700 });
 const env = { PATH: process.env.PATH, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_CACHE_HOME: path.join(home, 'cache'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1', LANG: 'C.UTF-8' };
-const tb = (argv, input) => spawnSync(process.execPath, [CLI, ...argv], { cwd: proj, env, input, encoding: 'utf8' });
+const tb = (argv, input) => spawnSync(process.execPath, [CLI, ...argv], { cwd: proj, env, input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+if (args['max-walk-entries'] !== undefined) {
+  fs.mkdirSync(path.join(home, 'config', 'turnback'), { recursive: true });
+  fs.writeFileSync(path.join(home, 'config', 'turnback', 'config.toml'), `[checkpoints]\nmax_walk_entries = ${Number(args['max-walk-entries'])}\n`);
+}
 
 let server;
 if (args['cpu-prof'] !== undefined || args.strace !== undefined) {
@@ -67,6 +77,17 @@ async function post(event, payload) {
   return performance.now() - start;
 }
 
+if (tree !== undefined) {
+  // The tree's first picture, then the idle copier's copy-in of what it left resting on git, before anything is timed.
+  const first = performance.now();
+  tb(['run', '--', 'true']);
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (const limit = performance.now() + 300_000; performance.now() < limit; Atomics.wait(pause, 0, 0, 1000)) {
+    const copies = JSON.parse(tb(['server', '--json']).stdout).servers.find((server) => server.thisBuild)?.idleCopies;
+    if (copies !== undefined && !copies.running && copies.pending === 0 && copies.lastLook !== null && copies.lastLook.left === copies.lastLook.lost) break;
+  }
+  process.stderr.write(`first picture and idle copies: ${fmtMs(performance.now() - first)}\n`);
+}
 const prompt = tb(['hook', 'claude', 'UserPromptSubmit'], JSON.stringify({ ...common, hook_event_name: 'UserPromptSubmit', prompt: 'TB-TURN-1 go' }));
 if (prompt.status !== 0) throw new Error(prompt.stderr);
 const times = { PreToolUse: [], PostToolUse: [], pair: [] };
@@ -91,4 +112,5 @@ for (const event of ['PreToolUse', 'PostToolUse']) console.log(`  ${event}: clie
 console.log(`  the pair: client ${fmtMs(median(times.pair))}; failed events: ${log.filter((l) => !l.ok).length}`);
 tb(['server', 'stop']);
 if (server !== undefined) await new Promise((resolve) => server.on('exit', resolve));
+if (tree !== undefined) for (const added of ['.claude', 'bench-log.txt']) fs.rmSync(path.join(proj, added), { recursive: true, force: true });
 temp.remove();
