@@ -239,4 +239,25 @@ describe('HTTP hooks', () => {
     expect(committed).not.toContain('"http"');
     expect(committed).toContain('turnback hook claude PreToolUse');
   });
+
+  // Qwen Code 0.15.10 runs HTTP hooks too, but has no settings file of this machine alone in a
+  // project, and rewrites its user file with a default-mode temp file (0644 under umask 022):
+  // the secret would not stay owner-only (CHECKPOINT-DESIGN.md, "Qwen Code's HTTP hooks: why not").
+  it('Qwen Code gets command hooks in both scopes, and neither of its files holds the secret', async () => {
+    const { repo, secret } = await servedRepo();
+    for (const scope of [[], ['--user']]) {
+      const installed = repo.tb(['hooks', 'install', 'qwen', ...scope, '--json']);
+      expect(installed.code, installed.stderr).toBe(0);
+      expect((JSON.parse(installed.stdout) as { http: string[] }).http).toEqual([]);
+    }
+    for (const file of [path.join(repo.proj, '.qwen', 'settings.json'), path.join(repo.home, '.qwen', 'settings.json')]) {
+      const text = await readFile(file, 'utf8');
+      expect(text, file).not.toContain(secret);
+      const settings = JSON.parse(text) as { hooks: Record<string, { hooks: { type: string; command?: string }[] }[]> };
+      for (const event of ['UserPromptSubmit', 'PreToolUse', 'PostToolUse', 'Stop', 'SessionEnd']) {
+        expect(settings.hooks[event]?.flatMap((group) => group.hooks.map((hook) => hook.type)), `${file} ${event}`).toEqual(['command']);
+      }
+    }
+    expect(existsSync(path.join(repo.proj, '.qwen', 'settings.local.json'))).toBe(false);
+  });
 });
