@@ -107,7 +107,7 @@ for (let i = 0; i < WARM + pairs; i++) {
 tb(['hook', 'claude', 'Stop'], JSON.stringify({ ...common, hook_event_name: 'Stop', stop_hook_active: false }));
 const log = fs.readdirSync(path.join(home, 'data', 'turnback')).filter((f) => f.endsWith('.hooks.log')).flatMap((f) => fs.readFileSync(path.join(home, 'data', 'turnback', f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
 const served = (event) => log.filter((l) => l.event === event).slice(WARM).map((l) => l.ms);
-console.log(`http-hook-pair: ${files > 0 ? `${files} generated files` : '7 files'}, ${pairs} pairs after ${WARM} warm-up, medians (client: request to answer; server: the hook log's ms)`);
+console.log(`http-hook-pair: ${tree !== undefined ? tree : files > 0 ? `${files} generated files` : '7 files'}, ${pairs} pairs after ${WARM} warm-up, medians (client: request to answer; server: the hook log's ms)`);
 for (const event of ['PreToolUse', 'PostToolUse']) console.log(`  ${event}: client ${fmtMs(median(times[event]))}, server ${fmtMs(median(served(event)))}`);
 console.log(`  the pair: client ${fmtMs(median(times.pair))}; failed events: ${log.filter((l) => !l.ok).length}`);
 tb(['server', 'stop']);
