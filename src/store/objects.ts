@@ -56,6 +56,13 @@ export interface ObjectStoreOptions {
 }
 
 /**
+ * The last {@link ObjectStore.copyCheck} round of the process: each pack's identity is looked at
+ * once per round. One count for every store, because a store's packs are handed from one open to
+ * the next (pack-index.ts), and a round number must never be one a pack has already seen.
+ */
+let confirmRounds = 0;
+
+/**
  * Content-addressed, write-once object storage.
  *
  * Objects of at most {@link PACK_OBJECT_MAX_BYTES} (original size) are records appended to a pack
@@ -80,8 +87,6 @@ export class ObjectStore {
   private readonly own: OwnPack;
   private loading: Promise<void> | undefined;
   private loaded = false;
-  /** The current {@link copyCheck} round: each pack's identity is looked at once per round. */
-  private confirmRound = 0;
   /** Batched objects not written yet. */
   private readonly pending = new PendingBlocks((members, rawLength, encoded) => this.own.appendBlock(members, rawLength, encoded));
 
@@ -267,7 +272,7 @@ export class ObjectStore {
    * copy the file again, beside the damaged copy. Synchronous; call {@link load} first.
    */
   copyCheck(): (key: string) => boolean {
-    const round = ++this.confirmRound;
+    const round = ++confirmRounds;
     // A key still waiting to be written is no copy to point at: the file is copied again (and joins it).
     return (key) => this.loaded && this.pending.state(key) === undefined && confirmCopy(key, round, this.packs, this.loose, this.own.pack);
   }
@@ -367,6 +372,7 @@ export class ObjectStore {
       closeReads(pack);
       forgetDecoded(pack);
     }
+    this.packs.release();
   }
 
   /** Writes every object waiting in a block (prune calls it before it looks at the packs). */
