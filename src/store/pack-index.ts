@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { asCheckpointError, errnoCode } from '../core/errors.js';
 import type { StoreLayout } from './layout.js';
 import { IdentityCache } from './identity-cache.js';
+import { damageMarks, packIdentity } from './copy-check.js';
 import type { BlockTable } from './pack-format.js';
 import { parseIndex, type IndexEntry, type ParsedIndex } from './pack-index-file.js';
 import { blockMembers, closeReads, isPackName, packFile, readBlockTable, scanPack, type PackFile, type PackLoc } from './packs.js';
@@ -34,6 +35,17 @@ interface IndexState {
   packs: Map<string, PackFile>;
   /** Each pack's files when the state was handed on (see {@link PackIndex.release}). */
   held: Map<PackFile, HeldIdentity>;
+  /** The copy epoch ({@link PackIndex.copyEpoch}). */
+  epoch: number;
+  /** `damageMarks()` when the epoch began. */
+  damage: number;
+}
+
+/** The last copy epoch given out in this process: every store's epochs are distinct. */
+let epochs = 0;
+
+function newState(): IndexState {
+  return { index: new Map(), packs: new Map(), held: new Map(), epoch: ++epochs, damage: damageMarks() };
 }
 
 /** Stores whose index state the process keeps between opens (the server's most recent ones). */
@@ -131,7 +143,7 @@ export class PackIndex {
     // over (each pack checked on the first refresh), instead of every record indexed again.
     const held = heldStates.get(layout.packsDir);
     heldStates.delete(layout.packsDir);
-    this.state = held ?? { index: new Map(), packs: new Map(), held: new Map() };
+    this.state = held ?? newState();
     this.adopted = held !== undefined;
   }
 
@@ -168,7 +180,7 @@ export class PackIndex {
   private reclaim(): void {
     this.released = false;
     if (heldStates.get(this.layout.packsDir) === this.state) heldStates.delete(this.layout.packsDir);
-    else this.state = { index: new Map(), packs: new Map(), held: new Map() };
+    else this.state = newState();
     this.adopted = true;
     this.refresh();
   }
@@ -211,6 +223,46 @@ export class PackIndex {
     for (const name of names) {
       if (!isPackName(name) || this.packs.has(name)) continue;
       this.loadPack(name, present.has(`${name.slice(0, -'.pack'.length)}.idx`));
+      // Taken after its records were read: any record a copy is later checked or compared against
+      // is read after this, so a change after that read is a change of this identity.
+      const loaded = this.packs.get(name);
+      if (loaded !== undefined) loaded.lookIdentity = packIdentity(loaded.path);
+    }
+  }
+
+  /**
+   * The store's copy epoch: a number that stays the same while no pack this process knows
+   * changed identity (was written to by someone else, or replaced), none was removed, and no
+   * copy was found damaged. A picture whose copies were all seen good in an epoch needs no copy
+   * check of them again while it lasts (picture.ts). Epochs are unique in the process, across
+   * stores and opens.
+   */
+  get copyEpoch(): number {
+    if (this.released) this.reclaim();
+    if (this.state.damage !== damageMarks()) this.endEpoch();
+    return this.state.epoch;
+  }
+
+  /** Ends the current copy epoch (something a copy may rest on changed). */
+  endEpoch(): void {
+    if (this.released) this.reclaim();
+    this.state.epoch = ++epochs;
+    this.state.damage = damageMarks();
+  }
+
+  /**
+   * Looks at every pack with records once (a copy check's start): the listing again (removed
+   * packs forgotten), then each pack's identity against the last look; any change ends the epoch.
+   */
+  look(): void {
+    this.refresh();
+    for (const pack of this.packs.values()) {
+      if (pack.gone || pack.records.length === 0) continue;
+      const identity = packIdentity(pack.path);
+      if (identity !== pack.lookIdentity) {
+        pack.lookIdentity = identity;
+        this.endEpoch();
+      }
     }
   }
 
@@ -297,6 +349,7 @@ export class PackIndex {
   forget(pack: PackFile): void {
     closeReads(pack);
     pack.gone = true;
+    this.endEpoch();
     this.packs.delete(pack.name);
     for (const loc of pack.records) this.unremember(loc);
   }
