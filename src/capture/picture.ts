@@ -36,6 +36,26 @@ export interface PictureCopyCheck {
  */
 const vouchedCopies = new WeakMap<ReadonlyMap<string, PictureRecord>, { epoch: number; loose: ReadonlySet<string> }>();
 
+/**
+ * What a picture's map changed from the map it was built over ({@link pictureChange}): every path
+ * whose record may not be `from`'s own object (a new record, one gone, or one not reused).
+ */
+export interface PictureChange {
+  from: ReadonlyMap<string, PictureRecord>;
+  paths: readonly string[];
+}
+
+const changes = new WeakMap<ReadonlyMap<string, PictureRecord>, PictureChange>();
+
+/**
+ * The change a picture's map holds against the map its picture was built over (the cache it
+ * reused): the consumers of consecutive pictures (the delta against the persisted base, the stat
+ * cache's save) take it instead of a pass over every record. `undefined` when not known.
+ */
+export function pictureChange(records: ReadonlyMap<string, PictureRecord>): PictureChange | undefined {
+  return changes.get(records);
+}
+
 export interface PictureStore {
   /**
    * Copies a regular file into the store (deduplicated by content). `expected` carries the scan's
@@ -226,11 +246,27 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const unchanged = cached instanceof Map && reused === scan.list.length && reused === cached.size;
   const records: Map<string, PictureRecord> = unchanged ? (cached as Map<string, PictureRecord>) : new Map<string, PictureRecord>();
 
+  // The paths whose record may not be the cache's own object, and how many of the cache's paths
+  // the new map holds (fewer than the cache has: some were removed).
+  const touched: string[] = [];
+  let kept = 0;
+  const earlier = cached instanceof Map ? (cached as ReadonlyMap<string, PictureRecord>) : undefined;
   for (const stat of unchanged ? [] : scan.list) {
     // The scan hands back the earlier record itself when its stat is unchanged and settled.
     if ((stat as Partial<PictureRecord>).state !== undefined) {
       records.set(stat.path, stat as PictureRecord);
+      if (earlier !== undefined) {
+        if (earlier.get(stat.path) === stat) kept++;
+        else {
+          touched.push(stat.path);
+          if (earlier.has(stat.path)) kept++;
+        }
+      }
       continue;
+    }
+    if (earlier !== undefined) {
+      touched.push(stat.path);
+      if (earlier.has(stat.path)) kept++;
     }
     if (stat.type === 'symlink') {
       records.set(stat.path, withState(stat, { type: 'symlink', target: stat.target ?? '' }));
@@ -276,6 +312,10 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   results.length = 0;
   if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
 
+  if (earlier !== undefined && !unchanged) {
+    if (kept < earlier.size) earlier.forEach((_record, p) => void (records.has(p) || touched.push(p)));
+    changes.set(records, { from: earlier, paths: touched });
+  }
   cache?.memo?.bind(scan.memoGeneration, records);
   // Every copy this map names was seen good in the epoch the check began in, if it still lasts:
   // reused ones checked (or vouched by the last map), new ones written or compared to the bytes.

@@ -8,6 +8,7 @@ import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
+import { pictureDelta } from '../../src/capture/picture-persist.js';
 import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
 import type { TreeWatcher, WatchAnswer } from '../../src/fs/tree-watcher.js';
@@ -228,6 +229,13 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       const sweep = await takePicture({ store: reference, projectRoot: project, coverage, cache: { records: previous }, exclude: [store.root] });
       expect(describePicture(picture), `after ${JSON.stringify(step)}`).toEqual(describePicture(sweep));
       expect(picture.unchecked).toEqual(sweep.unchecked);
+      // The delta the keeper persists (taken from the last one and the change) is the full pass's.
+      const delta = keeper.deltaOf(picture.records);
+      const full = pictureDelta(picture.records, keeper.base);
+      expect(delta.base).toEqual(full.base);
+      expect(delta.records.map((r) => r.path).sort()).toEqual(full.records.map((r) => r.path).sort());
+      expect(new Set(delta.records)).toEqual(new Set(full.records));
+      expect([...delta.removed].sort()).toEqual([...full.removed].sort());
       expect(picture.partial).toBe(sweep.partial);
       // And the bytes: every copy is of what the file holds now (a same-size write with its mtime put back excepted: no stat sees it).
       for (const [p, record] of picture.records) {
