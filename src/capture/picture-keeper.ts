@@ -3,8 +3,8 @@ import type { FileSystem } from '../fs/file-system.js';
 import { sharedParallelLstat } from '../fs/parallel-lstat.js';
 import { baselineGeneration, parseBaseline } from './baseline.js';
 import { IgnoreStack, type ResolvedCoverage } from './coverage.js';
-import { takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
-import { loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, writePictureBase, type PersistedRecords, type PictureBase, type StateDocuments } from './picture-persist.js';
+import { pictureChange, takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
+import { deltaAfter, loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, writePictureBase, type PersistedRecords, type PictureBase, type StateDocuments } from './picture-persist.js';
 import { ScanMemo } from './scan.js';
 import { restoreScanIndex, scanIndexOf } from './scan-index.js';
 import { hiddenTrackedAnswer, seedHiddenTracked, type HiddenTrackedAnswer } from './tracked-files.js';
@@ -164,7 +164,12 @@ export class PictureKeeper {
   deltaOf(records: ReadonlyMap<string, PictureRecord>): PersistedRecords {
     const last = this.#lastDelta;
     if (last !== undefined && last.records === records && last.base === this.#base) return last.delta;
-    const delta = pictureDelta(records, this.#base);
+    // Consecutive pictures: the last one's delta and what changed since, not a pass over every record.
+    const change = pictureChange(records);
+    const delta =
+      change !== undefined && last !== undefined && last.records === change.from && last.base === this.#base
+        ? deltaAfter(last.delta, records, change.paths, this.#base)
+        : pictureDelta(records, this.#base);
     this.#lastDelta = { records, base: this.#base, delta };
     return delta;
   }
@@ -325,7 +330,14 @@ export class PictureKeeper {
   async #persist(picture: Picture): Promise<void> {
     const saved = this.#savedRecords;
     if (saved === picture.records) return;
-    if (saved !== undefined && saved.size === picture.records.size) {
+    const change = pictureChange(picture.records);
+    if (change !== undefined && change.from === saved) {
+      // Only the changed paths can differ from what was saved.
+      if (change.paths.every((p) => picture.records.get(p) === saved.get(p))) {
+        this.#savedRecords = picture.records;
+        return;
+      }
+    } else if (saved !== undefined && saved.size === picture.records.size) {
       let same = true;
       for (const [path, record] of picture.records) {
         if (saved.get(path) !== record) {

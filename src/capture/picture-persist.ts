@@ -94,6 +94,28 @@ export function pictureDelta(records: ReadonlyMap<string, PictureRecord>, base: 
   return { base: base?.ref ?? null, records: changed, removed };
 }
 
+/**
+ * {@link pictureDelta} of `records` from the delta `previous` of the map it was built over, when
+ * only the `paths` may differ between the two (`PictureChange`) and the base is the same: a pass
+ * over the previous delta and the changed paths, not over every record.
+ */
+export function deltaAfter(previous: PersistedRecords, records: ReadonlyMap<string, PictureRecord>, paths: readonly string[], base: PictureBase | undefined): PersistedRecords {
+  const touched = new Set(paths);
+  const changed = previous.records.filter((record) => !touched.has(record.path));
+  const removed = previous.removed.filter((p) => !touched.has(p));
+  const inBase = base?.records;
+  for (const p of touched) {
+    const record = records.get(p);
+    if (record !== undefined) {
+      if (inBase === undefined || inBase.get(p) !== record || !baseable(record)) changed.push(record);
+      continue;
+    }
+    const based = inBase?.get(p);
+    if (based !== undefined && baseable(based)) removed.push(p);
+  }
+  return { base: base?.ref ?? null, records: changed, removed };
+}
+
 /** Rebuilds a picture's records from its base and delta (the base's objects are shared). */
 export function applyDelta(base: PictureBase | undefined, persisted: Pick<PersistedRecords, 'records' | 'removed'>): Map<string, PictureRecord> {
   const records = new Map<string, PictureRecord>();

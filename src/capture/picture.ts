@@ -14,6 +14,48 @@ import { copyFiles, describeBudget, uncopiedState, withState } from './picture-c
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
  * checkpoint store; tests pass a small fake.
  */
+/**
+ * A store's copy check for one picture (`CheckpointStore.copyCheck`): true when a stored copy is
+ * good. With an `epoch` (the store's copy epoch when the check began: while it lasts, no pack copy
+ * seen good since changed), `unchanged` (the epoch still lasts) and `looseSince` (the keys handed
+ * out or confirmed resting on loose files since the check began, which no epoch covers), a picture
+ * whose copies were all seen good lets the next picture reuse them without asking per copy.
+ */
+export interface PictureCopyCheck {
+  (object: string): boolean;
+  readonly epoch?: number;
+  unchanged?(): boolean;
+  looseSince?(): readonly string[] | undefined;
+}
+
+/**
+ * What a picture's map vouches for (see {@link PictureCopyCheck}): every stored copy its records
+ * name was seen good (checked, written, or compared byte for byte) in copy epoch `epoch`, those on
+ * loose files being `loose`. Kept by the map object, so a picture handed on in the process (the
+ * next command's, a kept picture) carries it; a map loaded from disk has none.
+ */
+const vouchedCopies = new WeakMap<ReadonlyMap<string, PictureRecord>, { epoch: number; loose: ReadonlySet<string> }>();
+
+/**
+ * What a picture's map changed from the map it was built over ({@link pictureChange}): every path
+ * whose record may not be `from`'s own object (a new record, one gone, or one not reused).
+ */
+export interface PictureChange {
+  from: ReadonlyMap<string, PictureRecord>;
+  paths: readonly string[];
+}
+
+const changes = new WeakMap<ReadonlyMap<string, PictureRecord>, PictureChange>();
+
+/**
+ * The change a picture's map holds against the map its picture was built over (the cache it
+ * reused): the consumers of consecutive pictures (the delta against the persisted base, the stat
+ * cache's save) take it instead of a pass over every record. `undefined` when not known.
+ */
+export function pictureChange(records: ReadonlyMap<string, PictureRecord>): PictureChange | undefined {
+  return changes.get(records);
+}
+
 export interface PictureStore {
   /**
    * Copies a regular file into the store (deduplicated by content). `expected` carries the scan's
@@ -30,7 +72,7 @@ export interface PictureStore {
    * unchanged is reused only when its copy checks out; otherwise the file is copied again, so a
    * picture never points at a copy found missing or damaged.
    */
-  checkCopies?(): Promise<(object: string) => boolean>;
+  checkCopies?(): Promise<PictureCopyCheck>;
   /**
    * Optional: the copy calls of one picture as a batch (the store writes small files together,
    * compressed as blocks). The picture calls `end` once its copies are done, before it returns
@@ -174,14 +216,20 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const { store, coverage, cache, signal, onProgress } = options;
   const deadline = options.deadline ?? Date.now() + coverage.maxPictureSeconds * 1000;
   const cached = cache?.records;
-  const intact = cached !== undefined && cached.size > 0 ? await store.checkCopies?.() : undefined;
+  // Asked even with nothing to reuse: its epoch is what this picture's copies are vouched in.
+  const check = await store.checkCopies?.();
+  const intact = cached !== undefined && cached.size > 0 ? check : undefined;
+  // The last picture's copies need no check while the epoch they were seen good in lasts (and
+  // its loose files still check out): a reused record that is that picture's own skips the check.
+  const claim = cached !== undefined && check?.epoch !== undefined ? vouchedCopies.get(cached) : undefined;
+  const vouched = claim !== undefined && claim.epoch === check?.epoch && [...claim.loose].every((object) => (check as PictureCopyCheck)(object)) ? cached : undefined;
   const heldByGit = restingCheck(canonicalRoot(options.projectRoot));
   const scan = await scanTree(options.projectRoot, coverage, {
     deadline,
     ...(signal !== undefined ? { signal } : {}),
     ...(options.exclude !== undefined ? { exclude: options.exclude } : {}),
     ...(cache?.ignores !== undefined ? { ignores: cache.ignores } : {}),
-    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage, intact, heldByGit) } : {}),
+    ...(cached !== undefined ? { previous: cached, reuse: (record: StatRecord) => settled(record as PictureRecord, coverage, vouched !== undefined && vouched.get(record.path) === record ? undefined : intact, heldByGit) } : {}),
     ...(cache?.ignoreEpoch !== undefined ? { previousEpoch: cache.ignoreEpoch } : {}),
     ...(cache?.memo !== undefined ? { memo: cache.memo } : {}),
     ...(cache?.parallel !== undefined ? { parallel: cache.parallel } : {}),
@@ -198,11 +246,27 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const unchanged = cached instanceof Map && reused === scan.list.length && reused === cached.size;
   const records: Map<string, PictureRecord> = unchanged ? (cached as Map<string, PictureRecord>) : new Map<string, PictureRecord>();
 
+  // The paths whose record may not be the cache's own object, and how many of the cache's paths
+  // the new map holds (fewer than the cache has: some were removed).
+  const touched: string[] = [];
+  let kept = 0;
+  const earlier = cached instanceof Map ? (cached as ReadonlyMap<string, PictureRecord>) : undefined;
   for (const stat of unchanged ? [] : scan.list) {
     // The scan hands back the earlier record itself when its stat is unchanged and settled.
     if ((stat as Partial<PictureRecord>).state !== undefined) {
       records.set(stat.path, stat as PictureRecord);
+      if (earlier !== undefined) {
+        if (earlier.get(stat.path) === stat) kept++;
+        else {
+          touched.push(stat.path);
+          if (earlier.has(stat.path)) kept++;
+        }
+      }
       continue;
+    }
+    if (earlier !== undefined) {
+      touched.push(stat.path);
+      if (earlier.has(stat.path)) kept++;
     }
     if (stat.type === 'symlink') {
       records.set(stat.path, withState(stat, { type: 'symlink', target: stat.target ?? '' }));
@@ -248,7 +312,16 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   results.length = 0;
   if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
 
+  if (earlier !== undefined && !unchanged) {
+    if (kept < earlier.size) earlier.forEach((_record, p) => void (records.has(p) || touched.push(p)));
+    changes.set(records, { from: earlier, paths: touched });
+  }
   cache?.memo?.bind(scan.memoGeneration, records);
+  // Every copy this map names was seen good in the epoch the check began in, if it still lasts:
+  // reused ones checked (or vouched by the last map), new ones written or compared to the bytes.
+  const loose = check?.epoch !== undefined && check.unchanged?.() === true ? check.looseSince?.() : undefined;
+  if (check?.epoch !== undefined && loose !== undefined) vouchedCopies.set(records, { epoch: check.epoch, loose: new Set(vouched !== undefined && claim !== undefined ? [...claim.loose, ...loose] : loose) });
+  else vouchedCopies.delete(records);
   const partial = scan.partial;
   return {
     ignoreEpoch: scan.ignoreEpoch,

@@ -12,6 +12,20 @@ import { confirmationOf, readRecord, type PackFile, type PackLoc } from './packs
 /** `PackLoc.confirmed` of a record a read found damaged: never referenced again. */
 export const DAMAGED_RECORD = -1;
 
+/** Records found damaged in this process so far (any store): each ends every copy epoch. */
+let damagedMarks = 0;
+
+/** Marks the record at `loc` (its block, for a member) damaged: never referenced again. */
+export function markDamaged(loc: PackLoc): void {
+  confirmationOf(loc).confirmed = DAMAGED_RECORD;
+  damagedMarks += 1;
+}
+
+/** How many records this process has found damaged (see `PackIndex.copyEpoch`). */
+export function damageMarks(): number {
+  return damagedMarks;
+}
+
 /** What a pack file is on disk now (inode, size, ctime, mtime), or undefined when it is gone. */
 export function packIdentity(file: string, fd?: number): string | undefined {
   try {
@@ -25,9 +39,10 @@ export function packIdentity(file: string, fd?: number): string | undefined {
 
 /**
  * True when some stored copy of `key` is good: one of its pack records ({@link confirmRecord}),
- * or its loose file (`LooseObjects.confirm`). Runs once per file a picture reuses.
+ * or its loose file (`LooseObjects.confirm`, then told to `onLoose`). Runs once per file a
+ * picture reuses, unless the picture's copies were all seen good in the store's current copy epoch.
  */
-export function confirmCopy(key: string, round: number, packs: PackIndex, loose: LooseObjects, ownPack: PackFile | undefined): boolean {
+export function confirmCopy(key: string, round: number, packs: PackIndex, loose: LooseObjects, ownPack: PackFile | undefined, onLoose?: (key: string) => void): boolean {
   // The index first: a packed key needs no parse.
   let head = packs.head(key);
   const parsed = head === undefined ? parseObjectKey(key) : undefined;
@@ -42,7 +57,9 @@ export function confirmCopy(key: string, round: number, packs: PackIndex, loose:
     for (let loc: PackLoc | undefined = head; loc; loc = loc.next) if (confirmRecord(loc, round, ownPack)) return true;
     return false;
   }
-  return parsed !== undefined && loose.confirm(key, parsed);
+  if (parsed === undefined || !loose.confirm(key, parsed)) return false;
+  onLoose?.(key);
+  return true;
 }
 
 /**
@@ -73,7 +90,7 @@ export function confirmRecord(loc: PackLoc, round: number, ownPack: PackFile | u
     else readRecord(loc);
   } catch (error) {
     if (!isCheckpointError(error, 'INTEGRITY')) throw error;
-    if (error.found !== 'missing') holder.confirmed = DAMAGED_RECORD;
+    if (error.found !== 'missing') markDamaged(loc);
     return false;
   }
   holder.confirmed = epoch;

@@ -1,12 +1,12 @@
 import { CheckpointError, isCheckpointError } from '../core/errors.js';
 import { contentHash } from '../core/hash.js';
 import { readMember } from './block-codec.js';
-import { DAMAGED_RECORD } from './copy-check.js';
+import { markDamaged } from './copy-check.js';
 import type { LooseObjects } from './loose-objects.js';
 import { bytesEqual, checkObject, decodeObject, parseObjectKey } from './object-codec.js';
 import { BLOCK_MEMBER_MAX_BYTES, PACK_OBJECT_MAX_BYTES } from './pack-format.js';
 import type { PackIndex } from './pack-index.js';
-import { confirmationOf, readRecord, type PackLoc } from './packs.js';
+import { readRecord, type PackLoc } from './packs.js';
 import type { PendingBlocks } from './pending-blocks.js';
 
 // Reading packed objects back: one copy checked against its key, every copy of a key compared,
@@ -54,7 +54,7 @@ export function compareCopy(loc: PackLoc, bytes: Uint8Array): CopyVerdict {
   } catch (error) {
     if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') return 'gone';
     if (isCheckpointError(error, 'INTEGRITY')) {
-      confirmationOf(loc).confirmed = DAMAGED_RECORD;
+      markDamaged(loc);
       return 'damaged';
     }
     throw error;
@@ -63,7 +63,7 @@ export function compareCopy(loc: PackLoc, bytes: Uint8Array): CopyVerdict {
     try {
       stored = decodeObject(stored, bytes.length);
     } catch {
-      confirmationOf(loc).confirmed = DAMAGED_RECORD;
+      markDamaged(loc);
       return 'damaged';
     }
   }
@@ -98,7 +98,7 @@ export function readPacked(key: string, parsed: { hash: string; size: number }, 
       if (isCheckpointError(error, 'INTEGRITY') && error.found === 'missing') gone += 1;
       else {
         // Remembered: a later picture copies the file again instead of pointing at this record.
-        if (isCheckpointError(error, 'INTEGRITY')) confirmationOf(loc).confirmed = DAMAGED_RECORD;
+        if (isCheckpointError(error, 'INTEGRITY')) markDamaged(loc);
         firstError ??= error;
       }
     }

@@ -56,6 +56,31 @@ export interface ObjectStoreOptions {
 }
 
 /**
+ * The last {@link ObjectStore.copyCheck} round of the process: each pack's identity is looked at
+ * once per round. One count for every store, because a store's packs are handed from one open to
+ * the next (pack-index.ts), and a round number must never be one a pack has already seen.
+ */
+let confirmRounds = 0;
+
+/** Keys {@link ObjectStore} notes as resting on loose files before it starts over (a bound on memory). */
+const LOOSE_HANDED_MAX = 100_000;
+
+/**
+ * A copy check of one picture ({@link ObjectStore.copyCheck}): true when some stored copy of a
+ * key is good. Its `epoch` is the store's copy epoch when it began (`PackIndex.copyEpoch`):
+ * while the epoch lasts, no pack copy seen good since has changed. Loose files are not covered by
+ * the epoch: `looseSince` lists the keys handed out or confirmed resting on one since the check
+ * began (`undefined` when that is no longer known), for the picture to check again next time.
+ */
+export interface CopyCheck {
+  (key: string): boolean;
+  readonly epoch: number;
+  /** True while the epoch the check began in lasts. */
+  unchanged(): boolean;
+  looseSince(): string[] | undefined;
+}
+
+/**
  * Content-addressed, write-once object storage.
  *
  * Objects of at most {@link PACK_OBJECT_MAX_BYTES} (original size) are records appended to a pack
@@ -76,12 +101,14 @@ export interface ObjectStoreOptions {
  */
 export class ObjectStore {
   private readonly loose: LooseObjects;
+  /** Keys handed out or confirmed resting on loose files, in order (see {@link copyCheck}). */
+  private looseHanded: string[] = [];
+  /** Bumped when {@link looseHanded} is emptied. */
+  private looseGeneration = 0;
   private readonly packs: PackIndex;
   private readonly own: OwnPack;
   private loading: Promise<void> | undefined;
   private loaded = false;
-  /** The current {@link copyCheck} round: each pack's identity is looked at once per round. */
-  private confirmRound = 0;
   /** Batched objects not written yet. */
   private readonly pending = new PendingBlocks((members, rawLength, encoded) => this.own.appendBlock(members, rawLength, encoded));
 
@@ -134,11 +161,11 @@ export class ObjectStore {
       if (!this.loaded) await this.load();
       return this.putSmall(bytes, hash, options.compress !== false, options.batch);
     }
-    if (bytes.length > BLOCK_MEMBER_MAX_BYTES) return this.loose.put(bytes, hash);
+    if (bytes.length > BLOCK_MEMBER_MAX_BYTES) return this.handedLoose(await this.loose.put(bytes, hash));
     // A picture's block may hold a key of this size: a fresh equal copy serves, and a key whose
     // packed copy holds other bytes (or is damaged) is never given to these.
     if (!this.loaded) await this.load();
-    return this.loose.put(bytes, hash, (key) => {
+    const ref = await this.loose.put(bytes, hash, (key) => {
       let verdict: 'equal' | 'taken' | 'free' = 'free';
       for (let loc = this.packs.head(key); loc; loc = loc.next) {
         const copy = compareCopy(loc, bytes);
@@ -147,6 +174,18 @@ export class ObjectStore {
       }
       return verdict;
     });
+    return this.handedLoose(ref);
+  }
+
+  /** Notes a key handed out that may rest on a loose file (see {@link copyCheck}'s `looseSince`). */
+  private handedLoose(ref: ObjectRef): ObjectRef {
+    if (this.looseHanded.length >= LOOSE_HANDED_MAX) {
+      // Checks still open can no longer say what was handed since they began: their pictures vouch for nothing.
+      this.looseHanded = [];
+      this.looseGeneration += 1;
+    }
+    this.looseHanded.push(ref.object);
+    return ref;
   }
 
   /**
@@ -212,6 +251,7 @@ export class ObjectStore {
         if (loose !== null && bytesEqual(loose.bytes, bytes)) {
           // An old loose copy may be pruned any moment: keep a fresh copy in the pack instead.
           if (Date.now() - loose.mtimeMs >= PACK_FRESH_MS) this.store(key, bytes, compress, batch);
+          else return this.handedLoose({ object: key, hash, size });
           return { object: key, hash, size };
         }
         suffix += 1;
@@ -266,10 +306,23 @@ export class ObjectStore {
    * decoded and hashed, each remembered while its file is unchanged. `false` sends the picture to
    * copy the file again, beside the damaged copy. Synchronous; call {@link load} first.
    */
-  copyCheck(): (key: string) => boolean {
-    const round = ++this.confirmRound;
+  copyCheck(): CopyCheck {
+    const round = ++confirmRounds;
+    // Every pack looked at once: a change since the last look ends the copy epoch.
+    if (this.loaded) this.packs.look();
+    const epoch = this.packs.copyEpoch;
+    const generation = this.looseGeneration;
+    const from = this.looseHanded.length;
+    const onLoose = (key: string): void => {
+      this.handedLoose({ object: key, hash: '', size: 0 });
+    };
     // A key still waiting to be written is no copy to point at: the file is copied again (and joins it).
-    return (key) => this.loaded && this.pending.state(key) === undefined && confirmCopy(key, round, this.packs, this.loose, this.own.pack);
+    const check = (key: string): boolean => this.loaded && this.pending.state(key) === undefined && confirmCopy(key, round, this.packs, this.loose, this.own.pack, onLoose);
+    return Object.assign(check, {
+      epoch,
+      unchanged: () => this.packs.copyEpoch === epoch,
+      looseSince: () => (this.looseGeneration === generation ? this.looseHanded.slice(from) : undefined),
+    });
   }
 
   /**
@@ -367,6 +420,7 @@ export class ObjectStore {
       closeReads(pack);
       forgetDecoded(pack);
     }
+    this.packs.release();
   }
 
   /** Writes every object waiting in a block (prune calls it before it looks at the packs). */

@@ -53,6 +53,7 @@ export class PackWriter {
       pack.header = header;
       pack.scannedTo = bytes.length;
       pack.mtimeMs = Date.now();
+      pack.lookIdentity = packIdentity(pack.path, fd);
     } catch (error) {
       closeSync(fd);
       try {
@@ -97,7 +98,11 @@ export class PackWriter {
     // Once a copy check has confirmed this pack's records, each append notes the pack's identity
     // before and after its own write: a change in between is someone else's, and un-confirms all.
     const tracked = pack.confirmedIdentity !== undefined;
-    if (tracked && packIdentity(pack.path, fd) !== pack.confirmedIdentity) pack.confirmEpoch = (pack.confirmEpoch ?? 0) + 1;
+    const before = packIdentity(pack.path, fd);
+    if (tracked && before !== pack.confirmedIdentity) pack.confirmEpoch = (pack.confirmEpoch ?? 0) + 1;
+    // The same for the store's copy epoch: the look identity moves on only past this process's
+    // own write; someone else's in between leaves it behind, and the next look ends the epoch.
+    const looked = before === pack.lookIdentity;
     try {
       writeAllSync(fd, record);
     } catch (error) {
@@ -109,7 +114,11 @@ export class PackWriter {
       }
       throw error;
     }
-    if (tracked) pack.confirmedIdentity = packIdentity(pack.path, fd);
+    if (tracked || looked) {
+      const after = packIdentity(pack.path, fd);
+      if (tracked) pack.confirmedIdentity = after;
+      if (looked) pack.lookIdentity = after;
+    }
     this.pack.scannedTo = offset + record.length;
     this.lastWrite = Date.now();
     this.pack.mtimeMs = this.lastWrite;

@@ -61,6 +61,12 @@ export interface PackFile {
   /** The copy-check round that last looked at the pack's identity. */
   confirmRound?: number;
   /**
+   * The pack file's identity (copy-check.ts `packIdentity`) when this process last looked at it:
+   * at its load, at each copy check's look over every pack, and after each of this process's own
+   * appends. A look that finds another identity ends the store's copy epoch (pack-index.ts).
+   */
+  lookIdentity?: string;
+  /**
    * The pack's identity when it was sealed, after its last record (kept in its index): while the
    * pack is still that file, every record stands as its writer wrote it.
    */

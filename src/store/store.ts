@@ -16,7 +16,7 @@ import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock
 import { isCheckpointKind, manifestObjects, metaOf, parseManifest, writeManifest } from './manifests.js';
 import { journalManifest, readSealedManifest } from './manifest-cache.js';
 import { storeSizeBytes } from './disk-usage.js';
-import { ObjectStore, type ObjectBatch, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
+import { ObjectStore, type CopyCheck, type ObjectBatch, type ObjectFileInfo, type ObjectRef, type PutFileOptions } from './objects.js';
 import { pruneStore, type PruneOptions, type PruneReport } from './retention.js';
 import { verifyStore, type VerifyReport } from './verify.js';
 import { OpenCheckpoint, buildManifest, type CheckpointWriter, type SealPatch } from './checkpoint-writer.js';
@@ -57,7 +57,7 @@ export interface OpenCheckpointOptions {
 }
 
 export type { GitCopyOptions, GitCopyReport } from './git-copies.js';
-export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, ObjectBatch, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
+export type { PruneOptions, PruneReport, VerifyReport, ObjectRef, ObjectBatch, CopyCheck, PutFileOptions, ObjectFileInfo, JournalRecord, StateWriteOptions, CheckpointWriter, SealPatch };
 
 /**
  * A directory-backed, content-addressed shadow store for one project. Never touches anything
@@ -288,7 +288,7 @@ export class CheckpointStore {
    * without the file being read (see `ObjectStore.copyCheck`): `false` when it is missing or
    * damaged, and the picture copies the file again. Synchronous; call {@link loadObjects} first.
    */
-  copyCheck(): (object: string) => boolean {
+  copyCheck(): CopyCheck {
     return this.objects.copyCheck();
   }
 

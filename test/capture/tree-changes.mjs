@@ -78,6 +78,7 @@ function apply(op) {
         throw new Error(`unknown operation ${op.op}`);
     }
   } catch (error) {
-    if (!['ENOENT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EINVAL'].includes(error.code)) throw error;
+    // ELOOP: a write through a symlink made to point at itself.
+    if (!['ENOENT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EINVAL', 'ELOOP'].includes(error.code)) throw error;
   }
 }

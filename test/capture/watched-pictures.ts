@@ -8,6 +8,7 @@ import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
+import { pictureDelta } from '../../src/capture/picture-persist.js';
 import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
 import type { TreeWatcher, WatchAnswer } from '../../src/fs/tree-watcher.js';
@@ -32,7 +33,11 @@ const folderPath = fc.constantFrom(...FOLDERS.filter((f) => f !== ''), 'n', 'n/e
 const anyPath = fc.oneof(filePath, folderPath);
 const text = fc.string({ maxLength: 24 });
 
-/** One change another process makes; `overflow` is the watcher losing its events (simulated). */
+/**
+ * One change another process makes; `overflow` is the watcher losing its events (simulated);
+ * `damage-copy` flips a byte of the stored copy (its pack record or block, or its loose file) of
+ * one file the last picture names, the file itself untouched: the next picture must not point at it.
+ */
 export type Change = Record<string, unknown> & { op: string };
 
 const change: fc.Arbitrary<Change> = fc.oneof(
@@ -49,6 +54,7 @@ const change: fc.Arbitrary<Change> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('rename-in'), path: folderPath, data: text }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('write'), path: fc.constantFrom('.gitignore', 'a/.gitignore'), data: fc.constantFrom('f1\n', 'b/\n', '*.txt\n', '', '!f1\n') }) },
   { weight: 1, arbitrary: fc.constant({ op: 'overflow' }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('damage-copy'), pick: fc.nat(), spot: fc.nat() }) },
 );
 
 /** Steps between pictures: each is one process's changes. */
@@ -138,6 +144,28 @@ function startingTree(root: string): void {
   nodeFs.writeFileSync(path.join(root, '.gitignore'), '*.log\n');
 }
 
+/** Flips one bit of the stored copy of the `pick`-th stored file of `picture` (see {@link Change}). */
+async function damageCopy(store: CheckpointStore, picture: Picture, pick: number, spot: number): Promise<void> {
+  const objects = [...picture.records.values()].flatMap((record) => (record.state.type === 'file' ? [record.state.object] : [])).sort();
+  if (objects.length === 0) return;
+  const object = objects[pick % objects.length] as string;
+  const info = (await store.listObjects()).find((candidate) => candidate.key === object);
+  if (info === undefined) return;
+  const start = info.offset ?? 0;
+  const length = info.recordLength ?? info.diskSize;
+  if (length <= 0) return;
+  const at = start + (spot % length);
+  const fd = nodeFs.openSync(info.path, 'r+');
+  try {
+    const byte = Buffer.alloc(1);
+    nodeFs.readSync(fd, byte, 0, 1, at);
+    byte[0] = (byte[0] as number) ^ (1 << spot % 8);
+    nodeFs.writeSync(fd, byte, 0, 1, at);
+  } finally {
+    nodeFs.closeSync(fd);
+  }
+}
+
 /** What one run of the property saw: how its pictures were planned. */
 export interface RunCounts {
   same: number;
@@ -182,7 +210,12 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
     });
   try {
     for (const step of plan) {
-      const ops = step.filter((op) => op.op !== 'overflow');
+      const ops = step.filter((op) => op.op !== 'overflow' && op.op !== 'damage-copy');
+      const damages = step.filter((op) => op.op === 'damage-copy');
+      for (const damage of damages) await damageCopy(store, last, damage.pick as number, damage.spot as number);
+      // A picture of a tree the watcher saw no change in is the last picture itself (a damage
+      // outside the tree is not its to see): a write in the tree makes it a picture.
+      if (damages.length > 0) ops.push({ op: 'write', path: 'damage-mark', data: String(damages.length) });
       if (step.some((op) => op.op === 'overflow')) {
         const watcher = losing.get(project);
         expect(watcher).toBeDefined();
@@ -196,11 +229,21 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       const sweep = await takePicture({ store: reference, projectRoot: project, coverage, cache: { records: previous }, exclude: [store.root] });
       expect(describePicture(picture), `after ${JSON.stringify(step)}`).toEqual(describePicture(sweep));
       expect(picture.unchecked).toEqual(sweep.unchecked);
+      // The delta the keeper persists (taken from the last one and the change) is the full pass's.
+      const delta = keeper.deltaOf(picture.records);
+      const full = pictureDelta(picture.records, keeper.base);
+      expect(delta.base).toEqual(full.base);
+      expect(delta.records.map((r) => r.path).sort()).toEqual(full.records.map((r) => r.path).sort());
+      expect(new Set(delta.records)).toEqual(new Set(full.records));
+      expect([...delta.removed].sort()).toEqual([...full.removed].sort());
       expect(picture.partial).toBe(sweep.partial);
       // And the bytes: every copy is of what the file holds now (a same-size write with its mtime put back excepted: no stat sees it).
       for (const [p, record] of picture.records) {
         if (record.state.type !== 'file' || sameSecond.has(p)) continue;
-        expect(record.state.hash, p).toBe(contentHash(nodeFs.readFileSync(path.join(project, p))));
+        const bytes = nodeFs.readFileSync(path.join(project, p));
+        expect(record.state.hash, p).toBe(contentHash(bytes));
+        // The copy it names reads back as those bytes (not one a step damaged).
+        expect(Buffer.compare(await store.readObject(record.state.object), bytes), `${p}'s copy ${record.state.object}`).toBe(0);
       }
       last = picture;
     }

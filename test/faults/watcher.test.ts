@@ -7,9 +7,9 @@ import { FULL, Tally, trials } from './campaign.js';
 // other processes between pictures — files and whole folders created, deleted, renamed within,
 // into and out of the tree, one name made and removed again and again, modes, symlinks,
 // `.gitignore` rules, same-size writes with the mtime put back, and the watcher losing its events
-// (an overflow, through the interface; test/capture/watched-pictures.test.ts makes a real one) —
-// and every watcher-backed picture equal to a full sweep of the same moment, every copy equal to
-// the bytes on disk. Quick counts in `npm test`, large ones in `npm run faults`.
+// (an overflow, through the interface; test/capture/watched-pictures.test.ts makes a real one), a
+// stored copy damaged in place — and every watcher-backed picture equal to a full sweep of the
+// same moment, every copy equal to the bytes on disk and reading back as them. Quick counts in `npm test`, large ones in `npm run faults`.
 
 watchmanForTheseTests();
 
