@@ -3,7 +3,7 @@ import type { FileSystem } from '../fs/file-system.js';
 import { sharedParallelLstat } from '../fs/parallel-lstat.js';
 import { baselineGeneration, parseBaseline } from './baseline.js';
 import { IgnoreStack, type ResolvedCoverage } from './coverage.js';
-import { pictureChange, takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
+import { copiesStillVouched, pictureChange, takePicture, type Picture, type PictureCache, type PictureRecord, type TakePictureOptions } from './picture.js';
 import { deltaAfter, loadPictureCache, pictureDelta, prunePictureBases, savePictureCache, writePictureBase, type PersistedRecords, type PictureBase, type StateDocuments } from './picture-persist.js';
 import { ScanMemo } from './scan.js';
 import { restoreScanIndex, scanIndexOf } from './scan-index.js';
@@ -130,7 +130,9 @@ export class PictureKeeper {
     // A watcher, where this process keeps one, vouches for what changed since the last picture.
     const watcher = readDir === undefined ? watcherFor(projectRoot) : undefined;
     if (watcher !== undefined) noteWatched(projectRoot, this.#watched);
-    const plan = watcher !== undefined ? await this.#watched.plan(watcher, (cache ?? this.#cache)?.records) : undefined;
+    // The last picture again only while the store still vouches for every copy it names.
+    const holds = async (last: Picture): Promise<boolean> => copiesStillVouched(last.records, await this.#pictureStore.checkCopies?.());
+    const plan = watcher !== undefined ? await this.#watched.plan(watcher, (cache ?? this.#cache)?.records, holds) : undefined;
     if (plan?.kind === 'same') return plan.picture;
     const changes = plan?.changes;
     const picture = await takePicture({

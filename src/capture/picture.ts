@@ -48,6 +48,22 @@ export interface PictureChange {
 const changes = new WeakMap<ReadonlyMap<string, PictureRecord>, PictureChange>();
 
 /**
+ * True when every stored copy `records` names is still vouched for by `check`: the map's copies
+ * were all seen good in the copy epoch `check` began in, which still lasts, and its loose copies
+ * still check out. A store without a copy check (`check` undefined) has nothing to vouch. The
+ * watcher's "nothing changed" hands the last picture on only while this holds: a copy damaged in
+ * the store since then must be copied again from the file, which is still intact (issue #27).
+ */
+export function copiesStillVouched(records: ReadonlyMap<string, PictureRecord>, check: PictureCopyCheck | undefined): boolean {
+  if (check === undefined) return true;
+  const claim = vouchedCopies.get(records);
+  if (claim === undefined || check.epoch === undefined || claim.epoch !== check.epoch) return false;
+  for (const object of claim.loose) if (!check(object)) return false;
+  return true;
+}
+
+
+/**
  * The change a picture's map holds against the map its picture was built over (the cache it
  * reused): the consumers of consecutive pictures (the delta against the persisted base, the stat
  * cache's save) take it instead of a pass over every record. `undefined` when not known.

@@ -59,15 +59,18 @@ export class WatchedPictures {
 
   /**
    * Asks `watcher` what changed since the last picture, when the picture about to be taken starts
-   * from that picture's records (`from`); otherwise settles a fresh token for a full sweep.
+   * from that picture's records (`from`); otherwise settles a fresh token for a full sweep. With
+   * `holds`, "nothing changed" gives the last picture back only when `holds` says it still holds.
    */
-  async plan(watcher: TreeWatcher, from: ReadonlyMap<string, PictureRecord> | undefined): Promise<WatchPlan> {
+  async plan(watcher: TreeWatcher, from: ReadonlyMap<string, PictureRecord> | undefined, holds?: (picture: Picture) => Promise<boolean>): Promise<WatchPlan> {
     const last = this.#last;
     const indexKey = indexKeyOf(this.#root);
     if (last !== undefined && from !== undefined && from === last.picture.records) {
       const answer = await watcher.changesSince(last.token);
       if (answer.vouched) {
-        if (answer.paths.length === 0 && indexKey === last.indexKey) {
+        // Nothing changed in the tree: the last picture is this one, while what it names still
+        // holds (`holds`: its stored copies still vouched); otherwise a walk of no change.
+        if (answer.paths.length === 0 && indexKey === last.indexKey && (holds === undefined || (await holds(last.picture)))) {
           last.token = answer.token;
           this.counts.same++;
           return { kind: 'same', picture: last.picture };
