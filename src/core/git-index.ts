@@ -39,7 +39,7 @@ export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?
  * An index's entries as columns, for a reader that keeps them (a long-lived process keeps one per
  * repository): per entry a path string and a few numbers in typed arrays, and the object ids as
  * raw bytes, instead of an object, a stat object and a 40-digit hex string an entry (measured at
- * 50,000 entries: 12.8 MiB as {@link GitIndexEntry} objects with objects and stats, see
+ * 50,000 entries: 12.4 MiB as {@link GitIndexEntry} objects with objects and stats, see
  * CHECKPOINT-DESIGN.md "Where a server's memory goes").
  */
 export interface GitIndexTable {
