@@ -2,7 +2,11 @@
 // side by side with git in the same run. A REPORT, not a test: it prints PASS/MISS per goal and
 // always exits 0. Needs watchman (the server starts a service of its own).
 //
-// Usage: npx tsup && node bench/big-tree.mjs [--files=250000] [--rounds=5]
+// Usage: npx tsup && node bench/big-tree.mjs [--files=250000] [--rounds=5] [--phases=memory] [--tree=DIR]
+//
+// `--phases=memory`: the server's memory alone (the first run, `rounds` more, then 10 edits and a
+// run three times, no git side and no quiet waits; ~2 min at 250,000 files). `--tree=DIR`: the
+// committed tree is made in DIR once and reused by later runs (put back with `git checkout`).
 //
 // Rows: the first picture (the first `turnback run -- true`, the server already listening) against
 // a warmed `git status --porcelain` with the untracked cache; every later `run -- true` against
@@ -28,6 +32,8 @@ const CLI = path.join(DIST, 'cli', 'turnback.cjs');
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const files = Number(args.files ?? 250_000);
 const rounds = Number(args.rounds ?? 5);
+const memoryOnly = args.phases === 'memory';
+const treeDir = args.tree === undefined ? undefined : path.resolve(args.tree);
 const RSS_GOAL_MIB = 250;
 const say = (message) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
 const verdict = (ok) => (ok ? 'PASS' : 'MISS');
@@ -83,13 +89,24 @@ const row = (figure, value, goal = '', status = '') => rows.push({ figure, value
 let env;
 let servers = [];
 try {
-  const repo = temp.dir('repo');
-  say(`generating ${files.toLocaleString('en-US')} files`);
-  const gen = generateTree(repo, { files, seed: 28, tiny: true });
-  git(['init', '-q'], { cwd: repo });
-  git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
-  git(['add', '-A'], { cwd: repo });
-  git(['commit', '-qm', 'tree'], { cwd: repo });
+  const repo = treeDir === undefined ? temp.dir('repo') : path.join(treeDir, `repo-${files}`);
+  const made = treeDir !== undefined && fs.existsSync(path.join(treeDir, `repo-${files}.covered.json`));
+  let gen;
+  if (made) {
+    say(`reusing ${repo}`);
+    git(['checkout', '-q', '--', '.'], { cwd: repo });
+    gen = { covered: JSON.parse(fs.readFileSync(path.join(treeDir, `repo-${files}.covered.json`), 'utf8')) };
+  } else {
+    say(`generating ${files.toLocaleString('en-US')} files`);
+    fs.rmSync(repo, { recursive: true, force: true });
+    fs.mkdirSync(repo, { recursive: true });
+    gen = generateTree(repo, { files, seed: 28, tiny: true });
+    git(['init', '-q'], { cwd: repo });
+    git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
+    git(['add', '-A'], { cwd: repo });
+    git(['commit', '-qm', 'tree'], { cwd: repo });
+    if (treeDir !== undefined) fs.writeFileSync(path.join(treeDir, `repo-${files}.covered.json`), JSON.stringify(gen.covered));
+  }
   const home = temp.dir('home');
   const runtime = temp.dir('runtime');
   fs.chmodSync(runtime, 0o700);
@@ -108,12 +125,14 @@ try {
   const shadowRun = () => timedProcess('sh', ['-c', 'git add -A && git write-tree'], shadowOptions);
   const status = () => timedProcess('git', ['status', '--porcelain'], { cwd: repo });
 
-  say('warming git status (untracked cache) and shadow git');
-  status();
-  status();
-  git(['init', '-q'], { env: shadow });
-  git(['add', '-A'], { env: shadow });
-  git(['write-tree'], { env: shadow });
+  if (!memoryOnly) {
+    say('warming git status (untracked cache) and shadow git');
+    status();
+    status();
+    git(['init', '-q'], { env: shadow });
+    git(['add', '-A'], { env: shadow });
+    git(['write-tree'], { env: shadow });
+  }
 
   say('starting the server');
   const started = spawnSync(process.execPath, [CLI, 'server', 'start'], { ...options, encoding: 'utf8' });
@@ -131,11 +150,12 @@ try {
   };
 
   say('first picture vs git status --porcelain');
-  const gitStatus = [status()];
+  const gitStatus = memoryOnly ? [] : [status()];
   const first = run();
-  gitStatus.push(status(), status());
-  const statusMs = median(gitStatus);
-  row(`first \`run -- true\` (the first picture, served, watcher starting) vs warmed \`git status --porcelain\` (untracked cache; median of 3 around it)`, `${fmtMs(first)} vs ${fmtMs(statusMs)}: ${fmtRatio(first / statusMs)}`, '≤ 1×', verdict(first <= statusMs));
+  if (!memoryOnly) gitStatus.push(status(), status());
+  const statusMs = memoryOnly ? Number.NaN : median(gitStatus);
+  if (memoryOnly) row('first `run -- true` (the first picture, served, watcher starting)', fmtMs(first));
+  else row(`first \`run -- true\` (the first picture, served, watcher starting) vs warmed \`git status --porcelain\` (untracked cache; median of 3 around it)`, `${fmtMs(first)} vs ${fmtMs(statusMs)}: ${fmtRatio(first / statusMs)}`, '≤ 1×', verdict(first <= statusMs));
 
   // The server's and its watchman's CPU while shadow git runs: the server's idle work (the copy-in
   // of resting blobs, which starts whenever it goes idle) shares the 2 cores with git's side.
@@ -161,15 +181,24 @@ try {
     row('  CPU the server and its watchman used while shadow git ran', beside.map(fmtMs).join(', '));
     row(`  median of ${rounds} vs shadow git (watcher after: ${watcher?.state ?? 'unknown'}${watcher?.reason ? `, ${watcher.reason}` : ''})`, `${fmtMs(a)} vs ${fmtMs(b)}: ${fmtRatio(a / b)}`, '≤ 1×', verdict(a <= b));
   };
-  say('later runs, right after the first');
-  phase('from the second run on, right after the first');
-  const afterFirst = memory(serverPid);
-  say('waiting for the server and watchman to go quiet');
-  const waited = waitQuiet([serverPid, watchmanPid()].filter(Boolean), 300_000);
-  row('  then waited for the server and its watchman to go quiet (no CPU for 2 s)', fmtMs(waited));
-  say('later runs, quiet');
-  phase('the server and watchman quiet before');
-  phase('each side only once the server and watchman are quiet (no CPU for 2 s)', true);
+  const afterOne = memory(serverPid);
+  let afterFirst;
+  if (memoryOnly) {
+    const runs = [];
+    for (let i = 0; i < rounds; i++) runs.push(run());
+    row(`later \`run -- true\`: runs`, runs.map(fmtMs).join(', '));
+    afterFirst = memory(serverPid);
+  } else {
+    say('later runs, right after the first');
+    phase('from the second run on, right after the first');
+    afterFirst = memory(serverPid);
+    say('waiting for the server and watchman to go quiet');
+    const waited = waitQuiet([serverPid, watchmanPid()].filter(Boolean), 300_000);
+    row('  then waited for the server and its watchman to go quiet (no CPU for 2 s)', fmtMs(waited));
+    say('later runs, quiet');
+    phase('the server and watchman quiet before');
+    phase('each side only once the server and watchman are quiet (no CPU for 2 s)', true);
+  }
 
   say('10 edits and a run, three times');
   const edited = [];
@@ -179,11 +208,26 @@ try {
   }
   row('`run -- true` after 10 edits (three times)', edited.map(fmtMs).join(', '));
 
+  if (args.smaps !== undefined) fs.writeFileSync(args.smaps, fs.readFileSync(`/proc/${serverPid}/smaps`));
+  if (args.snapshot !== undefined) {
+    // A heap snapshot of the server (started with NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2
+    // --diagnostic-dir=<dir>): sent the signal, waited for until the file stops growing.
+    process.kill(serverPid, 'SIGUSR2');
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    let last = -1;
+    for (let i = 0; i < 600; i++) {
+      Atomics.wait(pause, 0, 0, 500);
+      const found = fs.readdirSync(args.snapshot).filter((f) => f.endsWith('.heapsnapshot') && f.includes(`.${serverPid}.`));
+      const size = found.length === 0 ? -1 : fs.statSync(path.join(args.snapshot, found[0])).size;
+      if (size > 0 && size === last) break;
+      last = size;
+    }
+  }
   const server = memory(serverPid);
   const served = turnbackJson(['server', 'status'], options);
   const wmPid = watchmanPid();
   const watchman = wmPid === undefined ? undefined : memory(wmPid);
-  row(`server RSS (pid ${serverPid}, ${served.served ?? '?'} commands served): VmHWM / VmRSS at the end`, `${server?.hwm.toFixed(0)} MiB / ${server?.rss.toFixed(0)} MiB (after the first phase: ${afterFirst?.hwm.toFixed(0)} / ${afterFirst?.rss.toFixed(0)} MiB)`, `≤ ${RSS_GOAL_MIB} MiB`, verdict(server !== undefined && server.hwm <= RSS_GOAL_MIB));
+  row(`server RSS (pid ${serverPid}, ${served.served ?? '?'} commands served): VmHWM / VmRSS at the end`, `${server?.hwm.toFixed(0)} MiB / ${server?.rss.toFixed(0)} MiB (after the first run: ${afterOne?.hwm.toFixed(0)} / ${afterOne?.rss.toFixed(0)} MiB; after the first phase: ${afterFirst?.hwm.toFixed(0)} / ${afterFirst?.rss.toFixed(0)} MiB)`, `≤ ${RSS_GOAL_MIB} MiB`, verdict(server !== undefined && server.hwm <= RSS_GOAL_MIB));
   row(`  \`turnback server status\`'s memory`, (() => {
     const entry = (served.servers ?? []).find((e) => e.pid === serverPid);
     return entry?.rss ? `${(entry.rss / 1048576).toFixed(0)} MiB` : 'n/a';

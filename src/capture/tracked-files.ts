@@ -1,6 +1,6 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
-import { GITLINK_MODE, parseGitIndex, type GitIndexEntry } from '../core/git-index.js';
+import { GITLINK_MODE, parseGitIndexTable, tableObject, type GitIndexTable } from '../core/git-index.js';
 import { gitDirFromFile, objectIdBytes } from '../fs/git-files.js';
 import { resolveInsideRootSync, type AncestorMemo } from '../fs/paths.js';
 import { statEntry, type StatRecord } from './stat-record.js';
@@ -18,10 +18,14 @@ interface IndexReading {
   key: string;
   /** The index file's own mtime: an entry at or after it may be racily clean (git re-reads it). */
   indexMtimeMs: number;
-  /** The parsed entries, read on first use; `undefined` when the file cannot be parsed. */
-  readonly entries: GitIndexEntry[] | undefined;
+  /**
+   * The parsed entries, read on first use; `undefined` when the file cannot be parsed. Columns,
+   * not an object an entry: a server keeps this for as long as the index stays the same.
+   */
+  readonly entries: GitIndexTable | undefined;
   paths?: readonly string[];
-  clean?: Map<string, GitIndexEntry>;
+  /** Stage-0 regular files: path → entry number in `entries`. */
+  clean?: Map<string, number>;
   /** The tracked paths the last walk's hidden entries cover, and those entries (joined): a repeat walk hides the same. */
   hiddenTracked?: { hidden: string; paths: string[] };
 }
@@ -102,14 +106,14 @@ function readingOf(root: string): IndexReading | undefined {
   const key = keyOf(stats);
   const known = readings.get(root);
   if (known?.key === key) return known;
-  let parsed: { entries: GitIndexEntry[] | undefined } | undefined;
+  let parsed: { entries: GitIndexTable | undefined } | undefined;
   const reading: IndexReading = {
     key,
     indexMtimeMs: stats.mtimeMs,
-    get entries(): GitIndexEntry[] | undefined {
+    get entries(): GitIndexTable | undefined {
       if (parsed === undefined) {
         try {
-          parsed = { entries: parseGitIndex(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir), { objects: true, stat: true }) };
+          parsed = { entries: parseGitIndexTable(nodeFs.readFileSync(indexFile), objectIdBytes(gitDir)) };
         } catch {
           parsed = { entries: undefined };
         }
@@ -192,7 +196,7 @@ export function trackedUnderUnchecked(root: string, folders: readonly string[], 
   const reading = readingOf(root);
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
-  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  reading.paths ??= trackedPaths(entries);
   const whole = folders.includes('');
   const set = new Set(folders);
   const ancestors: AncestorMemo = new Map();
@@ -229,7 +233,7 @@ export function trackedCountUnder(root: string, folders: readonly string[]): num
   const reading = readingOf(root);
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
-  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  reading.paths ??= trackedPaths(entries);
   if (folders.includes('')) return reading.paths.length;
   const set = new Set(folders);
   let count = 0;
@@ -254,10 +258,17 @@ function hiddenTrackedPaths(reading: IndexReading, hidden: readonly string[]): s
     else hiddenFiles.add(entry);
   }
   // Regular files and links git tracks; submodules are another repository's.
-  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  reading.paths ??= trackedPaths(entries);
   const paths = reading.paths.filter((p) => hiddenFiles.has(p) || (hiddenFolders.size > 0 && underAny(p, hiddenFolders)));
   reading.hiddenTracked = { hidden: joined, paths };
   return paths;
+}
+
+/** The paths of regular files and links git tracks, once each (a conflicted path has up to three entries). */
+function trackedPaths(table: GitIndexTable): string[] {
+  const paths = new Set<string>();
+  for (let i = 0; i < table.count; i++) if (table.modes[i] !== GITLINK_MODE) paths.add(table.paths[i] as string);
+  return [...paths];
 }
 
 /** True when a folder above `projectPath` is one of `folders`. */
@@ -286,32 +297,57 @@ function coverable(projectPath: string, context: WalkContext): boolean {
  */
 export function cleanTrackedBlob(root: string, record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
   if (record.type !== 'file') return undefined;
-  return cleanBlobIn(readingOf(root), record);
+  const reading = readingOf(root);
+  const i = cleanEntryOf(reading, record);
+  return i === undefined ? undefined : tableObject(reading?.entries as GitIndexTable, i);
 }
 
 /**
- * {@link cleanTrackedBlob} for the many records of one picture: git's index is looked at once, on
+ * For the many records of one picture: whether {@link cleanTrackedBlob} of a record is `blob` (hex),
+ * compared against the index's bytes without making a string. Git's index is looked at once, on
  * the first call, not once a record.
  */
-export function cleanTrackedBlobs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>) => string | undefined {
+export function cleanTrackedBlobIs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>, blob: string) => boolean {
   let reading: IndexReading | undefined | null = null;
-  return (record) => {
-    if (record.type !== 'file') return undefined;
+  return (record, blob) => {
+    if (record.type !== 'file') return false;
     if (reading === null) reading = readingOf(root);
-    return cleanBlobIn(reading, record);
+    const i = cleanEntryOf(reading, record);
+    return i !== undefined && sameObject(reading?.entries as GitIndexTable, i, blob);
   };
 }
 
-function cleanBlobIn(reading: IndexReading | undefined, record: Pick<StatRecord, 'path' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): string | undefined {
+const HEX = '0123456789abcdef';
+
+/** True when entry `i`'s object id, in lower-case hex, is `hex`. */
+function sameObject(table: GitIndexTable, i: number, hex: string): boolean {
+  const width = table.hashBytes;
+  if (hex.length !== width * 2) return false;
+  const at = i * width;
+  for (let j = 0; j < width; j++) {
+    const byte = table.objects[at + j] as number;
+    if (hex.charCodeAt(2 * j) !== HEX.charCodeAt(byte >> 4) || hex.charCodeAt(2 * j + 1) !== HEX.charCodeAt(byte & 15)) return false;
+  }
+  return true;
+}
+
+/** The entry number of `record`'s clean index entry (see {@link cleanTrackedBlob}), if any. */
+function cleanEntryOf(reading: IndexReading | undefined, record: Pick<StatRecord, 'path' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): number | undefined {
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
-  // Only stage 0 regular files: a conflicted path has no one blob.
-  reading.clean ??= new Map(entries.filter((e) => e.stage === 0 && (e.mode & 0o170000) === 0o100000).map((e) => [e.path, e]));
-  const entry = reading.clean.get(record.path);
-  const seen = entry?.stat;
-  if (entry?.object === undefined || seen === undefined) return undefined;
-  if (seen.size !== record.size % 2 ** 32 || seen.ino !== record.ino % 2 ** 32) return undefined;
-  if (Math.abs(seen.mtimeMs - record.mtimeMs) > 0.002 || seen.mtimeMs >= reading.indexMtimeMs) return undefined;
-  if (((entry.mode & 0o111) !== 0) !== ((record.mode & 0o100) !== 0)) return undefined;
-  return entry.object;
+  reading.clean ??= cleanEntries(entries);
+  const i = reading.clean.get(record.path);
+  if (i === undefined) return undefined;
+  if (entries.sizes[i] !== record.size % 2 ** 32 || entries.inos[i] !== record.ino % 2 ** 32) return undefined;
+  const mtimeMs = entries.mtimes[i] as number;
+  if (Math.abs(mtimeMs - record.mtimeMs) > 0.002 || mtimeMs >= reading.indexMtimeMs) return undefined;
+  if ((((entries.modes[i] as number) & 0o111) !== 0) !== ((record.mode & 0o100) !== 0)) return undefined;
+  return i;
+}
+
+/** The stage-0 regular files of `table`, by path (a conflicted path has no one blob). */
+function cleanEntries(table: GitIndexTable): Map<string, number> {
+  const clean = new Map<string, number>();
+  for (let i = 0; i < table.count; i++) if (table.stages[i] === 0 && ((table.modes[i] as number) & 0o170000) === 0o100000) clean.set(table.paths[i] as string, i);
+  return clean;
 }
