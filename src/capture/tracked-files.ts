@@ -192,7 +192,7 @@ export function trackedUnderUnchecked(root: string, folders: readonly string[], 
   const reading = readingOf(root);
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
-  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  reading.paths ??= trackedPaths(entries);
   const whole = folders.includes('');
   const set = new Set(folders);
   const ancestors: AncestorMemo = new Map();
@@ -229,7 +229,7 @@ export function trackedCountUnder(root: string, folders: readonly string[]): num
   const reading = readingOf(root);
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
-  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
+  reading.paths ??= trackedPaths(entries);
   if (folders.includes('')) return reading.paths.length;
   const set = new Set(folders);
   let count = 0;
@@ -254,9 +254,38 @@ function hiddenTrackedPaths(reading: IndexReading, hidden: readonly string[]): s
     else hiddenFiles.add(entry);
   }
   // Regular files and links git tracks; submodules are another repository's.
-  reading.paths ??= [...new Set(entries.filter((e) => e.mode !== GITLINK_MODE).map((e) => e.path))];
-  const paths = reading.paths.filter((p) => hiddenFiles.has(p) || (hiddenFolders.size > 0 && underAny(p, hiddenFolders)));
+  reading.paths ??= trackedPaths(entries);
+  // A path can lie under a hidden folder only if its first name is a hidden folder's first name:
+  // one look-up rules out most paths (a first picture passes every tracked path here).
+  const tops = new Set<string>();
+  for (const folder of hiddenFolders) {
+    const slash = folder.indexOf('/');
+    tops.add(slash < 0 ? folder : folder.slice(0, slash));
+  }
+  const paths: string[] = [];
+  for (const p of reading.paths) {
+    if (hiddenFiles.has(p)) paths.push(p);
+    else if (tops.size > 0) {
+      const slash = p.indexOf('/');
+      if (slash > 0 && tops.has(p.slice(0, slash)) && underAny(p, hiddenFolders)) paths.push(p);
+    }
+  }
   reading.hiddenTracked = { hidden: joined, paths };
+  return paths;
+}
+
+/**
+ * The paths of the regular files and links git tracks (submodules are another repository's), each
+ * once: the index is sorted by path, then stage, so a conflicted path's stages are neighbours.
+ */
+function trackedPaths(entries: readonly GitIndexEntry[]): string[] {
+  const paths: string[] = [];
+  let last: string | undefined;
+  for (const entry of entries) {
+    if (entry.mode === GITLINK_MODE || entry.path === last) continue;
+    paths.push(entry.path);
+    last = entry.path;
+  }
   return paths;
 }
 
