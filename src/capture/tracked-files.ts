@@ -289,6 +289,13 @@ function trackedPaths(entries: readonly GitIndexEntry[]): string[] {
   return paths;
 }
 
+/** The stage-0 regular files of an index by path (a loop: no pair array per entry). */
+function cleanCandidates(entries: readonly GitIndexEntry[]): Map<string, GitIndexEntry> {
+  const clean = new Map<string, GitIndexEntry>();
+  for (const entry of entries) if (entry.stage === 0 && (entry.mode & 0o170000) === 0o100000) clean.set(entry.path, entry);
+  return clean;
+}
+
 /** True when a folder above `projectPath` is one of `folders`. */
 function underAny(projectPath: string, folders: ReadonlySet<string>): boolean {
   for (let slash = projectPath.indexOf('/'); slash >= 0; slash = projectPath.indexOf('/', slash + 1)) {
@@ -335,7 +342,7 @@ function cleanBlobIn(reading: IndexReading | undefined, record: Pick<StatRecord,
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
   // Only stage 0 regular files: a conflicted path has no one blob.
-  reading.clean ??= new Map(entries.filter((e) => e.stage === 0 && (e.mode & 0o170000) === 0o100000).map((e) => [e.path, e]));
+  reading.clean ??= cleanCandidates(entries);
   const entry = reading.clean.get(record.path);
   const seen = entry?.stat;
   if (entry?.object === undefined || seen === undefined) return undefined;

@@ -71,7 +71,11 @@ export function parseGitIndex(bytes: Buffer, hashBytes = 20, options: { objects?
       at = start + Math.ceil((end - start + 1) / 8) * 8;
     }
     previous = name;
-    entries.push({ path: nameFromBytes(name), mode, stage: (flags >> 12) & 0x3, ...(object !== undefined ? { object } : {}), ...(stat !== undefined ? { stat } : {}) });
+    // Built without spreads: one shape per options, ~250,000 entries for a big tree's index.
+    const entry: GitIndexEntry = { path: nameFromBytes(name), mode, stage: (flags >> 12) & 0x3 };
+    if (object !== undefined) entry.object = object;
+    if (stat !== undefined) entry.stat = stat;
+    entries.push(entry);
   }
   return entries;
 }
