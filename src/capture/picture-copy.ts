@@ -5,7 +5,7 @@ import { mapLimit } from '../core/pool.js';
 import { withThousands } from '../core/numbers.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { StatRecord } from './scan.js';
-import { cleanTrackedBlob } from './tracked-files.js';
+import { cleanTrackedBlobs } from './tracked-files.js';
 import { blobState } from './picture-coverage.js';
 import type { PictureCopies, PictureProgress, PictureRecord, PictureStore } from './picture.js';
 
@@ -75,6 +75,8 @@ export async function copyFiles(input: CopyPhaseInput): Promise<CopyPhase> {
   let copiedPastBudget = 0;
   const results: (PictureRecord | undefined)[] = new Array<PictureRecord | undefined>(toCopy.length);
 
+  // git's index looked at once for the phase, not once a file past the budget.
+  const blobOf = cleanTrackedBlobs(root);
   type StoredRef = { object: string; hash: string; size: number; mode: number };
   /** Budget check and reservation; false when the file is left uncopied by a budget. */
   const reserve = (index: number, stat: StatRecord): boolean => {
@@ -88,7 +90,7 @@ export async function copyFiles(input: CopyPhaseInput): Promise<CopyPhase> {
             : undefined;
     if (stop !== undefined) {
       // A clean tracked file needs no copy to come back: its bytes are git's blob, recorded by id.
-      const blob = cleanTrackedBlob(root, stat);
+      const blob = blobOf(stat);
       if (blob !== undefined) {
         results[index] = withState(stat, blobState(stat, blob));
         return false;

@@ -5,7 +5,7 @@ import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
-import { cleanTrackedBlob, cleanTrackedBlobIs } from './tracked-files.js';
+import { cleanTrackedBlobIs, cleanTrackedBlobs } from './tracked-files.js';
 
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
 
@@ -31,8 +31,11 @@ export function orderForBudget(
   const others: StatRecord[] = [];
   const tracked: StatRecord[] = [];
   const restOnGit: { stat: StatRecord; blob: string }[] = [];
+  // git's index looked at once for the whole list: asked per record, each answer stats `.git`
+  // and the index file again (3.3 s of a 250,000-file first picture, profiled).
+  const blobOf = cleanTrackedBlobs(root);
   for (const stat of toCopy) {
-    const blob = cleanTrackedBlob(root, stat);
+    const blob = blobOf(stat);
     if (blob === undefined) others.push(stat);
     else if (previous?.get(stat.path) === undefined) restOnGit.push({ stat, blob });
     else tracked.push(stat);

@@ -54,4 +54,23 @@ describe('tracked files a .gitignore matches', () => {
     expect(paths).not.toContain('skipped/s.txt');
     expect(paths).toContain('real');
   });
+  it('are found under hidden folders at any depth, and beside them only the hidden ones count', async () => {
+    const root = await tempFolder('turnback-tracked-deep-');
+    const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { cwd: root, encoding: 'utf8' });
+    const files = ['pkg/out/a.o', 'pkg/out/deep/b.o', 'pkg/keep.txt', 'pkg/outer/c.txt', 'build/d.o', 'top.log', 'src/e.log', 'src/f.ts'];
+    for (const file of files) {
+      await mkdir(path.dirname(path.join(root, file)), { recursive: true });
+      await writeFile(path.join(root, file), `${file}\n`);
+    }
+    git('init', '-q');
+    git('add', '-A');
+    git('commit', '-qm', 'i');
+    await writeFile(path.join(root, '.gitignore'), 'pkg/out/\nbuild/\n*.log\n');
+    // Untracked files the same rules hide stay uncovered.
+    await writeFile(path.join(root, 'pkg', 'out', 'new.o'), 'n\n');
+    await writeFile(path.join(root, 'src', 'new.log'), 'n\n');
+    const scan = await scanTree(root, resolveCoverage({}));
+    const paths = scan.list.map((r) => r.path).sort();
+    expect(paths).toEqual(['.gitignore', ...files].sort());
+  });
 });

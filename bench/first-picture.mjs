@@ -1,0 +1,116 @@
+// The first served `run -- true` of a committed tree (issue #28 goal (a)), builds side by side. A
+// REPORT, not a test: prints one row per pass and build, always exits 0. Needs watchman.
+//
+// Usage: node bench/first-picture.mjs [--files=250000] [--passes=2] [--builds=DIST_A,DIST_B]
+//          [--tree=DIR] [--profile] [--watcher=off]
+//
+// Each pass, for each build in turn: a fresh HOME, XDG folders and runtime folder (so the server
+// and its watchman service are that pass's own), `git status --porcelain` (untracked cache on)
+// warmed twice, then timed once before and twice after the first `turnback run -- true`, then a
+// second `run -- true`. Printed beside: the server's CPU during the first run and its watchman's
+// CPU by then (from /proc), since both share the machine's cores. The committed tree (seed 28,
+// tiny files) is generated once into `--tree` (default under the temp folder) and kept for the
+// next run. `--profile` CPU-profiles each server (bench/server-profile.cjs, preloaded through
+// NODE_OPTIONS: `--cpu-prof` is refused there) and prints where its `.cpuprofile` files are.
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fmtMs, fmtRatio, git, median } from './lib.mjs';
+import { timedProcess } from './processes.mjs';
+import { generateTree } from './tree.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
+const files = Number(args.files ?? 250_000);
+const passes = Number(args.passes ?? 2);
+const builds = (args.builds ?? path.join(HERE, '..', 'dist')).split(',').map((d) => path.resolve(d));
+const base = path.resolve(args.tree ?? path.join(os.tmpdir(), `turnback-first-picture-${files}`));
+const say = (message) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
+
+/** CPU milliseconds (user + system) a process has used so far; 0 once it is gone. */
+function cpuMs(pid) {
+  try {
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+const repo = path.join(base, 'repo');
+if (!fs.existsSync(path.join(base, 'done'))) {
+  say(`generating ${files.toLocaleString('en-US')} files in ${base}`);
+  fs.rmSync(base, { recursive: true, force: true });
+  fs.mkdirSync(repo, { recursive: true });
+  generateTree(repo, { files, seed: 28, tiny: true });
+  git(['init', '-q'], { cwd: repo });
+  git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
+  git(['add', '-A'], { cwd: repo });
+  git(['commit', '-qm', 'tree'], { cwd: repo });
+  fs.writeFileSync(path.join(base, 'done'), '');
+}
+
+const rows = [];
+const pause = new Int32Array(new SharedArrayBuffer(4));
+for (let pass = 1; pass <= passes; pass++) {
+  for (const dist of builds) {
+    const cli = path.join(dist, 'cli', 'turnback.cjs');
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnback-first-'));
+    const home = path.join(work, 'home');
+    const runtime = path.join(work, 'runtime');
+    fs.mkdirSync(path.join(home, 'config', 'turnback'), { recursive: true });
+    fs.mkdirSync(runtime, { mode: 0o700 });
+    // The whole tree pictured (the walk's and the time limits raised), the copy budget the default.
+    fs.writeFileSync(path.join(home, 'config', 'turnback', 'config.toml'), '[checkpoints]\nmax_walk_entries = 1000000\nmax_picture_seconds = 900\n');
+    const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1' };
+    delete env.TURNBACK_SERVER;
+    delete env.TURNBACK_WATCHER;
+    delete env.TURNBACK_DIR;
+    if (args.watcher === 'off') env.TURNBACK_WATCHER = 'off';
+    const profiles = path.join(work, 'profiles');
+    const serverEnv = 'profile' in args ? { ...env, NODE_OPTIONS: `--require ${path.join(HERE, 'server-profile.cjs')}`, TURNBACK_BENCH_PROFILE_DIR: profiles } : env;
+    if ('profile' in args) fs.mkdirSync(profiles);
+    const options = { cwd: repo, env };
+    const status = () => timedProcess('git', ['status', '--porcelain'], { cwd: repo });
+    let server;
+    try {
+      status();
+      status();
+      const started = spawnSync(process.execPath, [cli, 'server', 'start'], { cwd: repo, env: serverEnv, encoding: 'utf8' });
+      if (started.status !== 0) throw new Error(`server start failed: ${started.stderr}`);
+      server = JSON.parse(spawnSync(process.execPath, [cli, 'server', 'status', '--json'], { ...options, encoding: 'utf8' }).stdout);
+      const watchmanPid = () => {
+        try {
+          return Number(fs.readFileSync(`${String(server.socket).replace(/\.sock$/, '')}.w/pid`, 'utf8').trim());
+        } catch {
+          return undefined;
+        }
+      };
+      say(`pass ${pass}, ${dist}: first run`);
+      const gitStatus = [status()];
+      const before = cpuMs(server.pid);
+      const first = timedProcess(process.execPath, [cli, 'run', '--', 'true'], options);
+      const serverCpu = cpuMs(server.pid) - before;
+      const wm = watchmanPid();
+      const watchmanCpu = wm === undefined ? undefined : cpuMs(wm);
+      gitStatus.push(status(), status());
+      const second = timedProcess(process.execPath, [cli, 'run', '--', 'true'], options);
+      const statusMs = median(gitStatus);
+      rows.push(`| ${pass} | ${dist} | ${fmtMs(first)} | ${fmtMs(statusMs)} | ${fmtRatio(first / statusMs)} | ${fmtMs(serverCpu)} | ${watchmanCpu === undefined ? 'n/a' : fmtMs(watchmanCpu)} | ${fmtMs(second)} |`);
+    } catch (error) {
+      rows.push(`| ${pass} | ${dist} | failed: ${String(error?.message ?? error).slice(0, 200)} | | | | | |`);
+    } finally {
+      spawnSync(process.execPath, [cli, 'server', 'stop', '--all'], { env, encoding: 'utf8' });
+      for (let i = 0; i < 200 && server?.pid !== undefined && fs.existsSync(`/proc/${server.pid}`); i++) Atomics.wait(pause, 0, 0, 100);
+      if ('profile' in args) say(`profiles: ${profiles}`);
+      else fs.rmSync(work, { recursive: true, force: true });
+    }
+  }
+}
+console.log(`## The first served \`run -- true\` of ${files.toLocaleString('en-US')} committed files (${new Date().toISOString()}, load: ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}, ${os.cpus().length} cores, Node ${process.version})\n`);
+console.log('| pass | build | first `run -- true` | `git status --porcelain` (median of 3) | ratio (goal ≤ 1×) | server CPU in the first run | its watchman CPU by then | second `run -- true` |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+for (const row of rows) console.log(row);
+process.exitCode = 0;
