@@ -399,6 +399,19 @@ describe('the command server', () => {
     expect(environ.split('\0').some((entry) => entry.startsWith('TURNBACK_RUN='))).toBe(false);
   });
 
+  it.runIf(process.platform === 'linux')("the server's own command line carries its V8 flags (Node refuses them in NODE_OPTIONS), and it serves", async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    started.push(repo);
+    expect(repo.tb(['server', 'start']).code).toBe(0);
+    const { pid } = serverState(repo);
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    expect(argv).toContain('--max-semi-space-size=2');
+    // The flags come before the script: after it they would be the script's arguments, not Node's.
+    expect(argv.indexOf('--max-semi-space-size=2')).toBeLessThan(argv.findIndex((arg) => arg.endsWith('.cjs')));
+    expect(repo.tb(['list']).code).toBe(0);
+    expect(serverState(repo)).toMatchObject({ pid });
+  });
+
   it('two `server start` at the same moment both succeed, and one server serves them', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     started.push(repo);
