@@ -100,23 +100,6 @@ export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> |
   return reading;
 }
 
-/** The last reading taken before a run, and the git folder it is of (one slot: a server serves many projects). */
-let kept: { gitDir: string; reading: GitStateReading } | undefined;
-
-/**
- * {@link readGitState} before a run, given the reading the last run of this process took of the
- * same git folder: when none of the files it consulted changed, that one is the answer and the
- * index is not read again. A served run otherwise read the whole index every command (~32 MB at
- * 250,000 files), and each copy lingered as garbage in the server until a full collection.
- */
-export async function readGitStateBeforeRun(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> | undefined): Promise<GitStateReading | undefined> {
-  if (repo === undefined) return undefined;
-  const reading = await readGitState(repo, kept?.gitDir === repo.gitDir ? kept.reading : undefined);
-  // Only a reading that can be re-checked by identity is worth keeping (an unreadable or too big index is not).
-  kept = reading !== undefined && readingSources.has(reading) ? { gitDir: repo.gitDir, reading } : undefined;
-  return reading;
-}
-
 /** What each reading consulted, for {@link readGitState}'s re-check. */
 const readingSources = new WeakMap<GitStateReading, Sources>();
 

@@ -9,7 +9,7 @@ import { EXIT } from './exit-codes.js';
 import { handleInterrupted, printInterrupted, type InterruptedReport } from './interrupted.js';
 import { CliExit, describeFailure, type Io } from './io.js';
 import type { ChildEnd } from '../server/seam.js';
-import { gitStateNotes, readGitState, readGitStateBeforeRun, type GitStateReading } from './git-state.js';
+import { gitStateNotes, readGitState, type GitStateReading } from './git-state.js';
 import { stagedAgainstHead } from './git.js';
 import { Progress } from './progress.js';
 import { shortLabel } from './pictures.js';
@@ -88,7 +88,7 @@ export async function runCommand(argv: string[], options: RunOptions, io: Io): P
           // Never block the command over an earlier run's leftovers.
           notes.push(`interrupted runs not checked: ${describeFailure(error).message}`);
         }
-        gitBefore = gitRepoFor(context).then(readGitStateBeforeRun);
+        gitBefore = gitRepoFor(context).then(readGitState);
         progress = new Progress(invocation.stderr, `turnback: taking a picture before ${commandLine}…`);
         observer = observerFor(context, store);
         checkpoint = await observer.beginTurn({ label });

@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliRepo } from './harness.js';
-import { gitStateNotes, parseIndex, readGitState, readGitStateBeforeRun } from '../../src/cli/git-state.js';
+import { gitStateNotes, parseIndex, readGitState } from '../../src/cli/git-state.js';
 import { gitRepoOf } from '../../src/cli/git.js';
 import { withSeed } from '../helpers/seed.js';
 import { tempFolder } from '../helpers/temp.js';
@@ -98,38 +98,6 @@ describe('readGitState reads HEAD from the files git keeps', () => {
       expect(await readGitState(gitRepo, again), `${step}, then nothing`).toBe(again);
       reading = again;
     }
-  });
-
-  it("before a run, the last run's reading of the same git folder is kept while git changed nothing; never another project's", async () => {
-    const one = await cliRepo({ 'a.txt': 'a\n' });
-    const two = await cliRepo({ 'a.txt': 'a\n' });
-    const oneRepo = await gitRepoOf(one.proj);
-    const twoRepo = await gitRepoOf(two.proj);
-    const first = await readGitStateBeforeRun(oneRepo);
-    expect(first).toBeDefined();
-    expect(await readGitStateBeforeRun(oneRepo)).toBe(first);
-    // Another project, whose files are just as unchanged, gets its own reading, not the kept one.
-    const other = await readGitStateBeforeRun(twoRepo);
-    expect(other).not.toBe(first);
-    expect(other?.indexBytes?.equals(await readFile(path.join(twoRepo?.gitDir as string, 'index')))).toBe(true);
-    const back = await readGitStateBeforeRun(oneRepo);
-    expect(back?.indexBytes?.equals(first?.indexBytes as Buffer)).toBe(true);
-    // Staged between runs: the next run starts from the index as it is now, not as the last run saw it.
-    execFileSync('sh', ['-c', 'echo more >> a.txt'], { cwd: one.proj });
-    one.git('add', 'a.txt');
-    const staged = await readGitStateBeforeRun(oneRepo);
-    expect(staged).not.toBe(back);
-    expect(staged?.indexBytes?.equals(await readFile(path.join(oneRepo?.gitDir as string, 'index')))).toBe(true);
-  });
-
-  it('a file staged between two served runs is not counted as staged by the second run; one staged in it is', async () => {
-    const repo = await cliRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
-    expect(repo.tb(['run', '--', 'true']).stderr).not.toContain('index:');
-    execFileSync('sh', ['-c', 'echo more >> a.txt'], { cwd: repo.proj });
-    repo.git('add', 'a.txt');
-    expect(repo.tb(['run', '--', 'true']).stderr).not.toContain('index:');
-    const staged = repo.tb(['run', '--', 'sh', '-c', 'echo more >> b.txt; git add b.txt']);
-    expect(staged.stderr).toContain('note: index: 1 file staged during this turn');
   });
 });
 
