@@ -188,6 +188,13 @@ export interface GitCopyOptions {
   sliceFiles?: number;
   /** Asked between slices: `true` ends the run (the server: a command arrived); what was read so far is still written and named. */
   shouldStop?: () => boolean;
+  /**
+   * The blob ids to copy, as a stopped run's {@link GitCopyReport.rest} left them: the run takes
+   * them up where it stopped instead of reading every document again (about a second at 250,000
+   * files, in one stretch no command can interrupt). An id copied meanwhile (prune, another
+   * process) is skipped. @default every blob the store rests on ({@link restingOnGit})
+   */
+  wanted?: readonly string[];
 }
 
 /** What {@link copyGitBlobsIn} did. */
@@ -202,6 +209,8 @@ export interface GitCopyReport {
   lost: number;
   /** True when `shouldStop` ended the run early. */
   stopped: boolean;
+  /** The ids the run did not reach (a stop, the budget), in order: a next run's {@link GitCopyOptions.wanted}. */
+  rest: string[];
 }
 
 /** A batch's bounds: its small objects are compressed together in blocks (~2 MiB, as a picture's), so a batch spans many slices. */
@@ -224,10 +233,17 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
   for (const [name, value] of [['maxFiles', maxFiles], ['maxBytes', maxBytes]] as const) {
     if (!(value >= 0)) throw new CheckpointError('INVALID_ARGUMENT', `${name} must be a non-negative number`);
   }
-  const wanted = await restingOnGit(ctx);
-  const report: GitCopyReport = { copied: 0, bytes: 0, left: wanted.length, lost: 0, stopped: false };
+  let wanted: readonly string[];
+  if (options.wanted === undefined) wanted = await restingOnGit(ctx);
+  else {
+    ctx.copies.refresh();
+    wanted = options.wanted.filter((id) => ctx.copies.get(id) === undefined);
+  }
+  const report: GitCopyReport = { copied: 0, bytes: 0, left: wanted.length, lost: 0, stopped: false, rest: [] };
   let at = 0;
   let busy = false;
+  // Reached but not named (too large for what is left of the budget, a block that failed, a busy store): a next run's too.
+  const again: string[] = [];
   while (at < wanted.length && report.copied < maxFiles && report.bytes < maxBytes && !report.stopped && !busy) {
     const batch = ctx.objects.openBatch();
     const copies: { id: string; key: string; size: number }[] = [];
@@ -251,19 +267,24 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
         report.lost += 1;
         continue;
       }
-      if (report.bytes + batchBytes + blob.length > maxBytes) continue;
+      if (report.bytes + batchBytes + blob.length > maxBytes) {
+        again.push(id);
+        continue;
+      }
       const ref = await ctx.objects.putBytes(blob, { batch });
       copies.push({ id, key: ref.object, size: blob.length });
       batchBytes += blob.length;
     }
     const failed = await ctx.objects.endBatch(batch);
     const written = copies.filter((copy) => !failed.has(copy.key));
+    for (const copy of copies) if (failed.has(copy.key)) again.push(copy.id);
     try {
       await ctx.withLock(async () => ctx.copies.append(written.map((copy) => [copy.id, copy.key] as const)));
     } catch (error) {
       if (!(error instanceof CheckpointError && error.code === 'STORE_BUSY')) throw error;
       // Not named: those objects are garbage for a later prune, and the blobs are copied again next time.
       busy = true;
+      for (const copy of written) again.push(copy.id);
       continue;
     }
     for (const copy of written) {
@@ -272,6 +293,7 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
     }
   }
   report.left = wanted.length - report.copied;
+  report.rest = [...again, ...wanted.slice(at)];
   return report;
 }
 
