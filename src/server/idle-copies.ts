@@ -83,9 +83,10 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
             const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, wanted: carried?.rest });
             copied += report.copied;
             bytes += report.bytes;
-            lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
+            // A look stopped before it knew what is left has no count to show: the last one that had stays.
+            if (!report.stopped || report.rest !== undefined) lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
             const noted = carried?.noted === true;
-            if (report.stopped) unfinished.set(served.storeRoot, { rest: report.rest, noted });
+            if (report.stopped && report.rest !== undefined) unfinished.set(served.storeRoot, { rest: report.rest, noted });
             // What git lost can never be copied: it does not keep the store waiting for another look.
             if (!report.stopped && report.left === report.lost && !noted) settledAt.set(served.storeRoot, Date.now());
             else settledAt.delete(served.storeRoot);

@@ -160,9 +160,21 @@ export async function hasGitCopy(ctx: GitCopyContext, id: string): Promise<boole
  * state documents' (the current pictures: the pre-images a next change points at), then each
  * checkpoint's, newest first.
  */
-export async function restingOnGit(ctx: GitCopyContext): Promise<string[]> {
+export async function restingOnGit(ctx: GitCopyContext): Promise<string[]>;
+/** As above, with `shouldStop` asked between its stretches (a turn of the event loop before each): `undefined` when it said stop. */
+export async function restingOnGit(ctx: GitCopyContext, shouldStop: () => boolean): Promise<string[] | undefined>;
+export async function restingOnGit(ctx: GitCopyContext, shouldStop?: () => boolean): Promise<string[] | undefined> {
+  // The reads of the state documents and of the checkpoints are each one stretch that cannot stop
+  // halfway; between them a command that arrived is let through.
+  const giveWay = async (): Promise<boolean> => {
+    if (shouldStop === undefined) return false;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    return shouldStop();
+  };
   const state = await stateReferences(ctx);
+  if (await giveWay()) return undefined;
   const held = await loadReferences(ctx);
+  if (await giveWay()) return undefined;
   held.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   ctx.copies.refresh();
   const wanted = new Set<string>();
@@ -209,8 +221,12 @@ export interface GitCopyReport {
   lost: number;
   /** True when `shouldStop` ended the run early. */
   stopped: boolean;
-  /** The ids the run did not reach (a stop, the budget), in order: a next run's {@link GitCopyOptions.wanted}. */
-  rest: string[];
+  /**
+   * The ids the run did not reach (a stop, the budget), in order: a next run's
+   * {@link GitCopyOptions.wanted}. Absent when it stopped before it knew what is left (`left` is 0
+   * then, not a count).
+   */
+  rest?: string[];
 }
 
 /** A batch's bounds: its small objects are compressed together in blocks (~2 MiB, as a picture's), so a batch spans many slices. */
@@ -234,8 +250,12 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
     if (!(value >= 0)) throw new CheckpointError('INVALID_ARGUMENT', `${name} must be a non-negative number`);
   }
   let wanted: readonly string[];
-  if (options.wanted === undefined) wanted = await restingOnGit(ctx);
-  else {
+  if (options.wanted === undefined) {
+    const found = options.shouldStop === undefined ? await restingOnGit(ctx) : await restingOnGit(ctx, options.shouldStop);
+    // Stopped before it knew what is left: nothing to take up, the next run looks afresh.
+    if (found === undefined) return { copied: 0, bytes: 0, left: 0, lost: 0, stopped: true };
+    wanted = found;
+  } else {
     ctx.copies.refresh();
     wanted = options.wanted.filter((id) => ctx.copies.get(id) === undefined);
   }

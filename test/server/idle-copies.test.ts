@@ -182,4 +182,23 @@ describe('the idle copier', () => {
       life.stop();
     }
   });
+
+  it("asks whether to stop between the reading of the store's documents and its checkpoints, and a run stopped there has no list to take up", async () => {
+    const life = new ServerLife(60_000, { mainFile: 'x', version: null, tz: null });
+    await servedCall(life, 'c1');
+    const store = await CheckpointStore.open(storeRoot, { projectRoot: project });
+    try {
+      let asked = 0;
+      // Asked first once the state documents are read, then once the checkpoints are: stop there.
+      const stopped = await store.copyGitBlobsIn({ shouldStop: () => ++asked === 2 });
+      expect(stopped).toMatchObject({ stopped: true, copied: 0 });
+      expect(stopped.rest).toBeUndefined();
+      expect(asked).toBe(2);
+      const full = await store.copyGitBlobsIn({ shouldStop: () => false });
+      expect(full).toMatchObject({ stopped: false, copied: 6, left: 0, rest: [] });
+    } finally {
+      await store.close();
+    }
+    expect(await restingCount()).toBe(0);
+  });
 });
