@@ -8,7 +8,10 @@ import { withEnvironment } from './request-env.js';
 // pre-images outlive a history rewrite and a `git gc` — never inside an agent's tool call. It
 // runs only while no command is served, in slices of the store's (`copyGitBlobsIn`: a few dozen
 // blobs read, then a turn of the event loop; the store lock only for naming a batch's copies), and
-// stops at the first slice's end after a command arrives; the next idle moment takes it up again.
+// stops at the first slice's end after a command arrives; the next idle moment takes it up where
+// it stopped (the stopped look's list of blobs it did not reach), not by reading every document of
+// the store again: that read is one stretch no command can interrupt (about a second at 250,000
+// files), and between an agent's hook events every idle gap paid it once more.
 
 /** A project a served command took a picture of: its store, and the environment its git ran with. */
 interface Served {
@@ -46,11 +49,16 @@ const SLICE_FILES = 32;
  * The idle copier as one of the server's services: started with the server's life, it copies each
  * served project's resting blobs in whenever the server goes idle, and stops with the server.
  */
-export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_RESCAN_MS): { close(): Promise<void>; readonly looks: number; state(): IdleCopyState } {
+export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_RESCAN_MS): { close(): Promise<void>; readonly looks: number; readonly scans: number; state(): IdleCopyState } {
   const pending = new Map<string, Served>();
   // Stores whose last look found nothing left to copy, and when.
   const settledAt = new Map<string, number>();
+  // What a stopped look did not reach, by store: the next idle moment takes it up there rather than
+  // reading every document again (the one stretch of a look no command can interrupt).
+  // `noted`: a command noted the store after its list was made (its pictures may rest on blobs the list never had).
+  const unfinished = new Map<string, { rest: string[]; noted: boolean }>();
   let looks = 0;
+  let scans = 0;
   let copied = 0;
   let bytes = 0;
   let lastLook: IdleCopyLook | null = null;
@@ -62,25 +70,35 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
       const next = pending.values().next();
       if (next.done === true) return;
       const served = next.value;
+      // The store's note stays for another look: it stopped, or it must be read afresh.
       let stopped = false;
       try {
         stopped = await withEnvironment(served.env, async () => {
           const store = await openStore(served.storeRoot, { projectRoot: served.projectRoot });
           try {
             looks += 1;
-            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy });
+            const carried = unfinished.get(served.storeRoot);
+            unfinished.delete(served.storeRoot);
+            if (carried === undefined) scans += 1;
+            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, wanted: carried?.rest });
             copied += report.copied;
             bytes += report.bytes;
-            lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
+            // A look stopped before it knew what is left has no count to show: the last one that had stays.
+            if (!report.stopped || report.rest !== undefined) lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
+            const noted = carried?.noted === true;
+            if (report.stopped && report.rest !== undefined) unfinished.set(served.storeRoot, { rest: report.rest, noted });
             // What git lost can never be copied: it does not keep the store waiting for another look.
-            if (!report.stopped && report.left === report.lost) settledAt.set(served.storeRoot, Date.now());
+            if (!report.stopped && report.left === report.lost && !noted) settledAt.set(served.storeRoot, Date.now());
             else settledAt.delete(served.storeRoot);
-            return report.stopped;
+            // A resumed list ran out, but a command noted the store after the list was made: the
+            // store's note stays, and the next look reads it afresh.
+            return report.stopped || noted;
           } finally {
             await store.close();
           }
         });
       } catch (error) {
+        unfinished.delete(served.storeRoot);
         // A store that cannot be opened or written now: its next served command notes it again.
         lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: 0, bytes: 0, left: 0, lost: 0, stopped: false, failed: error instanceof Error ? error.message : String(error) };
       }
@@ -95,6 +113,8 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
     });
   };
   noteServed = (served) => {
+    const carried = unfinished.get(served.storeRoot);
+    if (carried !== undefined) carried.noted = true;
     const settled = settledAt.get(served.storeRoot);
     if (settled !== undefined && Date.now() - settled < rescanMs) return;
     pending.set(served.storeRoot, served);
@@ -124,6 +144,10 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
     /** How many times a store was looked at for blobs to copy. */
     get looks() {
       return looks;
+    },
+    /** How many of those looks read the whole store to find what is left (the others took up a stopped look's list). */
+    get scans() {
+      return scans;
     },
   };
 }

@@ -111,4 +111,94 @@ describe('the idle copier', () => {
       life.stop();
     }
   });
+
+  it('gives way to a command that arrives mid copy-in, then takes the copy-in up where it stopped: every blob copied once, the store read once', async () => {
+    // A tree larger than one batch (2,048 blobs), so the copy-in is seen between two batches.
+    for (let i = 0; i < 3_000; i++) fs.writeFileSync(path.join(project, `m${i}.txt`), `more ${i}\n`);
+    git('add', '-A');
+    git('commit', '-qm', 'more');
+    const tracked = git('ls-files').split('\n').filter((line) => line !== '').length;
+    const copiesFile = path.join(storeRoot, 'objects', 'git-copies');
+    const lines = (): string[] => (fs.existsSync(copiesFile) ? fs.readFileSync(copiesFile, 'utf8').split('\n').filter((line) => line !== '') : []);
+    const life = new ServerLife(60_000, { mainFile: 'x', version: null, tz: null });
+    life.start();
+    const copier = startIdleCopies(life);
+    try {
+      await servedCall(life, 'c1');
+      // The rendezvous: the first batch is named, the copy-in goes on.
+      await until('a first batch named', () => lines().length > 0);
+      expect(copier.state().running).toBe(true);
+      const done = life.busy();
+      // The command is served while the copier waits: it stops at its slice's end, the rest not copied.
+      await until('the copier gave way', () => !copier.state().running);
+      expect(copier.state().lastLook?.stopped).toBe(true);
+      const left = await restingCount();
+      expect(left).toBeGreaterThan(0);
+      expect(copier.state().lastLook?.left).toBe(left);
+      expect(copier.state().pending).toBe(1);
+      done();
+      await until('the copy-in finished', () => copier.state().lastLook?.stopped === false && !copier.state().running);
+      expect(await restingCount()).toBe(0);
+      expect(copier.looks).toBe(2);
+      // The second look took up the first one's list: the store's documents were read once.
+      expect(copier.scans).toBe(1);
+      const ids = lines().map((line) => line.split(' ')[0]);
+      expect(ids.length).toBe(tracked);
+      expect(new Set(ids).size).toBe(tracked);
+      expect(copier.state().copied).toBe(tracked);
+      expect(copier.state().settled).toBe(1);
+    } finally {
+      await copier.close();
+      life.stop();
+    }
+  });
+
+  it('reads the store afresh after a resumed copy-in when a command noted it meanwhile (its pictures may rest on new blobs)', async () => {
+    for (let i = 0; i < 3_000; i++) fs.writeFileSync(path.join(project, `m${i}.txt`), `more ${i}\n`);
+    git('add', '-A');
+    git('commit', '-qm', 'more');
+    const copiesFile = path.join(storeRoot, 'objects', 'git-copies');
+    const life = new ServerLife(60_000, { mainFile: 'x', version: null, tz: null });
+    life.start();
+    const copier = startIdleCopies(life);
+    try {
+      await servedCall(life, 'c1');
+      await until('a first batch named', () => fs.existsSync(copiesFile) && fs.statSync(copiesFile).size > 0);
+      // A command arrives mid copy-in; meanwhile a new commit's files are pictured (new blobs rest on git).
+      const done = life.busy();
+      await until('the copier gave way', () => !copier.state().running);
+      for (let i = 0; i < 3; i++) fs.writeFileSync(path.join(project, `new${i}.txt`), `new ${i}\n`);
+      git('add', '-A');
+      git('commit', '-qm', 'new');
+      done();
+      await servedCall(life, 'c2');
+      await until('nothing pending', () => !copier.state().running && copier.state().pending === 0);
+      expect(await restingCount()).toBe(0);
+      // The list of the stopped look, then the store read again for what the new picture rests on.
+      expect(copier.scans).toBe(2);
+      expect(copier.state().settled).toBe(1);
+    } finally {
+      await copier.close();
+      life.stop();
+    }
+  });
+
+  it("asks whether to stop between the reading of the store's documents and its checkpoints, and a run stopped there has no list to take up", async () => {
+    const life = new ServerLife(60_000, { mainFile: 'x', version: null, tz: null });
+    await servedCall(life, 'c1');
+    const store = await CheckpointStore.open(storeRoot, { projectRoot: project });
+    try {
+      let asked = 0;
+      // Asked first once the state documents are read, then once the checkpoints are: stop there.
+      const stopped = await store.copyGitBlobsIn({ shouldStop: () => ++asked === 2 });
+      expect(stopped).toMatchObject({ stopped: true, copied: 0 });
+      expect(stopped.rest).toBeUndefined();
+      expect(asked).toBe(2);
+      const full = await store.copyGitBlobsIn({ shouldStop: () => false });
+      expect(full).toMatchObject({ stopped: false, copied: 6, left: 0, rest: [] });
+    } finally {
+      await store.close();
+    }
+    expect(await restingCount()).toBe(0);
+  });
 });
