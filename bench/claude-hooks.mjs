@@ -17,8 +17,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
-import { fmtMs, git, median, say, TempRoot } from './lib.mjs';
-import { generateTree } from './tree.mjs';
+import { committedHookProject, fmtMs, median, say, TempRoot } from './lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.join(HERE, '..');
@@ -53,12 +52,7 @@ const script = { turns: [[...Array.from({ length: CALLS }, (_, i) => ({ tool: 'B
 function project(name, files, tree) {
   const proj = tree ?? temp.path(`${name}-proj`);
   if (tree === undefined) {
-    fs.mkdirSync(proj, { recursive: true });
-    if (files > 0) generateTree(proj, { files, seed: 28, tiny: true });
-    else for (let i = 0; i < 7; i++) fs.writeFileSync(path.join(proj, `file${i}.txt`), `${i}\n`);
-    git(['init', '-q'], { cwd: proj });
-    git(['add', '-A'], { cwd: proj });
-    git(['commit', '-qm', 'tree'], { cwd: proj });
+    committedHookProject(proj, files);
   } else if (fs.existsSync(path.join(proj, '.claude'))) throw new Error(`${proj} has a .claude folder of its own: the bench would replace it`);
   const home = temp.path(`${name}-home`);
   fs.mkdirSync(home, { recursive: true });

@@ -13,8 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fmtMs, git, median, TempRoot } from './lib.mjs';
-import { generateTree } from './tree.mjs';
+import { committedHookProject, fmtMs, median, TempRoot } from './lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DIST = process.env.TURNBACK_DIST ? path.resolve(process.env.TURNBACK_DIST) : path.join(HERE, '..', 'dist');
@@ -28,12 +27,7 @@ const temp = new TempRoot();
 const tree = args.tree !== undefined ? path.resolve(args.tree) : undefined;
 const proj = tree ?? temp.path('proj');
 if (tree === undefined) {
-  fs.mkdirSync(proj, { recursive: true });
-  if (files > 0) generateTree(proj, { files, seed: 28, tiny: true });
-  else for (let i = 0; i < 7; i++) fs.writeFileSync(path.join(proj, `file${i}.txt`), `${i}\n`);
-  git(['init', '-q'], { cwd: proj });
-  git(['add', '-A'], { cwd: proj });
-  git(['commit', '-qm', 'tree'], { cwd: proj });
+  committedHookProject(proj, files);
 } else if (fs.existsSync(path.join(proj, '.claude'))) throw new Error(`${proj} has a .claude folder of its own`);
 const home = temp.path('home');
 const runtime = temp.path('run');

@@ -4,6 +4,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { generateTree } from './tree.mjs';
 
 /** Median of a list of numbers (NaN when empty). */
 export function median(values) {
@@ -127,4 +128,17 @@ export function parseArgs(argv) {
 /** Prints a progress line to stderr, so stdout stays the report. */
 export function say(message) {
   process.stderr.write(`${message}\n`);
+}
+
+/**
+ * A committed project in `proj` for the hook benches: `files` tiny files of bench/tree.mjs (seed
+ * 28), or seven one-line files when `files` is 0; git initialised and everything committed.
+ */
+export function committedHookProject(proj, files) {
+  fs.mkdirSync(proj, { recursive: true });
+  if (files > 0) generateTree(proj, { files, seed: 28, tiny: true });
+  else for (let i = 0; i < 7; i++) fs.writeFileSync(path.join(proj, `file${i}.txt`), `${i}\n`);
+  git(['init', '-q'], { cwd: proj });
+  git(['add', '-A'], { cwd: proj });
+  git(['commit', '-qm', 'tree'], { cwd: proj });
 }

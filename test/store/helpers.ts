@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { afterEach, beforeEach } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import * as path from 'node:path';
 import { CheckpointStore } from '../../src/store/store.js';
 import { removeFolder, tempFolder } from '../helpers/temp.js';
@@ -113,4 +113,36 @@ export async function ageStore(store: CheckpointStore, minutes = 20): Promise<vo
   await store.close();
   const old = new Date(Date.now() - minutes * 60_000);
   for (const file of new Set((await store.listObjects()).map((info) => info.path))) await utimes(file, old, old);
+}
+
+/**
+ * The store's code bundled once for this test file's child processes (see {@link bundleStore}):
+ * `path` is the bundle's, set before the file's tests run; the bundle's folder goes after them.
+ */
+export function storeBundlePerFile(): { readonly path: string } {
+  let bundleDir: Sandbox | undefined;
+  let bundlePath = '';
+  beforeAll(async () => {
+    bundleDir = await makeSandbox();
+    bundlePath = await bundleStore(bundleDir.dir);
+  });
+  afterAll(async () => {
+    await bundleDir?.cleanup();
+  });
+  return {
+    get path() {
+      return bundlePath;
+    },
+  };
+}
+
+/** Deterministic, incompressible bytes (a seeded generator): objects that must not compress. */
+export function incompressibleBytes(seed: number, size: number): Buffer {
+  const out = Buffer.alloc(size);
+  let x = (seed * 2654435761 + 1) >>> 0;
+  for (let i = 0; i < size; i++) {
+    x = (x * 1103515245 + 12345) >>> 0;
+    out[i] = x >>> 24;
+  }
+  return out;
 }

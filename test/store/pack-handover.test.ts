@@ -1,43 +1,28 @@
 import { spawn } from 'node:child_process';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { loadHasher } from '../../src/core/hash.js';
 import type { ObjectStore } from '../../src/store/objects.js';
 import { loadPackHasher, type PackFile } from '../../src/store/packs.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { bundleStore, makeSandbox, openStore, storePerTest, type Sandbox } from './helpers.js';
+import { incompressibleBytes, openStore, storeBundlePerFile, storePerTest, type Sandbox } from './helpers.js';
 
 // A store's pack index handed from one open to the next in the process (the command server opens
 // the store per command), and never served stale when another process removed or rewrote a pack.
 
 let box: Sandbox;
 let store: CheckpointStore;
-let bundle: string;
-let bundleDir: Sandbox;
+// The real store code, bundled once for the other processes.
+const bundled = storeBundlePerFile();
 
 beforeAll(async () => {
-  // The other process runs the real store code: bundle the TypeScript source once.
-  bundleDir = await makeSandbox();
-  bundle = await bundleStore(bundleDir.dir);
   await Promise.all([loadHasher(), loadPackHasher()]);
-});
-afterAll(async () => {
-  await bundleDir.cleanup();
 });
 const fixture = storePerTest();
 beforeEach(() => {
   ({ box, store } = fixture);
 });
 
-/** Deterministic, incompressible bytes. */
-function bytesFor(seed: number, size: number): Buffer {
-  const out = Buffer.alloc(size);
-  let x = (seed * 2654435761 + 1) >>> 0;
-  for (let i = 0; i < size; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    out[i] = x >>> 24;
-  }
-  return out;
-}
+const bytesFor = incompressibleBytes;
 
 describe('the pack index between opens', () => {
   test("a second open in the process takes the last open's pack index over; a pack another process removed or rewrote is loaded again, never served from it", async () => {
@@ -46,7 +31,7 @@ describe('the pack index between opens', () => {
     // `<name>`'s (the index then names another pack: the pack is scanned).
     const other = (action: string, ...rest: string[]): Promise<string> => {
       const script = `
-        const { CheckpointStore } = require(${JSON.stringify(bundle)});
+        const { CheckpointStore } = require(${JSON.stringify(bundled.path)});
         const fs = require('node:fs');
         const path = require('node:path');
         (async () => {

@@ -2,45 +2,30 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFile, readdir, readFile, readlink, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { baseObjectKey } from '../../src/store/object-codec.js';
 import { PACK_OBJECT_MAX_BYTES, encodeRecord, loadPackHasher } from '../../src/store/packs.js';
 import { PackWriter } from '../../src/store/pack-writer.js';
 import type { CheckpointStore } from '../../src/store/store.js';
-import { ageStore, makeSandbox, openStore, storedObject, type Sandbox, bundleStore, storePerTest } from './helpers.js';
+import { ageStore, incompressibleBytes, makeSandbox, openStore, storeBundlePerFile, storedObject, type Sandbox, storePerTest } from './helpers.js';
 import { storeFile } from '../../src/capture/stable-read.js';
 
 let box: Sandbox;
 let store: CheckpointStore;
-let bundle: string;
-let bundleDir: Sandbox;
+// The real store code, bundled once for the other processes.
+const bundled = storeBundlePerFile();
 
 beforeAll(async () => {
-  // Child processes run the real store code: bundle the TypeScript source once.
-  bundleDir = await makeSandbox();
-  bundle = await bundleStore(bundleDir.dir);
   await Promise.all([loadHasher(), loadPackHasher()]);
-});
-afterAll(async () => {
-  await bundleDir.cleanup();
 });
 const fixture = storePerTest();
 beforeEach(() => {
   ({ box, store } = fixture);
 });
 
-/** Deterministic, incompressible bytes. */
-function bytesFor(seed: number, size: number): Buffer {
-  const out = Buffer.alloc(size);
-  let x = (seed * 2654435761 + 1) >>> 0;
-  for (let i = 0; i < size; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
-    out[i] = x >>> 24;
-  }
-  return out;
-}
+const bytesFor = incompressibleBytes;
 
 const packsDir = (): string => path.join(store.root, 'objects', 'packs');
 async function packNames(): Promise<{ packs: string[]; idx: string[] }> {
@@ -54,7 +39,7 @@ async function packNames(): Promise<{ packs: string[]; idx: string[] }> {
  */
 function spawnWriter(seed: number, count: number): { child: ChildProcess; keys: Promise<string[]> } {
   const script = `
-    const { CheckpointStore } = require(${JSON.stringify(bundle)});
+    const { CheckpointStore } = require(${JSON.stringify(bundled.path)});
     (async () => {
       const [storeRoot, projectRoot, seed, count] = process.argv.slice(1);
       const store = await CheckpointStore.open(storeRoot, { projectRoot });
@@ -330,7 +315,7 @@ describe('packs', () => {
   test('abandoned journal writers and stores close their descriptors without a DEP0137 warning', async () => {
     const script = `
       const fs = require('node:fs');
-      const { CheckpointStore } = require(${JSON.stringify(bundle)});
+      const { CheckpointStore } = require(${JSON.stringify(bundled.path)});
       (async () => {
         const [storeRoot, projectRoot] = process.argv.slice(1);
         const fds = () => fs.readdirSync('/proc/self/fd').length;
