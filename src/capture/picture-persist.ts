@@ -33,6 +33,11 @@ const BASE_FORMAT = 'turnback-picture-base';
  * but four times the fsyncs.
  */
 const BASE_CHUNK = 2048;
+/**
+ * Base chunks being compressed and written at once: libuv's pool has 4 threads; a few in flight
+ * keep one busy while this thread builds the next chunk, without holding many chunks in memory.
+ */
+const BASE_WRITES_AT_ONCE = 3;
 const BASE_PREFIX = 'pic-';
 /** Random base-36 digits after the time in a generation name. */
 const GENERATION_RANDOM = 6;
@@ -134,11 +139,18 @@ export async function writePictureBase(store: StateDocuments, records: ReadonlyM
   let count = 0;
   let chunk: BaseTuple[] = [];
   let chunks = 0;
+  // Writes under way: each chunk's JSON is made on this thread, its compression and write go on
+  // while the next chunk is built (the store compresses a long document on libuv's thread pool).
+  const writing: Promise<void>[] = [];
   const flush = async (): Promise<void> => {
     // Version 2: the records as columns (base-columns.ts); version 1 (tuples) is still read.
-    await store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 2, generation, index: chunks, count: chunk.length, ...toColumns(chunk) }, NOT_DURABLE);
+    const write = store.writeState(`${BASE_PREFIX}${generation}-${chunks}`, { format: BASE_FORMAT, version: 2, generation, index: chunks, count: chunk.length, ...toColumns(chunk) }, NOT_DURABLE);
+    // Handled now, thrown where it is awaited: a failed write is not an unhandled rejection meanwhile.
+    write.catch(() => undefined);
+    writing.push(write);
     chunks += 1;
     chunk = [];
+    if (writing.length >= BASE_WRITES_AT_ONCE) await writing.shift();
   };
   for (const record of records.values()) {
     if (!baseable(record)) continue;
@@ -152,6 +164,7 @@ export async function writePictureBase(store: StateDocuments, records: ReadonlyM
     if (chunk.length >= BASE_CHUNK) await flush();
   }
   if (chunk.length > 0 || chunks === 0) await flush();
+  await Promise.all(writing);
   return { ref: { generation, chunks, count }, records };
 }
 

@@ -1,7 +1,7 @@
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
-import { decodeDocument, encodeDocument } from './document-codec.js';
+import { decodeDocument, encodeDocumentAsync } from './document-codec.js';
 import { writeAllSync, type FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX } from './presence.js';
@@ -106,7 +106,7 @@ export class StateDocumentFolder {
     }
     if (text === undefined) throw new CheckpointError('INVALID_ARGUMENT', `state ${name} is not JSON-serialisable`);
     await loadHasher();
-    const bytes = encodeDocument(`${text}\n`);
+    const bytes = await encodeDocumentAsync(`${text}\n`);
     try {
       if (options.durable === false) await this.replaceQuickly(file, bytes);
       else await writeFileAtomic(file, bytes, { mode: FILE_MODE, fsync: true });

@@ -303,6 +303,39 @@ describe('picture bases and deltas', () => {
     expect(await readPictureBase(store, base.ref)).toBeUndefined();
   });
 
+  it('a base whose chunks are written several at once: a failed chunk write fails the base, and nothing rejects unhandled meanwhile', async () => {
+    const records = new Map<string, PictureRecord>();
+    for (let i = 0; i < 12_000; i++) records.set(fileRecord(i).path, fileRecord(i));
+    const unhandled: unknown[] = [];
+    const note = (reason: unknown): void => void unhandled.push(reason);
+    process.on('unhandledRejection', note);
+    try {
+      // The second chunk fails at once; the first is written only a turn of the event loop after
+      // the third is begun, so the failure waits unawaited meanwhile.
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const failing = new (class extends FakeStore {
+        override async writeState(name: string, value: unknown): Promise<void> {
+          if (name.endsWith('-1')) throw new CheckpointError('IO', 'disk full');
+          if (name.endsWith('-2')) setImmediate(release);
+          if (name.endsWith('-0')) await gate;
+          return super.writeState(name, value);
+        }
+      })();
+      await expect(writePictureBase(failing, records)).rejects.toThrow('disk full');
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+      // Written whole, chunk by chunk in order, it reads back the same.
+      const base = await writePictureBase(store, records);
+      expect(base.ref.chunks).toBe(6);
+      expect((await readPictureBase(new FakeStoreWith(store), base.ref))?.records.get('d3/f10.ts')).toEqual(fileRecord(10));
+    } finally {
+      process.off('unhandledRejection', note);
+    }
+  });
+
   it('the stat cache saves only what differs from its base, and loads back to the same records', async () => {
     await makeTree(root, { 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c', '.env': 'S=1' });
     const first = await picture();

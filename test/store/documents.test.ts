@@ -3,6 +3,8 @@ import * as path from 'node:path';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import type { CheckpointStore } from '../../src/store/store.js';
+import { ASYNC_COMPRESS_BYTES, encodeDocument, encodeDocumentAsync } from '../../src/store/document-codec.js';
+import { loadHasher } from '../../src/core/hash.js';
 import { ageStore, openStore, storePerTest, type Sandbox } from './helpers.js';
 
 // Layout 3 stores a large JSON document (a state document, a manifest) compressed with the hash
@@ -47,6 +49,14 @@ describe('compressed documents', () => {
     expect(bytes.length).toBeLessThan(JSON.stringify(large).length / 3);
     expect(await store.readState('picture-cache')).toEqual(large);
     expect(JSON.parse(await readFile(path.join(store.root, 'state', 'small.json'), 'utf8'))).toEqual({ a: 1 });
+  });
+
+  test('a long document compressed on the thread pool is byte for byte the one compressed on the calling thread', async () => {
+    await loadHasher();
+    for (const text of [JSON.stringify(large), JSON.stringify({ ...large, more: large.records }), 'x'.repeat(ASYNC_COMPRESS_BYTES - 1), '{"a":1}']) {
+      expect((await encodeDocumentAsync(text)).equals(encodeDocument(text))).toBe(true);
+    }
+    expect(JSON.stringify(large).length).toBeGreaterThan(ASYNC_COMPRESS_BYTES);
   });
 
   test('a damaged compressed state document reads as CORRUPT_MANIFEST; prune then removes no object; verify names it', async () => {
