@@ -36,6 +36,6 @@ export {
 export { recoverInterruptedRestores, type RecoveredRestore } from './session/interrupted-restore.js';
 export { discardedCheckpoints, type DiscardedOptions } from './session/discards.js';
 export type { StoreView } from './store/view.js';
-export type { GitCopyOptions, GitCopyReport } from './store/git-copies.js';
+export type { GitCopiesMark, GitCopyOptions, GitCopyReport } from './store/git-copies.js';
 export { unpushedCheckpoints, type UnpushedReport } from './remote/sync.js';
 export { goneMessage, type Removal, type RemovalReason } from './store/removals.js';

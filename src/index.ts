@@ -33,7 +33,7 @@ export type { RestoreFailureCode } from './restore/apply.js';
 export type { ModePolicy } from './restore/modes.js';
 export type { PlanAction, PlanEntry, PlanReason, RestorePlan } from './restore/plan.js';
 export type { StoreView } from './store/view.js';
-export type { GitCopyOptions, GitCopyReport } from './store/git-copies.js';
+export type { GitCopiesMark, GitCopyOptions, GitCopyReport } from './store/git-copies.js';
 export type { PruneOptions, PruneReason, PruneReport } from './store/retention.js';
 export type { VerifyProblem, VerifyReport, VerifyStep } from './store/verify.js';
 export type { CheckpointConfig } from './session/config.js';

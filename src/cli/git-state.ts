@@ -2,7 +2,8 @@ import { statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import * as path from 'node:path';
 import type { GitRepo } from './git.js';
-import { parseGitIndex } from '../core/git-index.js';
+import { keptIndexOf } from '../capture/tracked-files.js';
+import { parseGitIndex, parseGitIndexTable, tableObject, type GitIndexTable } from '../core/git-index.js';
 import { readRegularFile, readRegularText } from '../fs/regular-file.js';
 
 // Git's own state around a run: where HEAD points and what the index holds. turnback restores
@@ -19,8 +20,14 @@ export interface GitStateReading {
   branch: string | undefined;
   /** The commit HEAD names, or `undefined` on a branch with no commit yet. */
   commit: string | undefined;
-  /** The index file's bytes (empty when there is none yet); parsed only when two readings differ. */
-  indexBytes: Buffer | undefined;
+  /**
+   * The index's entries (none when there is no index yet), `undefined` when unreadable: the table
+   * the capture layer keeps for the work tree while the index file stays the same
+   * (tracked-files.ts `keptIndexOf`), so a command holds no copy of the file's bytes (~33 MB at
+   * 250,000 files, read again for every command before). Two readings of the same index file
+   * share the table; entries are compared only when they differ.
+   */
+  index: GitIndexTable | undefined;
   /** Bytes in an object id: 20 (SHA-1) or 32 (SHA-256). */
   hashBytes: number;
 }
@@ -69,7 +76,7 @@ async function resolveRef(gitDir: string, ref: string, sources: Sources): Promis
  * the `previous` reading, answers with it when none of the files it consulted changed since (a
  * `stat` each, instead of reading the index again: the common case after a command).
  */
-export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> | undefined, previous?: GitStateReading): Promise<GitStateReading | undefined> {
+export async function readGitState(repo: Pick<GitRepo, 'toplevel' | 'gitDir' | 'hashBytes'> | undefined, previous?: GitStateReading): Promise<GitStateReading | undefined> {
   if (repo === undefined) return undefined;
   const consulted = previous === undefined ? undefined : readingSources.get(previous);
   if (consulted !== undefined && previous?.hashBytes === repo.hashBytes && [...consulted].every(([file, identity]) => identityOf(file) === identity)) return previous;
@@ -85,28 +92,43 @@ export async function readGitState(repo: Pick<GitRepo, 'gitDir' | 'hashBytes'> |
   } else if (/^[0-9a-f]{40,64}$/.test(head)) {
     commit = head;
   }
-  let indexBytes: Buffer | undefined;
   const indexFile = path.join(repo.gitDir, 'index');
   const indexIdentity = identityOf(indexFile);
-  try {
-    indexBytes = (await stat(indexFile)).size > INDEX_MAX_BYTES ? undefined : await readRegularFile(indexFile);
-  } catch (error) {
-    indexBytes = (error as NodeJS.ErrnoException).code === 'ENOENT' ? Buffer.alloc(0) : undefined;
-  }
+  const index = await readIndex(repo, indexFile);
   // An index too big to compare is never taken as unchanged by identity either.
-  if (indexBytes !== undefined) sources.set(indexFile, indexIdentity);
-  const reading: GitStateReading = { branch, commit, indexBytes, hashBytes: repo.hashBytes };
-  if (indexBytes !== undefined) readingSources.set(reading, sources);
+  if (index !== undefined) sources.set(indexFile, indexIdentity);
+  const reading: GitStateReading = { branch, commit, index, hashBytes: repo.hashBytes };
+  if (index !== undefined) readingSources.set(reading, sources);
   return reading;
+}
+
+/** No entries: the index of a repository that has none yet. */
+function emptyTable(hashBytes: number): GitIndexTable {
+  return { count: 0, paths: [], modes: new Uint32Array(0), stages: new Uint8Array(0), objects: Buffer.alloc(0), hashBytes, mtimes: new Float64Array(0), inos: new Uint32Array(0), sizes: new Uint32Array(0) };
+}
+
+/** The index's entries: the work tree's kept table when it is of this index file, else parsed here (the bytes dropped); empty when absent. */
+async function readIndex(repo: Pick<GitRepo, 'toplevel' | 'gitDir' | 'hashBytes'>, indexFile: string): Promise<GitIndexTable | undefined> {
+  const kept = keptIndexOf(repo.toplevel);
+  if (kept !== undefined && kept.indexFile === indexFile && kept.entries?.hashBytes === repo.hashBytes) return kept.entries;
+  try {
+    if ((await stat(indexFile)).size > INDEX_MAX_BYTES) return undefined;
+    return parseGitIndexTable(await readRegularFile(indexFile), repo.hashBytes);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? emptyTable(repo.hashBytes) : undefined;
+  }
 }
 
 /** What each reading consulted, for {@link readGitState}'s re-check. */
 const readingSources = new WeakMap<GitStateReading, Sources>();
 
-/** The index entries of a reading, or `undefined` when unreadable; an absent index is empty. */
+/** The index entries of a reading as {@link parseIndex} gives them, or `undefined` when unreadable; an absent index is empty. */
 function entriesOf(reading: GitStateReading): Map<string, string> | undefined {
-  if (reading.indexBytes === undefined) return undefined;
-  return reading.indexBytes.length === 0 ? new Map() : parseIndex(reading.indexBytes, reading.hashBytes);
+  const table = reading.index;
+  if (table === undefined) return undefined;
+  const entries = new Map<string, string>();
+  for (let i = 0; i < table.count; i++) entries.set(`${table.paths[i]}\u0000${table.stages[i]}`, `${(table.modes[i] as number).toString(8)} ${tableObject(table, i)} ${table.stages[i]}`);
+  return entries;
 }
 
 /**
@@ -155,8 +177,8 @@ export function gitStateNotes(before: GitStateReading | undefined, after: GitSta
     if (stagedAfterMove > 0) notes.push(`index: ${stagedAfterMove} ${stagedAfterMove === 1 ? 'file' : 'files'} staged against the new HEAD (turnback restores files, not the index)`);
     return notes;
   }
-  // The same bytes are the same index: the common case costs one comparison and no parse.
-  if (before.indexBytes !== undefined && after.indexBytes !== undefined && before.indexBytes.equals(after.indexBytes)) return notes;
+  // The same table is the same index file: the common case costs no comparison at all.
+  if (before.index !== undefined && before.index === after.index) return notes;
   const was = entriesOf(before);
   const now = entriesOf(after);
   if (was === undefined || now === undefined) {

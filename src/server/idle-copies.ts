@@ -1,4 +1,5 @@
 import { openStore } from '../admin.js';
+import type { GitCopiesMark } from '../store/git-copies.js';
 import type { IdleCopyLook, IdleCopyState } from './frames.js';
 import type { ServerLife } from './life.js';
 import { withEnvironment } from './request-env.js';
@@ -56,7 +57,8 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
   // What a stopped look did not reach, by store: the next idle moment takes it up there rather than
   // reading every document again (the one stretch of a look no command can interrupt).
   // `noted`: a command noted the store after its list was made (its pictures may rest on blobs the list never had).
-  const unfinished = new Map<string, { rest: string[]; noted: boolean }>();
+  // `mark`: how far that look had read the store's index of copies (the next reads only what was appended since).
+  const unfinished = new Map<string, { rest: string[]; mark: GitCopiesMark | undefined; noted: boolean }>();
   let looks = 0;
   let scans = 0;
   let copied = 0;
@@ -80,13 +82,13 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
             const carried = unfinished.get(served.storeRoot);
             unfinished.delete(served.storeRoot);
             if (carried === undefined) scans += 1;
-            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, wanted: carried?.rest });
+            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, wanted: carried?.rest, wantedSince: carried?.mark });
             copied += report.copied;
             bytes += report.bytes;
             // A look stopped before it knew what is left has no count to show: the last one that had stays.
             if (!report.stopped || report.rest !== undefined) lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
             const noted = carried?.noted === true;
-            if (report.stopped && report.rest !== undefined) unfinished.set(served.storeRoot, { rest: report.rest, noted });
+            if (report.stopped && report.rest !== undefined) unfinished.set(served.storeRoot, { rest: report.rest, mark: report.mark, noted });
             // What git lost can never be copied: it does not keep the store waiting for another look.
             if (!report.stopped && report.left === report.lost && !noted) settledAt.set(served.storeRoot, Date.now());
             else settledAt.delete(served.storeRoot);

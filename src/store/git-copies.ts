@@ -20,6 +20,16 @@ import type { StoreContext } from './retention.js';
 /** A line of the index: a blob id, a space, an object key. */
 const LINE = /^([0-9a-f]{40}|[0-9a-f]{64}) (\S+)$/;
 
+/**
+ * How far a reader had read the copies' index: its file and the bytes up to its last complete
+ * line ({@link GitCopies.mark}). A later reader that starts there ({@link GitCopies.readFrom})
+ * reads only the lines appended since.
+ */
+export interface GitCopiesMark {
+  readonly identity: string;
+  readonly read: number;
+}
+
 /** The index of the store's copies of git blobs, as this process last read it. */
 export class GitCopies {
   readonly #file: string;
@@ -28,6 +38,8 @@ export class GitCopies {
   #read = 0;
   #identity = '';
   #endsWithNewline = true;
+  /** Started at a mark ({@link readFrom}): the lines before it were never read. */
+  #partial = false;
 
   constructor(file: string) {
     this.#file = file;
@@ -57,6 +69,7 @@ export class GitCopies {
         this.#copies = new Map();
         this.#read = 0;
         this.#identity = identity;
+        this.#partial = false;
       }
       if (stat.size === this.#read) return;
       const bytes = Buffer.alloc(stat.size - this.#read);
@@ -74,6 +87,47 @@ export class GitCopies {
     }
   }
 
+  /** Where this reader stands in the file, for a later reader's {@link readFrom} (read up to the end first). */
+  mark(): GitCopiesMark {
+    this.refresh();
+    return { identity: this.#identity, read: this.#read };
+  }
+
+  /**
+   * Starts this reader at `mark` instead of the file's start: the lines before it are not read,
+   * so {@link get} answers only for copies appended since. For a reader that knows nothing before
+   * the mark matters to it (the idle copier taking up a list made from the index up to there: at
+   * 250,000 blobs the whole index is ~26 MB, and reading it again for each idle moment was one
+   * uninterruptible stretch and a map of every copy made each time). A file rewritten since (prune
+   * keeps only some lines, by rename) or shorter is read whole, as without a mark. Call it before
+   * anything else reads this reader.
+   */
+  readFrom(mark: GitCopiesMark): void {
+    if (this.#read !== 0 || this.#copies.size !== 0) return;
+    let stat: nodeFs.Stats;
+    try {
+      stat = nodeFs.statSync(this.#file);
+    } catch {
+      return;
+    }
+    if (`${stat.dev}:${stat.ino}` !== mark.identity || stat.size < mark.read) return;
+    this.#identity = mark.identity;
+    this.#read = mark.read;
+    // The mark stands at a line's end (refresh reads up to the last complete line).
+    this.#endsWithNewline = true;
+    this.#partial = true;
+  }
+
+  /** Reads the whole file again when this reader started at a mark: for the answers that need every copy. */
+  #whole(): void {
+    if (!this.#partial) return;
+    this.#copies = new Map();
+    this.#read = 0;
+    this.#identity = '';
+    this.#partial = false;
+    this.refresh();
+  }
+
   /** The object key of the store's copy of blob `id`, as far as this process knows (call {@link refresh} first to see others' copies). */
   get(id: string): string | undefined {
     return this.#copies.get(id);
@@ -81,6 +135,7 @@ export class GitCopies {
 
   /** The blob ids with a copy. */
   ids(): IterableIterator<string> {
+    this.#whole();
     return this.#copies.keys();
   }
 
@@ -101,6 +156,7 @@ export class GitCopies {
 
   /** Keeps only the copies `keep` says (temp file + rename); the caller holds the store lock. Returns the ids dropped. */
   rewrite(keep: (id: string) => boolean, tempPath: string): string[] {
+    this.#whole();
     this.refresh();
     const dropped = [...this.#copies.keys()].filter((id) => !keep(id));
     if (dropped.length === 0) return [];
@@ -207,6 +263,12 @@ export interface GitCopyOptions {
    * process) is skipped. @default every blob the store rests on ({@link restingOnGit})
    */
   wanted?: readonly string[];
+  /**
+   * With `wanted`: how far the run that left it had read the copies' index
+   * ({@link GitCopyReport.mark}); this run reads only the lines appended since (an id copied
+   * meanwhile is still skipped). @default the whole index
+   */
+  wantedSince?: GitCopiesMark;
 }
 
 /** What {@link copyGitBlobsIn} did. */
@@ -227,6 +289,8 @@ export interface GitCopyReport {
    * then, not a count).
    */
   rest?: string[];
+  /** With `rest`: how far the run had read the copies' index, for the next run's {@link GitCopyOptions.wantedSince}. */
+  mark?: GitCopiesMark;
 }
 
 /** A batch's bounds: its small objects are compressed together in blocks (~2 MiB, as a picture's), so a batch spans many slices. */
@@ -256,6 +320,7 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
     if (found === undefined) return { copied: 0, bytes: 0, left: 0, lost: 0, stopped: true };
     wanted = found;
   } else {
+    if (options.wantedSince !== undefined) ctx.copies.readFrom(options.wantedSince);
     ctx.copies.refresh();
     wanted = options.wanted.filter((id) => ctx.copies.get(id) === undefined);
   }
@@ -314,6 +379,7 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
   }
   report.left = wanted.length - report.copied;
   report.rest = [...again, ...wanted.slice(at)];
+  report.mark = ctx.copies.mark();
   return report;
 }
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { cliRepo } from './harness.js';
 import { gitStateNotes, parseIndex, readGitState } from '../../src/cli/git-state.js';
 import { gitRepoOf } from '../../src/cli/git.js';
+import { keptIndexOf } from '../../src/capture/tracked-files.js';
 import { withSeed } from '../helpers/seed.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -71,7 +72,7 @@ describe('readGitState reads HEAD from the files git keeps', () => {
 
     const empty = await tempFolder('turnback-unborn-');
     execFileSync('git', ['init', '-q', '-b', 'trunk'], { cwd: empty });
-    expect(await readGitState(await gitRepoOf(empty))).toMatchObject({ branch: 'trunk', commit: undefined, indexBytes: Buffer.alloc(0) });
+    expect(await readGitState(await gitRepoOf(empty))).toMatchObject({ branch: 'trunk', commit: undefined, index: { count: 0 } });
   });
 
   it('read again after a command: the same reading while git changed nothing, a new one after anything git does', async () => {
@@ -94,10 +95,33 @@ describe('readGitState reads HEAD from the files git keeps', () => {
       const again = await readGitState(gitRepo, reading);
       const fresh = await readGitState(gitRepo);
       expect(again, step).not.toBe(reading);
-      expect({ branch: again?.branch, commit: again?.commit, index: again?.indexBytes?.toString('base64') }, step).toEqual({ branch: fresh?.branch, commit: fresh?.commit, index: fresh?.indexBytes?.toString('base64') });
+      expect({ branch: again?.branch, commit: again?.commit, index: again?.index?.paths, objects: again?.index?.objects.toString('hex') }, step).toEqual({ branch: fresh?.branch, commit: fresh?.commit, index: fresh?.index?.paths, objects: fresh?.index?.objects.toString('hex') });
       expect(await readGitState(gitRepo, again), `${step}, then nothing`).toBe(again);
       reading = again;
     }
+  });
+});
+
+describe('a reading holds the index as the capture layer keeps it', () => {
+  it("shares the work tree's kept table (no copy of the index file's bytes), and a staged file still counts once", async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n', 'b.txt': 'b\n' });
+    const gitRepo = await gitRepoOf(repo.proj);
+    const before = await readGitState(gitRepo);
+    expect(before?.index).toBeDefined();
+    expect(before?.index).toBe(keptIndexOf(repo.proj)?.entries);
+    // Another reading of the same index file: the same table, so nothing to compare.
+    const same = await readGitState(gitRepo);
+    expect(same?.index).toBe(before?.index);
+    expect(gitStateNotes(before, same)).toEqual([]);
+    execFileSync('sh', ['-c', 'echo more >> a.txt'], { cwd: repo.proj });
+    repo.git('add', 'a.txt');
+    const after = await readGitState(gitRepo, before);
+    expect(after?.index).not.toBe(before?.index);
+    expect(gitStateNotes(before, after)).toEqual(['index: 1 file staged during this turn (turnback restores files, not the index)']);
+    // Rewritten with the same entries (git refreshing its stat data): nothing staged.
+    repo.git('update-index', '--really-refresh');
+    const refreshed = await readGitState(gitRepo, after);
+    expect(gitStateNotes(after, refreshed)).toEqual([]);
   });
 });
 
@@ -144,6 +168,6 @@ describe('parseIndex reads what git ls-files -s lists, in index versions 2, 3 an
     header.writeUInt32BE(2, 4);
     header.writeUInt32BE(5, 8);
     expect(parseIndex(header)).toBeUndefined();
-    expect(gitStateNotes(undefined, { branch: 'main', commit: 'a', indexBytes: Buffer.alloc(0), hashBytes: 20 })).toEqual([]);
+    expect(gitStateNotes(undefined, { branch: 'main', commit: 'a', index: undefined, hashBytes: 20 })).toEqual([]);
   });
 });

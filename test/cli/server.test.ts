@@ -408,6 +408,8 @@ describe('the command server', () => {
     expect(argv).toContain('--max-semi-space-size=2');
     // The flags come before the script: after it they would be the script's arguments, not Node's.
     expect(argv.indexOf('--max-semi-space-size=2')).toBeLessThan(argv.findIndex((arg) => arg.endsWith('.cjs')));
+    expect(argv.indexOf('--heap-growing-percent=25')).toBeGreaterThan(-1);
+    expect(argv.indexOf('--heap-growing-percent=25')).toBeLessThan(argv.findIndex((arg) => arg.endsWith('.cjs')));
     expect(repo.tb(['list']).code).toBe(0);
     expect(serverState(repo)).toMatchObject({ pid });
   });

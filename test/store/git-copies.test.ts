@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CheckpointObserver } from '../../src/session/observer.js';
 import { CheckpointStore } from '../../src/store/store.js';
 import { gitBlobId } from '../../src/core/git-blob.js';
+import { GitCopies } from '../../src/store/git-copies.js';
 import { removeFolder, tempFolder } from '../helpers/temp.js';
 
 // Clean tracked files past the copy budget rest on git's blobs (`git:<id>`): later pictures reuse
@@ -120,5 +121,48 @@ describe('files resting on git', () => {
     expect(await store.restingOnGit()).toContain(id);
     expect((await store.copyGitBlobsIn()).left).toBe(0);
     expect(await store.restingOnGit()).toEqual([]);
+  });
+  it('a stopped copy-in taken up at its mark reads only the index lines appended since, and still skips an id copied meanwhile', async () => {
+    await call('rm', () => fs.rmSync(path.join(project, 'src'), { recursive: true }));
+    let asked = 0;
+    const first = await store.copyGitBlobsIn({ sliceFiles: 2, shouldStop: () => ++asked > 4 });
+    expect(first).toMatchObject({ copied: 4, stopped: true });
+    expect(first.rest?.length).toBe(FILES - 4);
+    const copiesFile = path.join(dir, 'store', 'objects', 'git-copies');
+    expect(first.mark).toEqual({ identity: expect.any(String), read: fs.statSync(copiesFile).size });
+    // Another process copies one of the rest meanwhile (its line names an object this store lacks: skipped all the same).
+    const [taken, ...others] = first.rest as string[];
+    fs.appendFileSync(copiesFile, `${taken} 0123456789abcdef-10\n`);
+    await store.close();
+    store = await CheckpointStore.open(path.join(dir, 'store'), { projectRoot: project });
+    const resumed = await store.copyGitBlobsIn({ wanted: first.rest, wantedSince: first.mark });
+    expect(resumed).toMatchObject({ copied: others.length, left: 0, stopped: false, rest: [] });
+    const ids = fs.readFileSync(copiesFile, 'utf8').trim().split('\n').map((line) => line.split(' ')[0]);
+    expect(ids.length).toBe(FILES);
+    expect(new Set(ids).size).toBe(FILES);
+  });
+
+  it("a reader started at a mark knows only the lines after it, answers every copy when asked for all, and reads a rewritten index whole", () => {
+    const file = path.join(dir, 'copies');
+    const line = (i: number): string => `${String(i).repeat(40).slice(0, 40)} 0123456789abcdef-${i.toString(16)}\n`;
+    fs.writeFileSync(file, line(1) + line(2));
+    const first = new GitCopies(file);
+    const mark = first.mark();
+    expect(mark.read).toBe(fs.statSync(file).size);
+    fs.appendFileSync(file, line(3));
+    const later = new GitCopies(file);
+    later.readFrom(mark);
+    later.refresh();
+    expect(later.get('1'.repeat(40))).toBeUndefined();
+    expect(later.get('3'.repeat(40))).toBe('0123456789abcdef-3');
+    expect([...later.ids()].sort()).toEqual(['1', '2', '3'].map((d) => d.repeat(40)));
+    // Rewritten by rename (prune): a new file, read from its start whatever the mark says.
+    fs.writeFileSync(`${file}.tmp`, line(1) + line(4));
+    fs.renameSync(`${file}.tmp`, file);
+    const rewritten = new GitCopies(file);
+    rewritten.readFrom(mark);
+    rewritten.refresh();
+    expect(rewritten.get('1'.repeat(40))).toBe('0123456789abcdef-1');
+    expect(rewritten.get('4'.repeat(40))).toBe('0123456789abcdef-4');
   });
 });
