@@ -8,6 +8,7 @@ import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
+import { LayeredRecords } from '../../src/capture/layered-records.js';
 import { pictureDelta } from '../../src/capture/picture-persist.js';
 import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
@@ -172,6 +173,8 @@ export interface RunCounts {
   changes: number;
   sweeps: number;
   pictures: number;
+  /** Pictures whose walk carried the last picture's map (records read through a layer over it). */
+  carried?: number;
 }
 
 /**
@@ -223,8 +226,12 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       for (const op of ops) if (op.op === 'same-second') sameSecond.add(op.path as string);
       await change(ops);
       const previous = last.records;
+      // The last picture stays the baseline of an open call: a picture layered over it never writes to it.
+      const lastSeen = describePicture(last);
       const picture = await keeper.take({});
       totals.pictures++;
+      if (picture.records instanceof LayeredRecords) totals.carried = (totals.carried ?? 0) + 1;
+      expect(describePicture(last), 'the last picture, after the next one').toEqual(lastSeen);
       // Before the reference sweep, which copies a damaged copy's file again (and so repairs it):
       // every copy the keeper's picture names reads back as the file's bytes, not one a step damaged
       // (a same-size write with its mtime put back excepted: no stat sees it).
