@@ -10,6 +10,9 @@ import { gitBlobIdOf } from '../core/git-blob.js';
 import { blobState, orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 import { LayeredRecords, flattenedIfLarge } from './layered-records.js';
+import { noteChange } from './picture-change.js';
+
+export { pictureChange, type PictureChange } from './picture-change.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -37,16 +40,6 @@ export interface PictureCopyCheck {
  */
 const vouchedCopies = new WeakMap<ReadonlyMap<string, PictureRecord>, { epoch: number; loose: ReadonlySet<string> }>();
 
-/**
- * What a picture's map changed from the map it was built over ({@link pictureChange}): every path
- * whose record may not be `from`'s own object (a new record, one gone, or one not reused).
- */
-export interface PictureChange {
-  from: ReadonlyMap<string, PictureRecord>;
-  paths: readonly string[];
-}
-
-const changes = new WeakMap<ReadonlyMap<string, PictureRecord>, PictureChange>();
 
 /**
  * True when every stored copy `records` names is still vouched for by `check`: the map's copies
@@ -61,16 +54,6 @@ export function copiesStillVouched(records: ReadonlyMap<string, PictureRecord>, 
   if (claim === undefined || check.epoch === undefined || claim.epoch !== check.epoch) return false;
   for (const object of claim.loose) if (!check(object)) return false;
   return true;
-}
-
-
-/**
- * The change a picture's map holds against the map its picture was built over (the cache it
- * reused): the consumers of consecutive pictures (the delta against the persisted base, the stat
- * cache's save) take it instead of a pass over every record. `undefined` when not known.
- */
-export function pictureChange(records: ReadonlyMap<string, PictureRecord>): PictureChange | undefined {
-  return changes.get(records);
 }
 
 export interface PictureStore {
@@ -352,10 +335,10 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     records = cached as Map<string, PictureRecord>;
   } else if (carried !== undefined && !unchanged) {
     records = flattenedIfLarge(records);
-    changes.set(records, { from: earlier as ReadonlyMap<string, PictureRecord>, paths: touched });
+    noteChange(records, { from: earlier as ReadonlyMap<string, PictureRecord>, paths: touched });
   } else if (earlier !== undefined && !unchanged) {
     if (kept < earlier.size) earlier.forEach((_record, p) => void (records.has(p) || touched.push(p)));
-    changes.set(records, { from: earlier, paths: touched });
+    noteChange(records, { from: earlier, paths: touched });
   }
   cache?.memo?.bind(scan.memoGeneration, records);
   // Every copy this map names was seen good in the epoch the check began in, if it still lasts:

@@ -9,6 +9,7 @@ import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
 import { LayeredRecords } from '../../src/capture/layered-records.js';
+import { countCoverage } from '../../src/capture/picture-coverage.js';
 import { pictureDelta } from '../../src/capture/picture-persist.js';
 import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
@@ -27,7 +28,8 @@ import { tempFolder } from '../helpers/temp.js';
 const CHANGES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'tree-changes.mjs');
 
 const FOLDERS = ['', 'a', 'a/b', 'c', 'c/d'];
-const NAMES = ['f0', 'f1', 'g.txt', 'h.md'];
+// `.env` is a credential: recorded uncopied, so its folder needs the picture's attention every time (never carried unlooked).
+const NAMES = ['f0', 'f1', 'g.txt', 'h.md', '.env'];
 const inFolder = (folder: string, name: string): string => (folder === '' ? name : `${folder}/${name}`);
 const filePath = fc.tuple(fc.constantFrom(...FOLDERS), fc.constantFrom(...NAMES)).map(([f, n]) => inFolder(f, n));
 const folderPath = fc.constantFrom(...FOLDERS.filter((f) => f !== ''), 'n', 'n/e', 'c/d/x');
@@ -196,6 +198,7 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
   const reference = pictureStoreOf(store, nodeFileSystem);
   await watcherReady(project);
   let last = await keeper.take({});
+  countCoverage(last.records, 0);
   const sameSecond = new Set<string>();
   const other = spawn(process.execPath, [CHANGES, project, outside], { stdio: ['pipe', 'pipe', 'inherit'] });
   const done: (() => void)[] = [];
@@ -252,6 +255,8 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       expect(new Set(delta.records)).toEqual(new Set(full.records));
       expect([...delta.removed].sort()).toEqual([...full.removed].sort());
       expect(picture.partial).toBe(sweep.partial);
+      // The coverage counts, taken from the last picture's and the change, are a full pass's.
+      expect(countCoverage(picture.records, 0), 'coverage counts').toEqual(countCoverage(new Map(picture.records), 0));
       last = picture;
     }
   } finally {
