@@ -6,6 +6,7 @@ import type { ResolvedCoverage } from './coverage.js';
 import type { PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
 import { cleanTrackedBlobIs, cleanTrackedBlobs } from './tracked-files.js';
+import { pictureChange } from './picture-change.js';
 
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
 
@@ -74,23 +75,42 @@ export function blobState(stat: StatRecord, blob: string): PathState {
  * and a watcher-vouched picture with no change is the last picture's very map, so a call pair on
  * an unchanged tree counts once, not once per call (a pass over 250,000 records costs ~100 ms).
  */
-const countedKinds = new WeakMap<ReadonlyMap<string, PictureRecord>, { credential: number; tooLarge: number; onGit: number }>();
+const countedKinds = new WeakMap<ReadonlyMap<string, PictureRecord>, Kinds>();
 
-/** The picture's coverage by kind: one pass over its records (once per records map). */
+type Kinds = { credential: number; tooLarge: number; onGit: number };
+
+/**
+ * The picture's coverage by kind: once per records map, from the counts of the map it was built
+ * over and the paths that changed when that map was counted, else one pass over its records.
+ */
 export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number, left?: LeftByLimit): CoverageCounts {
   let kinds = countedKinds.get(records);
   if (kinds === undefined) {
-    kinds = { credential: 0, tooLarge: 0, onGit: 0 };
-    for (const record of records.values()) {
-      const state = record.state;
-      if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) kinds.onGit += 1;
-      if (state.type !== 'uncopied') continue;
-      if (state.reason === 'credential') kinds.credential += 1;
-      else if (state.reason === 'too-large') kinds.tooLarge += 1;
+    const change = pictureChange(records);
+    const earlier = change !== undefined ? countedKinds.get(change.from) : undefined;
+    if (change !== undefined && earlier !== undefined) {
+      kinds = { ...earlier };
+      for (const p of change.paths) {
+        count(kinds, change.from.get(p), -1);
+        count(kinds, records.get(p), 1);
+      }
+    } else {
+      kinds = { credential: 0, tooLarge: 0, onGit: 0 };
+      for (const record of records.values()) count(kinds, record, 1);
     }
     countedKinds.set(records, kinds);
   }
   return { files: records.size, ignored, ...kinds, ...(left !== undefined ? { left: { ...left } } : {}) };
+}
+
+/** Adds `by` to the count of `record`'s kind, if it is one counted. */
+function count(kinds: Kinds, record: PictureRecord | undefined, by: 1 | -1): void {
+  const state = record?.state;
+  if (state === undefined) return;
+  if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) kinds.onGit += by;
+  if (state.type !== 'uncopied') return;
+  if (state.reason === 'credential') kinds.credential += by;
+  else if (state.reason === 'too-large') kinds.tooLarge += by;
 }
 
 /**

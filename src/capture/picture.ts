@@ -9,6 +9,10 @@ import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
 import { blobState, orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
+import { LayeredRecords, flattenedIfLarge } from './layered-records.js';
+import { noteChange } from './picture-change.js';
+
+export { pictureChange, type PictureChange } from './picture-change.js';
 
 /**
  * The store calls a picture needs to copy files. {@link pictureStoreOf} makes one over the
@@ -36,16 +40,6 @@ export interface PictureCopyCheck {
  */
 const vouchedCopies = new WeakMap<ReadonlyMap<string, PictureRecord>, { epoch: number; loose: ReadonlySet<string> }>();
 
-/**
- * What a picture's map changed from the map it was built over ({@link pictureChange}): every path
- * whose record may not be `from`'s own object (a new record, one gone, or one not reused).
- */
-export interface PictureChange {
-  from: ReadonlyMap<string, PictureRecord>;
-  paths: readonly string[];
-}
-
-const changes = new WeakMap<ReadonlyMap<string, PictureRecord>, PictureChange>();
 
 /**
  * True when every stored copy `records` names is still vouched for by `check`: the map's copies
@@ -60,16 +54,6 @@ export function copiesStillVouched(records: ReadonlyMap<string, PictureRecord>, 
   if (claim === undefined || check.epoch === undefined || claim.epoch !== check.epoch) return false;
   for (const object of claim.loose) if (!check(object)) return false;
   return true;
-}
-
-
-/**
- * The change a picture's map holds against the map its picture was built over (the cache it
- * reused): the consumers of consecutive pictures (the delta against the persisted base, the stat
- * cache's save) take it instead of a pass over every record. `undefined` when not known.
- */
-export function pictureChange(records: ReadonlyMap<string, PictureRecord>): PictureChange | undefined {
-  return changes.get(records);
 }
 
 export interface PictureStore {
@@ -251,6 +235,8 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     ...(cache?.parallel !== undefined ? { parallel: cache.parallel } : {}),
     ...(options.readDir !== undefined ? { readDir: options.readDir } : {}),
     ...(options.changes !== undefined ? { changes: options.changes } : {}),
+    // Every copy of the vouched map still checks out, so a record of it that is quiet is reused as is.
+    ...(vouched !== undefined && cached instanceof Map ? { quiet: quietRecord } : {}),
   });
   const root = canonicalRoot(options.projectRoot);
   const gaps: Gap[] = [...scan.gaps];
@@ -259,8 +245,11 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   for (const stat of scan.list) if ((stat as Partial<PictureRecord>).state !== undefined) reused++;
   // Nothing changed: every record is the cache's own object for its path and none is missing, so
   // the cache's map is this picture's map (no table to build; callers can compare maps by identity).
-  const unchanged = cached instanceof Map && reused === scan.list.length && reused === cached.size;
-  const records: Map<string, PictureRecord> = unchanged ? (cached as Map<string, PictureRecord>) : new Map<string, PictureRecord>();
+  const unchanged = cached instanceof Map && reused === scan.list.length && (scan.carried !== undefined ? scan.carried.dropped.length === 0 && scan.list.every((stat) => cached.get(stat.path) === stat) : reused === cached.size);
+  const carried = scan.carried !== undefined && cached instanceof Map ? scan.carried : undefined;
+  // A walk that carried the last map gives only what it looked at: the rest is that map's, read
+  // through a layer (never written to: it stays the baseline of an open call).
+  let records: Map<string, PictureRecord> = unchanged ? (cached as Map<string, PictureRecord>) : carried !== undefined ? new LayeredRecords(cached as Map<string, PictureRecord>) : new Map<string, PictureRecord>();
 
   // The paths whose record may not be the cache's own object, and how many of the cache's paths
   // the new map holds (fewer than the cache has: some were removed).
@@ -270,6 +259,13 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   for (const stat of unchanged ? [] : scan.list) {
     // The scan hands back the earlier record itself when its stat is unchanged and settled.
     if ((stat as Partial<PictureRecord>).state !== undefined) {
+      if (carried !== undefined) {
+        if ((earlier as ReadonlyMap<string, PictureRecord>).get(stat.path) !== stat) {
+          records.set(stat.path, stat as PictureRecord);
+          touched.push(stat.path);
+        }
+        continue;
+      }
       records.set(stat.path, stat as PictureRecord);
       if (earlier !== undefined) {
         if (earlier.get(stat.path) === stat) kept++;
@@ -308,7 +304,8 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   for (const { stat, blob } of restOnGit) records.set(stat.path, withState(stat, blobState(stat, blob)));
   const walked = scan.walked;
   const files = scan.list.length;
-  // The scan's list is no longer needed; free it before the copies allocate.
+  // The scan's list is no longer needed; free it before the copies allocate (a carried walk's is short, and names what it found).
+  const listed = carried !== undefined ? scan.list : [];
   scan.list = [];
   onProgress?.({ phase: 'scan', walked, files, toCopy: toCopy.length, copied: 0 });
 
@@ -328,9 +325,20 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   results.length = 0;
   if (toCopy.length > 0) onProgress?.({ phase: 'copy', walked, files, toCopy: toCopy.length, copied });
 
-  if (earlier !== undefined && !unchanged) {
+  if (carried !== undefined && !unchanged && carried.dropped.length > 0) {
+    const found = new Set<string>();
+    for (const stat of listed) found.add(stat.path);
+    for (const p of carried.dropped) if (!found.has(p) && records.delete(p)) touched.push(p);
+  }
+  if (carried !== undefined && !unchanged && touched.length === 0) {
+    // Nothing differs from the last map after all: it is this picture's map, as when the walk found nothing.
+    records = cached as Map<string, PictureRecord>;
+  } else if (carried !== undefined && !unchanged) {
+    records = flattenedIfLarge(records);
+    noteChange(records, { from: earlier as ReadonlyMap<string, PictureRecord>, paths: touched });
+  } else if (earlier !== undefined && !unchanged) {
     if (kept < earlier.size) earlier.forEach((_record, p) => void (records.has(p) || touched.push(p)));
-    changes.set(records, { from: earlier, paths: touched });
+    noteChange(records, { from: earlier, paths: touched });
   }
   cache?.memo?.bind(scan.memoGeneration, records);
   // Every copy this map names was seen good in the epoch the check began in, if it still lasts:
@@ -365,6 +373,18 @@ function canonicalRoot(projectRoot: string): string {
   } catch {
     return path.resolve(projectRoot);
   }
+}
+
+/**
+ * True for a record whose unchanged stat is all a later picture needs while its map's copies are
+ * vouched for ({@link ScanOptions.quiet}): a stored copy of its bytes (not git's blob: that rests
+ * on git's index) or a symlink. Any other (uncopied, resting on git) is looked at every picture.
+ */
+function quietRecord(stat: StatRecord): boolean {
+  const state = (stat as Partial<PictureRecord>).state;
+  if (state === undefined) return false;
+  if (state.type === 'symlink') return true;
+  return state.type === 'file' && state.size === stat.size && gitBlobIdOf(state.object) === undefined;
 }
 
 /**

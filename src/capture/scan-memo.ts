@@ -17,6 +17,12 @@ export interface FolderMemo {
   listing?: SettledListing;
   /** Entries of the folder the ignore rules (and `skip`) left out when it was listed; a folder ends with `/`. */
   ignored?: string[];
+  /**
+   * No record of the folder needs the picture's attention again (`ScanOptions.quiet`, scan-types.ts):
+   * noted the first time a change-set walk takes the folder unchanged, dropped whenever its
+   * records change. A watcher-vouched folder that is quiet is carried without a look at a record.
+   */
+  quiet?: boolean;
 }
 
 /**
@@ -58,6 +64,8 @@ export class ScanMemo {
   #folders = new Map<string, FolderMemo>();
   #generation = 0;
   #boundTo: ReadonlyMap<string, StatRecord> | undefined;
+  /** The paths the last scan took from git's index under ignored folders (`undefined`: not known, e.g. restored). */
+  #beyond: readonly string[] | undefined;
   #scope: string | undefined;
   #revision = 0;
   /** The folders came from an earlier process ({@link ScanMemo.restore}) and no scan used them yet. */
@@ -67,24 +75,27 @@ export class ScanMemo {
    * @internal Starts a scan: returns its generation and the folders to read, if `previous`
    * matches and the scan covers the same way (`scope` names the root, coverage and exclusions).
    */
-  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined; restored: boolean } {
+  begin(previous: ReadonlyMap<string, StatRecord> | undefined, scope: string): { generation: number; folders: Map<string, FolderMemo> | undefined; restored: boolean; beyond: readonly string[] | undefined } {
     const folders = previous !== undefined && previous === this.#boundTo && scope === this.#scope ? this.#folders : undefined;
+    const beyond = folders !== undefined ? this.#beyond : undefined;
     const restored = this.#restored && folders !== undefined;
     this.#restored = false;
     this.#scope = scope;
     // Any scan that starts invalidates the binding until its own picture binds again.
     this.#boundTo = undefined;
-    return { generation: ++this.#generation, folders, restored };
+    return { generation: ++this.#generation, folders, restored, beyond };
   }
 
   /**
    * @internal Ends a scan: keeps its folders when no later scan started meanwhile. `relisted`:
-   * some folder was listed afresh, so what a later process could reuse may differ.
+   * some folder was listed afresh, so what a later process could reuse may differ. `beyond`: the
+   * paths the scan took from git's index under ignored folders (none of the folders holds them).
    */
-  end(generation: number, folders: Map<string, FolderMemo>, relisted: boolean): boolean {
+  end(generation: number, folders: Map<string, FolderMemo>, relisted: boolean, beyond: readonly string[]): boolean {
     if (generation !== this.#generation) return false;
     if (relisted || folders.size !== this.#folders.size) this.#revision++;
     this.#folders = folders;
+    this.#beyond = beyond;
     return true;
   }
 
@@ -108,6 +119,7 @@ export class ScanMemo {
     this.#folders = folders;
     this.#boundTo = records;
     this.#scope = scope;
+    this.#beyond = undefined;
     this.#restored = true;
     return true;
   }

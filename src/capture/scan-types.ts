@@ -49,6 +49,13 @@ export interface ScanResult {
   ignoreEpoch: number;
   /** The `memo` generation this scan wrote, for {@link ScanMemo.bind}; `undefined` when it wrote none. */
   memoGeneration: number | undefined;
+  /**
+   * Set when the walk carried `previous` (a change-set walk with {@link ScanOptions.quiet}): `list`
+   * then holds only the records of the folders it looked into (and the tracked files under ignored
+   * folders), and every other record of `previous` stands as is, except `dropped`: the paths of
+   * `previous` that may be gone (each one in `list` is not).
+   */
+  carried?: { dropped: readonly string[] };
 }
 
 /** Options of one {@link scanTree} call. */
@@ -95,6 +102,12 @@ export interface ScanOptions {
    * memo bound to `previous`; otherwise the walk is the usual sweep.
    */
   changes?: VouchedChanges;
+  /**
+   * With `changes`: true for a record of `previous` that needs no attention again while its stat
+   * holds (`reuse` would take it as is). A folder the watcher vouches for whose records all are
+   * quiet is carried: its records are not listed in the result (see {@link ScanResult.carried}).
+   */
+  quiet?: (record: StatRecord) => boolean;
 }
 
 /**

@@ -68,6 +68,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const nextMemo = memo !== undefined ? new Map<string, FolderMemo>() : undefined;
   // A watcher's change set is used only against the very listings `previous` was taken with.
   const trust = memoFolders !== undefined ? options.changes : undefined;
+  // Carrying `previous` needs the tracked files the last walk found under ignored folders: they
+  // are in no folder's records, and one no longer tracked must be dropped.
+  const quiet = trust !== undefined && memoStart?.beyond !== undefined ? options.quiet : undefined;
+  const dropped: string[] = [];
   const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
   signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
@@ -232,6 +236,13 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const changedAt: number[] = [];
     const changedTo: StatRecord[] = [];
     const records = known.records;
+    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false }));
+    // No change named the folder or an entry in it, and no record needs attention: reusing each
+    // record would hand back that very record, so the picture carries them without a list.
+    if (clean && quiet !== undefined) {
+      known.quiet ??= records.every((record) => record === undefined || quiet(record));
+      if (known.quiet) return { found: [], subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? [] };
+    }
     for (let i = 0; i < records.length; i++) {
       const earlier = records[i];
       if (earlier === undefined) continue;
@@ -252,8 +263,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     }
     // Only now, with the whole folder read, does the memo take the new records.
     for (let k = 0; k < changedAt.length; k++) records[changedAt[k] as number] = changedTo[k];
-    if (changedAt.length > 0) known.byName = undefined;
-    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false }));
+    if (changedAt.length > 0) {
+      known.byName = undefined;
+      known.quiet = undefined;
+    }
     return { found, subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? [] };
   }
 
@@ -278,6 +291,8 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const problems: UncheckedPath[] = [];
     const memoRecords: (StatRecord | undefined)[] | undefined = nextMemo !== undefined ? new Array<StatRecord | undefined>(dirents.length) : undefined;
     const ignoredHere: string[] = [];
+    // What the folder held may be gone: the picture drops each such path the listing does not give again.
+    if (quiet !== undefined && known !== undefined) for (const record of known.records) if (record !== undefined) dropped.push(record.path);
     for (let i = 0; i < dirents.length; i++) {
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
@@ -333,8 +348,17 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     return { found, subfolders, problems, memo: memoRecords !== undefined ? { records: memoRecords, ignored: ignoredHere } : undefined, ignored: ignoredHere };
   }
   // Files git tracks are covered whatever the ignore rules say (not when the walk stopped early).
+  const beyond: string[] = [];
   if (isRepository && stopped === undefined) {
-    for (const record of trackedBeyondWalk(root, ignored, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) })) list.push(record);
+    for (const record of trackedBeyondWalk(root, ignored, { isSkipped: coverage.isSkipped, excluded, unchecked: new Set(unchecked.map((u) => u.path)), ...(previous !== undefined ? { previous } : {}), ...(reuse !== undefined ? { reuse } : {}) })) {
+      list.push(record);
+      beyond.push(record.path);
+    }
+  }
+  if (quiet !== undefined) {
+    // Folders of the last walk this one did not keep (gone, left unchecked, not reached): their records are gone from the picture.
+    for (const [rel, known] of memoFolders as Map<string, FolderMemo>) if (nextMemo?.has(rel) !== true) for (const record of known.records) if (record !== undefined) dropped.push(record.path);
+    for (const p of memoStart?.beyond ?? []) dropped.push(p);
   }
   let vouched: Set<string> | undefined;
   let left: LeftByLimit | undefined;
@@ -370,7 +394,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
   // A memo an earlier process left makes this process's first scan no repeat of its own.
   if (options.parallel !== undefined && trust === undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
-  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted) ? memoStart.generation : undefined;
+  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted, beyond) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {
     list,
@@ -387,6 +411,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     ignored,
     ignoreEpoch: ignores.epoch,
     memoGeneration,
+    ...(quiet !== undefined ? { carried: { dropped } } : {}),
   };
 }
 

@@ -8,6 +8,8 @@ import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
+import { LayeredRecords } from '../../src/capture/layered-records.js';
+import { countCoverage } from '../../src/capture/picture-coverage.js';
 import { pictureDelta } from '../../src/capture/picture-persist.js';
 import { pictureStoreOf } from '../../src/capture/stable-read.js';
 import { nodeFileSystem } from '../../src/fs/file-system.js';
@@ -26,7 +28,8 @@ import { tempFolder } from '../helpers/temp.js';
 const CHANGES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'tree-changes.mjs');
 
 const FOLDERS = ['', 'a', 'a/b', 'c', 'c/d'];
-const NAMES = ['f0', 'f1', 'g.txt', 'h.md'];
+// `.env` is a credential: recorded uncopied, so its folder needs the picture's attention every time (never carried unlooked).
+const NAMES = ['f0', 'f1', 'g.txt', 'h.md', '.env'];
 const inFolder = (folder: string, name: string): string => (folder === '' ? name : `${folder}/${name}`);
 const filePath = fc.tuple(fc.constantFrom(...FOLDERS), fc.constantFrom(...NAMES)).map(([f, n]) => inFolder(f, n));
 const folderPath = fc.constantFrom(...FOLDERS.filter((f) => f !== ''), 'n', 'n/e', 'c/d/x');
@@ -172,6 +175,8 @@ export interface RunCounts {
   changes: number;
   sweeps: number;
   pictures: number;
+  /** Pictures whose walk carried the last picture's map (records read through a layer over it). */
+  carried?: number;
 }
 
 /**
@@ -193,6 +198,7 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
   const reference = pictureStoreOf(store, nodeFileSystem);
   await watcherReady(project);
   let last = await keeper.take({});
+  countCoverage(last.records, 0);
   const sameSecond = new Set<string>();
   const other = spawn(process.execPath, [CHANGES, project, outside], { stdio: ['pipe', 'pipe', 'inherit'] });
   const done: (() => void)[] = [];
@@ -223,8 +229,12 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       for (const op of ops) if (op.op === 'same-second') sameSecond.add(op.path as string);
       await change(ops);
       const previous = last.records;
+      // The last picture stays the baseline of an open call: a picture layered over it never writes to it.
+      const lastSeen = describePicture(last);
       const picture = await keeper.take({});
       totals.pictures++;
+      if (picture.records instanceof LayeredRecords) totals.carried = (totals.carried ?? 0) + 1;
+      expect(describePicture(last), 'the last picture, after the next one').toEqual(lastSeen);
       // Before the reference sweep, which copies a damaged copy's file again (and so repairs it):
       // every copy the keeper's picture names reads back as the file's bytes, not one a step damaged
       // (a same-size write with its mtime put back excepted: no stat sees it).
@@ -245,6 +255,8 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       expect(new Set(delta.records)).toEqual(new Set(full.records));
       expect([...delta.removed].sort()).toEqual([...full.removed].sort());
       expect(picture.partial).toBe(sweep.partial);
+      // The coverage counts, taken from the last picture's and the change, are a full pass's.
+      expect(countCoverage(picture.records, 0), 'coverage counts').toEqual(countCoverage(new Map(picture.records), 0));
       last = picture;
     }
   } finally {

@@ -32,9 +32,11 @@ describe('fault campaign: the watcher', () => {
         const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
         tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
       });
-    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set, ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
+    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map), ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
     tally.finish();
     // The property held through the watcher, not around it: most pictures were answered from it.
     expect(totals.changes + totals.same).toBeGreaterThan(totals.pictures / 2);
+    // And the change-set walks carried the last map (folders no change named taken without a look at a record).
+    expect(totals.carried ?? 0).toBeGreaterThan(0);
   }, 1_800_000);
 });
