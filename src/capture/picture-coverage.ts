@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { gitBlobIdOf, gitObjectKey, isGitBlob } from '../core/git-blob.js';
 import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
-import type { PictureRecord } from './picture.js';
+import type { PictureChange, PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
 import { cleanTrackedBlobIs, cleanTrackedBlobs } from './tracked-files.js';
 
@@ -76,21 +76,38 @@ export function blobState(stat: StatRecord, blob: string): PathState {
  */
 const countedKinds = new WeakMap<ReadonlyMap<string, PictureRecord>, { credential: number; tooLarge: number; onGit: number }>();
 
-/** The picture's coverage by kind: one pass over its records (once per records map). */
-export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number, left?: LeftByLimit): CoverageCounts {
+/**
+ * The picture's coverage by kind: one pass over its records (once per records map), or, given
+ * `change` (`pictureChange(records)`) from a map already counted, a pass over the changed paths.
+ */
+export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number, left?: LeftByLimit, change?: PictureChange): CoverageCounts {
   let kinds = countedKinds.get(records);
   if (kinds === undefined) {
-    kinds = { credential: 0, tooLarge: 0, onGit: 0 };
-    for (const record of records.values()) {
-      const state = record.state;
-      if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) kinds.onGit += 1;
-      if (state.type !== 'uncopied') continue;
-      if (state.reason === 'credential') kinds.credential += 1;
-      else if (state.reason === 'too-large') kinds.tooLarge += 1;
+    // A map built over a counted one: its counts and what the paths it changed add or take away.
+    const earlier = change === undefined ? undefined : countedKinds.get(change.from);
+    if (change !== undefined && earlier !== undefined) {
+      kinds = { ...earlier };
+      for (const path of change.paths) {
+        countKind(kinds, change.from.get(path), -1);
+        countKind(kinds, records.get(path), 1);
+      }
+    } else {
+      kinds = { credential: 0, tooLarge: 0, onGit: 0 };
+      for (const record of records.values()) countKind(kinds, record, 1);
     }
     countedKinds.set(records, kinds);
   }
   return { files: records.size, ignored, ...kinds, ...(left !== undefined ? { left: { ...left } } : {}) };
+}
+
+/** Adds `by` (1 or -1) to the count of `record`'s kind, if it is one that is counted. */
+function countKind(kinds: { credential: number; tooLarge: number; onGit: number }, record: PictureRecord | undefined, by: number): void {
+  const state = record?.state;
+  if (state === undefined) return;
+  if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) kinds.onGit += by;
+  if (state.type !== 'uncopied') return;
+  if (state.reason === 'credential') kinds.credential += by;
+  else if (state.reason === 'too-large') kinds.tooLarge += by;
 }
 
 /**

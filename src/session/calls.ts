@@ -1,7 +1,7 @@
 import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from '../capture/baseline.js';
 import { changedPathsBetween, diffPictures, ignoredGone, type Change } from '../capture/diff.js';
 import { dropCallPicture, keepCallPicture, keptCallKey, takeCallPicture } from '../capture/kept-pictures.js';
-import type { Picture } from '../capture/picture.js';
+import { pictureChange, type Picture } from '../capture/picture.js';
 import type { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
@@ -193,7 +193,7 @@ export class CallAttributor {
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
     // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
     // Counted once, for the picture a call rests on (not for every picture a session takes).
-    const coverage = countCoverage(picture.records, picture.ignored ?? 0, picture.left);
+    const coverage = countCoverage(picture.records, picture.ignored ?? 0, picture.left, pictureChange(picture.records));
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt, coverage });
     const stateName = baselineStateName(this.sessionId, callId);
     try {
