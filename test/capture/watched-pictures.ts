@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
+import { changedPathsBetween, diffPictures } from '../../src/capture/diff.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
 import { pictureDelta } from '../../src/capture/picture-persist.js';
@@ -193,6 +194,8 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
   const reference = pictureStoreOf(store, nodeFileSystem);
   await watcherReady(project);
   let last = await keeper.take({});
+  /** The pictures before `last`, newest first (a few). */
+  const back: Picture[] = [];
   const sameSecond = new Set<string>();
   const other = spawn(process.execPath, [CHANGES, project, outside], { stdio: ['pipe', 'pipe', 'inherit'] });
   const done: (() => void)[] = [];
@@ -245,6 +248,14 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       expect(new Set(delta.records)).toEqual(new Set(full.records));
       expect([...delta.removed].sort()).toEqual([...full.removed].sort());
       expect(picture.partial).toBe(sweep.partial);
+      // What a call's end compares — the picture against one a few pictures back, over the paths
+      // the maps between them name — is the full comparison's.
+      for (const earlier of [last, ...back]) {
+        const only = changedPathsBetween(earlier.records, picture.records);
+        if (only !== undefined) expect(diffPictures(earlier, picture, only), `diff over the changed paths after ${JSON.stringify(step)}`).toEqual(diffPictures(earlier, picture));
+      }
+      back.unshift(last);
+      back.length = Math.min(back.length, 3);
       last = picture;
     }
   } finally {
