@@ -1,3 +1,4 @@
+// Over ~450 lines: one job — a call's begin, end, retry and mark over its baseline — whose paths share the open-call state; the kept before picture (keptView, sameBaseline) is its end's.
 import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from '../capture/baseline.js';
 import { changedPathsBetween, diffPictures, ignoredGone, type Change } from '../capture/diff.js';
 import { dropCallPicture, keepCallPicture, keptCallKey, takeCallPicture } from '../capture/kept-pictures.js';
