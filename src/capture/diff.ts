@@ -1,4 +1,5 @@
 import { fingerprintOf, type PathState } from '../core/model.js';
+import { pictureChange, type PictureRecord } from './picture.js';
 
 /** One path that differs between two pictures. */
 export interface Change {
@@ -44,10 +45,15 @@ export interface PictureLike {
  * unchanged without looking further; otherwise content fingerprints decide, and a changed mode
  * or type counts as a change. When a side's content is unknown (an uncopied file with no hash)
  * and its stat moved, the path is reported changed: unknown is not the same as unchanged.
+ *
+ * `only`, when given, names every path whose record may differ between the two maps — at every
+ * other path both hold the same record object, or neither holds one (see {@link changedPathsBetween}):
+ * the diff then visits those paths alone, and gives what the full comparison gives.
  */
-export function diffPictures(before: PictureLike, after: PictureLike): Change[] {
+export function diffPictures(before: PictureLike, after: PictureLike, only?: Iterable<string>): Change[] {
   const beforeUnchecked = uncheckedSet(before);
   const afterUnchecked = uncheckedSet(after);
+  if (only !== undefined) return diffPaths(before, after, only, beforeUnchecked, afterUnchecked);
   const changes: Change[] = [];
   for (const [path, next] of after.records) {
     const previous = before.records.get(path);
@@ -62,6 +68,45 @@ export function diffPictures(before: PictureLike, after: PictureLike): Change[] 
     changes.push({ path, kind: 'deleted', before: previous.state });
   }
   return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** {@link diffPictures} over the paths `only` names (each once, in any order). */
+function diffPaths(before: PictureLike, after: PictureLike, only: Iterable<string>, beforeUnchecked: Set<string>, afterUnchecked: Set<string>): Change[] {
+  const changes: Change[] = [];
+  for (const path of new Set(only)) {
+    const previous = before.records.get(path);
+    const next = after.records.get(path);
+    if (next !== undefined) {
+      if (previous === undefined) {
+        if (!isUnder(beforeUnchecked, path) || before.vouched?.has(path) === true) changes.push({ path, kind: 'created', after: next.state });
+      } else if (differs(previous, next)) changes.push({ path, kind: 'changed', before: previous.state, after: next.state });
+    } else if (previous !== undefined && !(isUnder(afterUnchecked, path) && after.vouched?.has(path) !== true)) {
+      changes.push({ path, kind: 'deleted', before: previous.state });
+    }
+  }
+  return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** How many pictures back {@link changedPathsBetween} follows a map's changes: past it the full comparison is as cheap. */
+const CHANGE_HOPS_MAX = 8;
+
+/**
+ * The paths at which `to`'s records may not be `from`'s own objects, when `to` was built over
+ * `from` by consecutive pictures (each one's map over the one before, `pictureChange`): the union
+ * of the changes along the way. `undefined` when `to` does not lead back to `from` within a few
+ * pictures, or the changes grow past an eighth of the map — then only the full comparison can tell.
+ */
+export function changedPathsBetween(from: ReadonlyMap<string, PictureRecord>, to: ReadonlyMap<string, PictureRecord>): Set<string> | undefined {
+  const paths = new Set<string>();
+  let map = to;
+  for (let hop = 0; map !== from; hop++) {
+    const change = hop < CHANGE_HOPS_MAX ? pictureChange(map) : undefined;
+    if (change === undefined) return undefined;
+    for (const path of change.paths) paths.add(path);
+    if (paths.size > Math.max(64, to.size / 8)) return undefined;
+    map = change.from;
+  }
+  return paths;
 }
 
 /**

@@ -1,6 +1,7 @@
+import type { CallBaseline } from './baseline.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { IgnoreStack } from './coverage.js';
-import type { PictureRecord } from './picture.js';
+import type { Picture, PictureRecord } from './picture.js';
 import type { PictureBase, PersistedRecords } from './picture-persist.js';
 import type { ScanMemo } from './scan-memo.js';
 import type { WatchedPictures } from './watched-picture.js';
@@ -53,4 +54,58 @@ export function takeKeptPictures(key: string): KeptPictures | undefined {
   const state = kept.get(key);
   kept.delete(key);
   return state;
+}
+
+// A call's before picture, kept by the process that wrote the call's baseline, for its after event
+// in the same process (an agent's hooks served by one server: each event opens an observer of
+// its own, so the call is not open in the observer that ends it). The after event takes it
+// instead of reading the baseline's picture base back from the store, so unchanged records are
+// the before picture's own objects and the diff compares identities. Taken only for the very
+// document written — its file identity (a document is replaced by rename, see
+// `stateIdentity`) and its contents' stamp — else the store is read, as another process would.
+
+/** The before picture of a call whose baseline this process wrote. */
+export interface KeptCallPicture {
+  /** The baseline document's identity right after it was written. */
+  readonly identity: string;
+  /** The baseline as written: a document read back must be this one. */
+  readonly baseline: CallBaseline;
+  /** The picture the baseline was written from (treat as read-only). */
+  readonly picture: Pick<Picture, 'records' | 'unchecked' | 'partial' | 'gaps' | 'ignoredPaths' | 'ignoreEpoch'>;
+}
+
+/**
+ * Call pictures kept at most. Each is usually the map the keeper holds anyway (a call's picture
+ * is the project's newest), so one costs little; a call whose after event never comes is dropped
+ * past the bound.
+ */
+const MAX_CALL_PICTURES = 8;
+
+const callPictures = new Map<string, KeptCallPicture>();
+
+/** The key of a call's kept picture: its store and the baseline's state document name. */
+export function keptCallKey(storeRoot: string, stateName: string): string {
+  return `${storeRoot}\u0000${stateName}`;
+}
+
+/** Keeps the before picture of the call whose baseline is `key`, dropping the oldest past the bound. */
+export function keepCallPicture(key: string, entry: KeptCallPicture): void {
+  callPictures.delete(key);
+  callPictures.set(key, entry);
+  for (const oldKey of callPictures.keys()) {
+    if (callPictures.size <= MAX_CALL_PICTURES) break;
+    callPictures.delete(oldKey);
+  }
+}
+
+/** Takes the kept before picture of `key`, if any (no one finds it after). */
+export function takeCallPicture(key: string): KeptCallPicture | undefined {
+  const entry = callPictures.get(key);
+  callPictures.delete(key);
+  return entry;
+}
+
+/** Forgets the kept before picture of `key` (its call was dropped or ended here). */
+export function dropCallPicture(key: string): void {
+  callPictures.delete(key);
 }

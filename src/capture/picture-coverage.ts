@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { gitBlobIdOf, gitObjectKey, isGitBlob } from '../core/git-blob.js';
 import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
-import type { PictureRecord } from './picture.js';
+import type { PictureChange, PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
 import { cleanTrackedBlobIs, cleanTrackedBlobs } from './tracked-files.js';
 import { pictureChange } from './picture-change.js';
@@ -81,17 +81,18 @@ type Kinds = { credential: number; tooLarge: number; onGit: number };
 
 /**
  * The picture's coverage by kind: once per records map, from the counts of the map it was built
- * over and the paths that changed when that map was counted, else one pass over its records.
+ * over and the paths that changed when that map was counted (`change`, else
+ * `pictureChange(records)`), else one pass over its records.
  */
-export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number, left?: LeftByLimit): CoverageCounts {
+export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignored: number, left?: LeftByLimit, change?: PictureChange): CoverageCounts {
   let kinds = countedKinds.get(records);
   if (kinds === undefined) {
-    const change = pictureChange(records);
-    const earlier = change !== undefined ? countedKinds.get(change.from) : undefined;
-    if (change !== undefined && earlier !== undefined) {
+    const from = change ?? pictureChange(records);
+    const earlier = from !== undefined ? countedKinds.get(from.from) : undefined;
+    if (from !== undefined && earlier !== undefined) {
       kinds = { ...earlier };
-      for (const p of change.paths) {
-        count(kinds, change.from.get(p), -1);
+      for (const p of from.paths) {
+        count(kinds, from.from.get(p), -1);
         count(kinds, records.get(p), 1);
       }
     } else {

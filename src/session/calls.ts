@@ -1,6 +1,8 @@
+// Over ~450 lines: one job — a call's begin, end, retry and mark over its baseline — whose paths share the open-call state; the kept before picture (keptView, sameBaseline) is its end's.
 import { baselineGeneration, baselineStateName, loadBaselinePicture, parseBaseline, toBaseline, type CallBaseline } from '../capture/baseline.js';
-import { diffPictures, ignoredGone, type Change } from '../capture/diff.js';
-import type { Picture } from '../capture/picture.js';
+import { changedPathsBetween, diffPictures, ignoredGone, type Change } from '../capture/diff.js';
+import { dropCallPicture, keepCallPicture, keptCallKey, takeCallPicture } from '../capture/kept-pictures.js';
+import { pictureChange, type Picture } from '../capture/picture.js';
 import type { PictureKeeper } from '../capture/picture-keeper.js';
 import { CheckpointError } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
@@ -192,13 +194,20 @@ export class CallAttributor {
     // a missing baseline makes callEnd report the call as unknown, never attribute it wrongly.
     // Registered first: a stat cache save that runs meanwhile must see the base this baseline names.
     // Counted once, for the picture a call rests on (not for every picture a session takes).
-    const coverage = countCoverage(picture.records, picture.ignored ?? 0, picture.left);
+    const coverage = countCoverage(picture.records, picture.ignored ?? 0, picture.left, pictureChange(picture.records));
     this.#calls.set(callId, { baseline, picture, startedAt: baseline.startedAt, coverage });
+    const stateName = baselineStateName(this.sessionId, callId);
     try {
-      await this.store.writeState(baselineStateName(this.sessionId, callId), baseline, { durable: false });
+      await this.store.writeState(stateName, baseline, { durable: false });
     } catch (error) {
       this.#calls.delete(callId);
       throw error;
+    }
+    // A detached call is ended by another observer, often of this same process (a server's next
+    // hook event): it finds the picture here rather than reading the baseline's base back.
+    if (options.detached === true && scope === undefined) {
+      const identity = await this.store.stateIdentity(stateName).catch(() => undefined);
+      if (identity !== undefined) keepCallPicture(keptCallKey(this.store.root, stateName), { identity, baseline, picture });
     }
     return { ...(turn !== undefined ? { checkpointId: turn.writer.id } : {}), partial: picture.partial, gaps: picture.gaps, summary: picture.summary, coverage, ...(picture.pastBudget !== undefined ? { pastBudget: picture.pastBudget } : {}) };
   }
@@ -255,9 +264,12 @@ export class CallAttributor {
     let call = this.#calls.get(callId);
     const begunHere = call !== undefined;
     if (call === undefined) {
+      // The identity before the read: a document replaced in between reads as another one.
+      const kept = takeCallPicture(keptCallKey(this.store.root, stateName));
+      const identity = kept === undefined ? undefined : await this.store.stateIdentity(stateName).catch(() => undefined);
       const baseline = parseBaseline(await this.store.readState(stateName));
       if (baseline === undefined) throw new CheckpointError('UNKNOWN_CALL', `no callBegin recorded for call ${callId}`);
-      const view = await loadBaselinePicture(this.store, baseline, this.pictures.base);
+      const view = kept !== undefined && identity === kept.identity && sameBaseline(kept.baseline, baseline) ? keptView(kept.picture, baseline) : await loadBaselinePicture(this.store, baseline, this.pictures.base);
       if (view === undefined) throw new CheckpointError('UNKNOWN_CALL', `the picture taken before call ${callId} can no longer be read`);
       call = { baseline, picture: { ...view, summary: '' }, startedAt: baseline.startedAt };
     }
@@ -268,15 +280,17 @@ export class CallAttributor {
         : await this.pictures.take(
             { ...(options.signal !== undefined ? { signal: options.signal } : {}) },
             // Begun here: the baseline's own records, so unchanged files come back as the same
-            // objects and the diff below compares identities. Begun in another process (an agent's
-            // before-tool hook): the keeper's own stat cache and settled listings, which this
-            // process just loaded — the baseline's map would relist every folder — and the diff
-            // compares stats.
+            // objects and the diff below compares identities. Begun by another observer (an
+            // agent's before-tool hook): the keeper's own stat cache and settled listings — in
+            // this process usually the before picture itself, which the watcher answers from —
+            // and the diff compares identities where the before picture was kept here
+            // (takeCallPicture), stats where it was read back from the store.
             begunHere ? this.pictures.cacheOf(call.picture.records, call.picture.ignoreEpoch) : undefined,
           );
     if (scope === undefined) this.#hold(after);
-    // The very same map means every record is the baseline's own: nothing to compare.
-    const found = after.records === call.picture.records ? [] : diffPictures(call.picture, after);
+    // The very same map means every record is the baseline's own: nothing to compare. A map built
+    // over it names what may differ: only those paths are compared.
+    const found = after.records === call.picture.records ? [] : diffPictures(call.picture, after, changedPathsBetween(call.picture.records, after.records));
     const omitted = options.omit === undefined || found.length === 0 ? new Set<string>() : new Set(await options.omit(found));
     const changes = omitted.size === 0 ? found : found.filter((change) => !omitted.has(change.path));
     const incomplete = incompletePaths(call.picture, after);
@@ -327,6 +341,7 @@ export class CallAttributor {
     if (turn === undefined) await writer.seal({ complete: !after.partial && !call.picture.partial });
     else if (after.partial || call.picture.partial) await writer.append({ op: 'meta', complete: false });
     this.#calls.delete(callId);
+    dropCallPicture(keptCallKey(this.store.root, stateName));
     await this.store.deleteState(stateName);
     return {
       callId,
@@ -380,9 +395,42 @@ export class CallAttributor {
 
   /** Forgets this session's open calls and removes their baselines (a drop). */
   async dropAll(): Promise<void> {
-    for (const callId of this.#calls.keys()) await this.store.deleteState(baselineStateName(this.sessionId, callId));
+    for (const callId of this.#calls.keys()) {
+      dropCallPicture(keptCallKey(this.store.root, baselineStateName(this.sessionId, callId)));
+      await this.store.deleteState(baselineStateName(this.sessionId, callId));
+    }
     this.#calls.clear();
   }
+}
+
+/** True when `read` is the baseline `written` (read back from the store): the same call, moment, owner and base. */
+function sameBaseline(written: CallBaseline, read: CallBaseline): boolean {
+  return (
+    written.sessionId === read.sessionId &&
+    written.callId === read.callId &&
+    written.startedAt === read.startedAt &&
+    written.pid === read.pid &&
+    written.checkpointId === read.checkpointId &&
+    (written.base?.generation ?? null) === (read.base?.generation ?? null) &&
+    written.records.length === read.records.length &&
+    (written.removed?.length ?? 0) === (read.removed?.length ?? 0)
+  );
+}
+
+/**
+ * A kept before picture as {@link loadBaselinePicture} would give it back from `baseline`: the
+ * picture's own records (the same objects the after picture reuses), and only what the baseline
+ * keeps besides — so both paths give one checkpoint.
+ */
+function keptView(picture: Omit<CallPicture, 'summary'>, baseline: CallBaseline): Omit<CallPicture, 'summary'> {
+  return {
+    records: picture.records,
+    unchecked: baseline.unchecked,
+    partial: baseline.partial,
+    gaps: baseline.gaps,
+    ...(picture.ignoreEpoch !== undefined ? { ignoreEpoch: picture.ignoreEpoch } : {}),
+    ...(baseline.ignored !== undefined ? { ignoredPaths: baseline.ignored } : {}),
+  };
 }
 
 function describeOpen(baseline: CallBaseline): { callId: string; startedAt: string; command?: string; detached: boolean } {

@@ -1,6 +1,11 @@
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { diffPictures, ignoredGone, type DiffRecord, type PictureLike } from '../../src/capture/diff.js';
+import { resolveCoverage } from '../../src/capture/coverage.js';
+import { changedPathsBetween, diffPictures, ignoredGone, type DiffRecord, type PictureLike } from '../../src/capture/diff.js';
+import { takePicture, type Picture } from '../../src/capture/picture.js';
 import type { PathState } from '../../src/core/model.js';
+import { backdate, FakeStore, makeTree, tempDir } from './helpers.js';
 
 function file(hash: string, mode = 0o644): PathState {
   return { type: 'file', object: `${hash}-1`, hash, size: 1, mode };
@@ -13,6 +18,46 @@ function pic(entries: Record<string, PathState | DiffRecord>, unchecked: string[
 }
 
 describe('diffPictures', () => {
+  it('over the paths that may differ (`only`), gives what the full comparison gives, unchecked and vouched paths included', () => {
+    const before = { ...pic({ 'a.txt': file('1'), 'b.txt': file('2'), 'c.txt': file('3'), 'deep/gone.txt': file('5'), 'deep/untracked.txt': file('6') }, ['deep']), vouched: new Set(['deep/gone.txt']) };
+    const after = { ...pic({ 'a.txt': file('1'), 'b.txt': file('9'), 'd.txt': file('4') }, ['deep']), vouched: new Set(['deep/gone.txt']) };
+    // The same record object where neither changed, as consecutive pictures leave it.
+    (after.records as Map<string, DiffRecord>).set('a.txt', before.records.get('a.txt') as DiffRecord);
+    const full = diffPictures(before, after);
+    expect(full.map((c) => [c.path, c.kind])).toEqual([['b.txt', 'changed'], ['c.txt', 'deleted'], ['d.txt', 'created'], ['deep/gone.txt', 'deleted']]);
+    expect(diffPictures(before, after, ['d.txt', 'deep/untracked.txt', 'b.txt', 'c.txt', 'deep/gone.txt', 'b.txt'])).toEqual(full);
+  });
+
+  it('consecutive pictures name what may differ: the diff over those paths is the full one, across several pictures', async () => {
+    const root = await tempDir();
+    try {
+      const store = new FakeStore();
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 40; i++) files[`f${i}.txt`] = `${i}\n`;
+      await makeTree(root, { ...files, 'sub/x.txt': 'x\n' });
+      for (const name of Object.keys(files)) await backdate(root, name);
+      const coverage = resolveCoverage();
+      const take = (from?: Picture): Promise<Picture> => takePicture({ store, projectRoot: root, coverage, ...(from !== undefined ? { cache: { records: from.records } } : {}) });
+      const first = await take();
+      await fs.writeFile(path.join(root, 'f3.txt'), 'changed\n');
+      await fs.rm(path.join(root, 'f4.txt'));
+      const second = await take(first);
+      await fs.writeFile(path.join(root, 'sub', 'new.txt'), 'new\n');
+      const third = await take(second);
+      const only = changedPathsBetween(first.records, third.records);
+      expect(only).toBeDefined();
+      expect(only?.size).toBeLessThan(first.records.size);
+      const full = diffPictures(first, third);
+      expect(full.map((c) => [c.path, c.kind])).toEqual([['f3.txt', 'changed'], ['f4.txt', 'deleted'], ['sub/new.txt', 'created']]);
+      expect(diffPictures(first, third, only)).toEqual(full);
+      // A map that does not lead back to the earlier one says nothing.
+      expect(changedPathsBetween(third.records, first.records)).toBeUndefined();
+      expect(changedPathsBetween(first.records, first.records)?.size).toBe(0);
+    } finally {
+      await fs.rm(root, { recursive: true, force: true });
+    }
+  });
+
   it('reports created, deleted and changed paths, sorted', () => {
     const before = pic({ 'a.txt': file('1'), 'b.txt': file('2'), 'c.txt': file('3') });
     const after = pic({ 'a.txt': file('1'), 'b.txt': file('9'), 'd.txt': file('4') });

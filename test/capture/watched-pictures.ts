@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
+import { changedPathsBetween, diffPictures } from '../../src/capture/diff.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
 import { takePicture, type Picture } from '../../src/capture/picture.js';
 import { LayeredRecords } from '../../src/capture/layered-records.js';
@@ -199,6 +200,8 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
   await watcherReady(project);
   let last = await keeper.take({});
   countCoverage(last.records, 0);
+  /** The pictures before `last`, newest first (a few). */
+  const back: Picture[] = [];
   const sameSecond = new Set<string>();
   const other = spawn(process.execPath, [CHANGES, project, outside], { stdio: ['pipe', 'pipe', 'inherit'] });
   const done: (() => void)[] = [];
@@ -257,6 +260,14 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       expect(picture.partial).toBe(sweep.partial);
       // The coverage counts, taken from the last picture's and the change, are a full pass's.
       expect(countCoverage(picture.records, 0), 'coverage counts').toEqual(countCoverage(new Map(picture.records), 0));
+      // What a call's end compares — the picture against one a few pictures back, over the paths
+      // the maps between them name — is the full comparison's.
+      for (const earlier of [last, ...back]) {
+        const only = changedPathsBetween(earlier.records, picture.records);
+        if (only !== undefined) expect(diffPictures(earlier, picture, only), `diff over the changed paths after ${JSON.stringify(step)}`).toEqual(diffPictures(earlier, picture));
+      }
+      back.unshift(last);
+      back.length = Math.min(back.length, 3);
       last = picture;
     }
   } finally {

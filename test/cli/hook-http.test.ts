@@ -99,6 +99,50 @@ describe('HTTP hooks', () => {
     expect(await readFile(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('a\n');
   });
 
+  it('a served pair whose server is stopped between its before and after events records the call as one that is not: the changed file listed in both', async () => {
+    const recorded: unknown[] = [];
+    for (const restart of [false, true]) {
+      const { repo, port, secret } = await servedRepo();
+      const send = (to: number, event: string, extra: Record<string, unknown>): Promise<{ status: number; body: string }> =>
+        post(to, `/hook/claude/${event}`, JSON.stringify({ session_id: 'h', cwd: repo.proj, hook_event_name: event, ...extra }), { 'X-Turnback-Secret': secret });
+      expect((await send(port, 'UserPromptSubmit', { prompt: 'edit through http' })).status).toBe(200);
+      const call = { tool_name: 'Bash', tool_input: { command: 'echo b > a.txt' }, tool_use_id: 'toolu_http_1' };
+      expect((await send(port, 'PreToolUse', call)).status).toBe(200);
+      await writeFile(path.join(repo.proj, 'a.txt'), 'b\n');
+      await writeFile(path.join(repo.proj, 'new.txt'), 'n\n');
+      let after = port;
+      if (restart) {
+        // A new server: nothing of the before event is in its memory, only in the store.
+        expect(repo.tb(['server', 'stop']).code).toBe(0);
+        expect(repo.tb(['server', 'start']).code).toBe(0);
+        after = (JSON.parse(await readFile(path.join(repo.home, '.local', 'state', 'turnback', 'hook-endpoint.json'), 'utf8')) as { port: number }).port;
+      }
+      expect((await send(after, 'PostToolUse', call)).status).toBe(200);
+      const log = await hookLog(repo);
+      expect(log.map((line) => (JSON.parse(line) as { action?: string }).action).at(-1)).toBe('call toolu_http_1 ended: 1 changed, 1 new');
+      expect((await send(after, 'Stop', {})).status).toBe(200);
+      const listed = JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { id: string; kind: string; label?: string; files: number; complete: boolean }[] };
+      recorded.push(
+        listed.checkpoints.map(({ id, kind, label, files, complete }) => {
+          const shown = JSON.parse(repo.tb(['show', id, '--json']).stdout) as { calls: string[]; changes: unknown[]; gaps: unknown[]; partial: boolean };
+          // The turn's call is named by its boundary's id, which differs between the runs.
+          return { kind, label, files, complete, calls: shown.calls.map((c) => c.replace(/^turn:.*/, 'turn:ID')), changes: shown.changes, gaps: shown.gaps, partial: shown.partial };
+        }),
+      );
+    }
+    // The call's own checkpoint (its after event ran in an observer of its own, as every hook event does).
+    expect((recorded[0] as { label?: string }[]).find((c) => c.label === 'before Bash: echo b > a.txt')).toMatchObject({
+      files: 2,
+      complete: true,
+      changes: [
+        { path: 'a.txt', kind: 'changed' },
+        { path: 'new.txt', kind: 'created' },
+      ],
+      partial: false,
+    });
+    expect(recorded[1]).toEqual(recorded[0]);
+  });
+
   it('install puts the tool events as HTTP hooks in this machine\'s settings.local.json (owner-only, ignored by git), the rest as commands; uninstall gives the tree back', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     started.push(repo);
