@@ -14,6 +14,29 @@ import type { WatchedPictures } from './watched-picture.js';
 // next keeper back to the store, as a fresh process goes. Taken, never shared: two keepers of one
 // project at once find it once.
 
+/** Entries taken at most once, the oldest dropped past `max` (both maps below are of this kind). */
+class TakenOnce<V> {
+  readonly #entries = new Map<string, V>();
+  constructor(readonly max: number) {}
+
+  /** Leaves `value` under `key`, newest last, dropping the oldest past the bound. */
+  keep(key: string, value: V): void {
+    this.#entries.delete(key);
+    this.#entries.set(key, value);
+    for (const oldKey of this.#entries.keys()) {
+      if (this.#entries.size <= this.max) break;
+      this.#entries.delete(oldKey);
+    }
+  }
+
+  /** Takes what `key` holds, if anything (no one finds it after). */
+  take(key: string): V | undefined {
+    const value = this.#entries.get(key);
+    this.#entries.delete(key);
+    return value;
+  }
+}
+
 /** One closed keeper's state. */
 export interface KeptPictures {
   /** The identity of the stat cache and the scan index documents it matches. */
@@ -32,7 +55,7 @@ export interface KeptPictures {
 /** Projects kept at most: each holds a tree's records (about 1 KB a file). */
 const MAX_KEPT = 4;
 
-const kept = new Map<string, KeptPictures>();
+const kept = new TakenOnce<KeptPictures>(MAX_KEPT);
 
 /** The key of a keeper's project: its store, its root and the coverage rules (as data). */
 export function keptPicturesKey(storeRoot: string, projectRoot: string, coverage: ResolvedCoverage): string {
@@ -41,19 +64,12 @@ export function keptPicturesKey(storeRoot: string, projectRoot: string, coverage
 
 /** Leaves `state` for the next keeper of `key`, dropping the oldest project past the bound. */
 export function keepPictures(key: string, state: KeptPictures): void {
-  kept.delete(key);
-  kept.set(key, state);
-  for (const oldKey of kept.keys()) {
-    if (kept.size <= MAX_KEPT) break;
-    kept.delete(oldKey);
-  }
+  kept.keep(key, state);
 }
 
 /** Takes what a closed keeper of `key` left, if anything (no other keeper finds it after). */
 export function takeKeptPictures(key: string): KeptPictures | undefined {
-  const state = kept.get(key);
-  kept.delete(key);
-  return state;
+  return kept.take(key);
 }
 
 // A call's before picture, kept by the process that wrote the call's baseline, for its after event
@@ -81,7 +97,7 @@ export interface KeptCallPicture {
  */
 const MAX_CALL_PICTURES = 8;
 
-const callPictures = new Map<string, KeptCallPicture>();
+const callPictures = new TakenOnce<KeptCallPicture>(MAX_CALL_PICTURES);
 
 /** The key of a call's kept picture: its store and the baseline's state document name. */
 export function keptCallKey(storeRoot: string, stateName: string): string {
@@ -90,22 +106,15 @@ export function keptCallKey(storeRoot: string, stateName: string): string {
 
 /** Keeps the before picture of the call whose baseline is `key`, dropping the oldest past the bound. */
 export function keepCallPicture(key: string, entry: KeptCallPicture): void {
-  callPictures.delete(key);
-  callPictures.set(key, entry);
-  for (const oldKey of callPictures.keys()) {
-    if (callPictures.size <= MAX_CALL_PICTURES) break;
-    callPictures.delete(oldKey);
-  }
+  callPictures.keep(key, entry);
 }
 
 /** Takes the kept before picture of `key`, if any (no one finds it after). */
 export function takeCallPicture(key: string): KeptCallPicture | undefined {
-  const entry = callPictures.get(key);
-  callPictures.delete(key);
-  return entry;
+  return callPictures.take(key);
 }
 
 /** Forgets the kept before picture of `key` (its call was dropped or ended here). */
 export function dropCallPicture(key: string): void {
-  callPictures.delete(key);
+  callPictures.take(key);
 }
