@@ -4,6 +4,8 @@ import { isPidAlive } from '../core/pid.js';
 import { isTurnbackTempName, type FileSystem } from '../fs/file-system.js';
 import { scanCatalog } from './catalog.js';
 import { parseJournal } from './journal.js';
+import { readManifest } from './manifests.js';
+import type { CheckpointId } from '../core/id.js';
 import { GRACE_MS, HOSTNAME, readJsonIfExists, tempNamePid } from './layout.js';
 import { otherProcessHasStoreOpen } from './presence.js';
 import { MADE_FOLDERS_PREFIX } from './state-documents.js';
@@ -42,7 +44,9 @@ export async function removeLeftovers(ctx: StoreContext, now: number): Promise<n
     const file = layout.journalPath(entry.id);
     const header = parseJournal((await readJsonIfExists(fs, file)) ?? '').header;
     const alive = header !== undefined && header.hostname === HOSTNAME && isPidAlive(header.pid);
-    if (!alive) await removeIf(file, () => true);
+    // A manifest that does not parse beside it (a power loss after an unfsynced seal): the
+    // journal is the checkpoint's only whole record, kept.
+    if (!alive && (await manifestParses(ctx, entry.id))) await removeIf(file, () => true);
   }
   const ids = new Set<string>(catalog.entries.map((entry) => entry.id));
   for (const name of await listNames(fs, layout.stateDir)) {
@@ -61,6 +65,15 @@ export async function removeLeftovers(ctx: StoreContext, now: number): Promise<n
   // Presence files of processes that died without closing the store: the scan removes them.
   await otherProcessHasStoreOpen(fs, layout, now);
   return freed;
+}
+
+/** True when the sealed manifest of `id` reads and parses. */
+async function manifestParses(ctx: StoreContext, id: CheckpointId): Promise<boolean> {
+  try {
+    return (await readManifest(ctx.fs, ctx.layout, id, ctx.projectRoot)) !== undefined;
+  } catch {
+    return false;
+  }
 }
 
 /** A folder's names, or none when it does not exist. */

@@ -1,8 +1,8 @@
-import writeFileAtomic from 'write-file-atomic';
+import { closeSync, openSync, renameSync, rmSync } from 'node:fs';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { isCheckpointId, type CheckpointId } from '../core/id.js';
 import { CALL_IGNORED_DELETED_MAX, CALL_NOTE_MAX_CHARS, CALL_NOTES_MAX, type CheckpointKind, type CheckpointManifest, type CheckpointMeta } from '../core/model.js';
-import type { FileSystem } from '../fs/file-system.js';
+import { writeAllSync, type FileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { isObjectKey } from './object-codec.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
@@ -241,20 +241,31 @@ export async function readManifest(fs: FileSystem, layout: StoreLayout, id: Chec
 }
 
 /**
- * Writes a manifest atomically and durably (write-file-atomic: temp file, fsync, rename).
- * The parent folder is not fsynced: after a power loss the manifest may be missing, in which
- * case its journal (removed only after this returns) may be missing too; both outcomes read as
- * "checkpoint not taken", never as a half-written manifest.
+ * Writes a manifest atomically: a temp file in the store's `tmp/` (prune removes a dead writer's),
+ * written on the calling thread, then renamed into place. Not fsynced (see CHECKPOINT-DESIGN.md
+ * "Durability"): the objects and the journal it is sealed from are not either, so an fsync here
+ * promised more than a power loss leaves of the checkpoint. After a power loss the manifest may be
+ * missing, empty or torn: one that does not parse reads as `CORRUPT_MANIFEST`, and while its
+ * journal (removed only after this returns) is still there, the journal is read in its place.
  */
 export async function writeManifest(layout: StoreLayout, manifest: CheckpointManifest): Promise<void> {
   const problem = manifestProblem(manifest);
   if (problem !== undefined) throw new CheckpointError('INVALID_ARGUMENT', `refusing to write an invalid manifest: ${problem}`);
   const file = layout.manifestPath(manifest.id);
   await loadHasher();
+  // A large manifest is compressed (document-codec.ts); a small one stays plain JSON.
+  const bytes = encodeDocument(`${JSON.stringify(manifest)}\n`);
+  const temp = layout.tempPath();
   try {
-    // A large manifest is compressed (document-codec.ts); a small one stays plain JSON.
-    await writeFileAtomic(file, encodeDocument(`${JSON.stringify(manifest)}\n`), { mode: FILE_MODE, fsync: true });
+    const fd = openSync(temp, 'wx', FILE_MODE);
+    try {
+      writeAllSync(fd, bytes);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, file);
   } catch (error) {
+    rmSync(temp, { force: true });
     throw asCheckpointError(error, 'cannot write manifest', file);
   }
 }

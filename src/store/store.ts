@@ -4,7 +4,7 @@
 // class; split in two, each half would carry the other's fields.
 import * as path from 'node:path';
 import { DEFAULTS } from '../core/defaults.js';
-import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
+import { CheckpointError, asCheckpointError, errnoCode, isCheckpointError } from '../core/errors.js';
 import { newCheckpointId, parseCheckpointId, type CheckpointId } from '../core/id.js';
 import type { CheckpointKind, CheckpointManifest, CheckpointMeta } from '../core/model.js';
 import { nodeFileSystem, type FileSystem } from '../fs/file-system.js';
@@ -172,7 +172,7 @@ export class CheckpointStore {
     const checked = parseCheckpointId(id);
     // Twice: a seal between the two reads moves the checkpoint from journal to manifest.
     for (let attempt = 0; attempt < 2; attempt++) {
-      const sealed = await readSealedManifest(this.fs, this.layout, this.projectRoot, checked);
+      const sealed = await readSealedManifest(this.fs, this.layout, this.projectRoot, checked).catch((error: unknown) => this.journalInstead(checked, error));
       if (sealed) return sealed;
       let contents: JournalContents;
       try {
@@ -185,6 +185,23 @@ export class CheckpointStore {
     }
     const removal = await removalOf(this.state, checked);
     throw new CheckpointError('UNKNOWN_CHECKPOINT', goneMessage(checked, removal), { found: removal?.reason ?? 'never-existed' });
+  }
+
+  /**
+   * The journal still beside a manifest that does not parse: a seal's manifest is not fsynced, so
+   * a power loss can leave it empty or torn while the journal it was sealed from (removed after
+   * it) is there whole; that journal is the checkpoint then (open, `complete: false`). Without one,
+   * the manifest's own error.
+   */
+  private async journalInstead(id: CheckpointId, error: unknown): Promise<CheckpointManifest> {
+    if (!isCheckpointError(error, 'CORRUPT_MANIFEST')) throw error;
+    let contents: JournalContents;
+    try {
+      contents = await readJournal(this.fs, this.layout.journalPath(id));
+    } catch {
+      throw error;
+    }
+    return journalManifest(this.layout, this.projectRoot, id, contents);
   }
 
   /**

@@ -174,3 +174,52 @@ describe('journal files', () => {
     await expect(store.manifest('0000000000001-0000-00000000')).rejects.toSatisfy((e) => isCheckpointError(e, 'UNKNOWN_CHECKPOINT'));
   });
 });
+
+describe('a seal a power loss cut short (the manifest is not fsynced)', () => {
+  test('an empty manifest beside its journal reads as the journal, prune keeps the journal, verify names the manifest; a whole one wins and prune takes the journal', async () => {
+    const bundle = await bundleStore(fixture.box.dir);
+    const child = path.join(fixture.box.dir, 'seal.cjs');
+    // A real writer that dies after its seals, leaving a copy of each journal as it was just before.
+    await writeFile(
+      child,
+      `const { CheckpointStore } = require(${JSON.stringify(bundle)});
+      const fs = require('node:fs');
+      (async () => {
+        const store = await CheckpointStore.open(process.argv[2], { projectRoot: process.argv[3] });
+        const ids = [];
+        for (const name of ['torn', 'whole']) {
+          const writer = await store.openCheckpoint({ kind: 'turn', label: name });
+          await writer.append({ op: 'before', path: name + '.txt', state: { type: 'absent' } });
+          await writer.append({ op: 'after', path: name + '.txt', after: 'absent' });
+          const journal = process.argv[2] + '/checkpoints/' + writer.id + '.journal';
+          fs.copyFileSync(journal, journal + '.kept');
+          await writer.seal();
+          ids.push(writer.id);
+        }
+        console.log(ids.join(' '));
+        process.exit(0);
+      })();`,
+    );
+    await store.close();
+    const [torn, whole] = execFileSync(process.execPath, [child, fixture.box.storeRoot, fixture.box.project], { encoding: 'utf8' }).trim().split(' ') as [string, string];
+    const checkpoints = path.join(fixture.box.storeRoot, 'checkpoints');
+    const { rename, truncate, stat } = await import('node:fs/promises');
+    for (const id of [torn, whole]) await rename(path.join(checkpoints, `${id}.journal.kept`), path.join(checkpoints, `${id}.journal`));
+    // What a power loss after the seal's rename can leave of a manifest whose data never reached the disk.
+    await truncate(path.join(checkpoints, `${torn}.json`), 0);
+    const reopened = await openStore(fixture.box);
+    try {
+      const read = await reopened.manifest(torn);
+      expect(read).toMatchObject({ id: torn, complete: false, label: 'torn' });
+      expect(read.entries.map((e) => e.path)).toEqual(['torn.txt']);
+      expect((await reopened.list()).map((m) => m.id)).toEqual([torn, whole]);
+      expect((await reopened.verify()).problems.some((p) => p.path?.endsWith(`${torn}.json`))).toBe(true);
+      await reopened.prune();
+      await expect(stat(path.join(checkpoints, `${torn}.journal`))).resolves.toBeDefined();
+      await expect(stat(path.join(checkpoints, `${whole}.journal`))).rejects.toThrow();
+      expect((await reopened.manifest(whole)).complete).toBe(true);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
