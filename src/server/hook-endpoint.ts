@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, type BigIntStats, fstatSync, lstatSync, mkdirSync, openSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { homeFolder } from '../core/home.js';
 
@@ -63,22 +63,75 @@ function parsed(text: string): HookEndpoint | undefined {
  * or write.
  */
 export function readEndpoint(folder: string): HookEndpoint | undefined {
+  return readWithIdentity(folder).endpoint;
+}
+
+/** A file's identity as an fstat or lstat sees it: replacing it (rename), rewriting it, chmod or chown each change it. */
+function identityOf(stats: BigIntStats): string {
+  return `${stats.dev}:${stats.ino}:${stats.mode}:${stats.uid}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+}
+
+/**
+ * A file changed this recently is read again each time: file systems stamp times coarsely (ext4
+ * to the kernel's tick), so a rewrite in place at the same size right after a read could keep
+ * every field of the identity (git's "racily clean" files, handled the same way).
+ */
+const RACY_MS = 2000;
+
+/** {@link readEndpoint}, with the identity of the file it was read from (its own descriptor's). */
+function readWithIdentity(folder: string): { endpoint: HookEndpoint | undefined; identity?: string; changedMs?: number } {
   let fd: number;
   try {
     fd = openSync(endpointFile(folder), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch {
-    return undefined;
+    return { endpoint: undefined };
   }
   try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile() || stats.uid !== process.getuid?.() || (stats.mode & 0o077) !== 0 || stats.size > MAX_FILE_BYTES) return undefined;
-    const buffer = Buffer.alloc(Math.max(1, stats.size));
+    const stats = fstatSync(fd, { bigint: true });
+    const identity = identityOf(stats);
+    const changedMs = Number((stats.mtimeNs > stats.ctimeNs ? stats.mtimeNs : stats.ctimeNs) / 1_000_000n);
+    if (!stats.isFile() || Number(stats.uid) !== process.getuid?.() || (Number(stats.mode) & 0o077) !== 0 || stats.size > BigInt(MAX_FILE_BYTES)) return { endpoint: undefined, identity, changedMs };
+    const buffer = Buffer.alloc(Math.max(1, Number(stats.size)));
     const read = readSync(fd, buffer, 0, buffer.length, 0);
-    return parsed(buffer.subarray(0, read).toString('utf8'));
+    return { endpoint: parsed(buffer.subarray(0, read).toString('utf8')), identity, changedMs };
   } catch {
-    return undefined;
+    return { endpoint: undefined };
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * The endpoint of `folder` as each hook request checks its secret against (issue #28): read again
+ * only when the file's identity (an `lstat`: device, inode, mode, owner, size, mtime and ctime)
+ * is not the one it was last read from, or when it changed within the last 2 s, so a secret made again, a file replaced,
+ * rewritten, chmodded or turned into a link takes effect at the next request, as a read per
+ * request did, for one system call instead of four.
+ */
+export class EndpointReader {
+  private last: { identity: string; endpoint: HookEndpoint | undefined } | undefined;
+
+  /** `now`: the clock the racy window is measured on (a test's own). */
+  constructor(
+    private readonly folder: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The endpoint as the file has it now; `undefined` when there is none or it cannot be trusted. */
+  read(): HookEndpoint | undefined {
+    let now: string;
+    try {
+      now = identityOf(lstatSync(endpointFile(this.folder), { bigint: true }));
+    } catch {
+      this.last = undefined;
+      return undefined;
+    }
+    if (this.last !== undefined && this.last.identity === now) return this.last.endpoint;
+    const { endpoint, identity, changedMs } = readWithIdentity(this.folder);
+    // Kept under the identity of what was read (a file replaced between the lstat and the open
+    // differs next time and is read again), unless it changed within the racy window.
+    this.last = identity === undefined || changedMs === undefined || this.now() - changedMs < RACY_MS ? undefined : { identity, endpoint };
+    return endpoint;
   }
 }
 

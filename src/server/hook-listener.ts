@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import type { ProcessSeam } from './seam.js';
-import { ensureEndpoint, portRecord, readEndpoint, stateFolder, writeEndpoint, type HookEndpoint } from './hook-endpoint.js';
+import { EndpointReader, ensureEndpoint, portRecord, readEndpoint, stateFolder, writeEndpoint, type HookEndpoint } from './hook-endpoint.js';
 import { MAX_PAYLOAD_BYTES } from '../hooks/events.js';
 import { isAgentName } from '../hooks/agents.js';
 
@@ -122,6 +122,7 @@ export async function startHookListener(context: HookListenerContext, socket: st
   const folder = stateFolder(env);
   if (folder === undefined) return undefined;
   let endpoint: HookEndpoint = ensureEndpoint(folder);
+  const endpoints = new EndpointReader(folder);
   const open = new Set<http.ServerResponse>();
   const server = http.createServer((request, response) => void serve(request, response));
   // Hook requests are short; a connection kept open by an agent must not hold the server's end.
@@ -129,8 +130,9 @@ export async function startHookListener(context: HookListenerContext, socket: st
 
   const serve = async (request: http.IncomingMessage, response: http.ServerResponse): Promise<void> => {
     // The secret first: a request without it learns nothing, not even whether its path exists.
-    // Read each time (a few system calls): a secret made again by an install takes effect at once.
-    const current = readEndpoint(folder);
+    // Checked against the file each time (an lstat; read again when it changed): a secret made
+    // again by an install takes effect at once.
+    const current = endpoints.read();
     if (current === undefined || !secretMatches(request.headers[SECRET_HEADER], current.secret)) {
       request.resume();
       answer(response, 401, '{}');

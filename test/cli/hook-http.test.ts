@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -78,6 +78,13 @@ describe('HTTP hooks', () => {
     const ok = await post(port, '/hook/claude/UserPromptSubmit', prompt, { 'X-Turnback-Secret': secret });
     expect(ok).toEqual({ status: 200, body: '{}' });
     expect((await hookLog(repo)).map((line) => (JSON.parse(line) as { event: string; session: string }).session)).toEqual(['web']);
+
+    // A new secret (an install made it again: a new file renamed over the old) holds from the next request on.
+    const renewed = 'e'.repeat(64);
+    await writeFile(`${endpointFile}.new`, `${JSON.stringify({ port, secret: renewed })}\n`, { mode: 0o600 });
+    await rename(`${endpointFile}.new`, endpointFile);
+    expect((await post(port, '/hook/claude/UserPromptSubmit', prompt, { 'X-Turnback-Secret': secret })).status).toBe(401);
+    expect((await post(port, '/hook/claude/UserPromptSubmit', prompt, { 'X-Turnback-Secret': renewed })).status).toBe(200);
   });
 
   it('a shell call through HTTP hooks is pictured and named, and the stop answers with the turn\'s line', async () => {
