@@ -12,6 +12,7 @@ import { scanCatalog } from './catalog.js';
 import { JournalWriter, journalRecordProblem, readJournal, type JournalContents, type JournalHeader, type JournalMeta, type JournalRecord } from './journal.js';
 import { FILE_MODE, openLayout, type StoreLayout } from './layout.js';
 import { clearPresence, markPresence, refuseUpgradeUnderOlderCode } from './presence.js';
+import { openingFileSystem } from './opening-fs.js';
 import { DEFAULT_LOCK_TIMEOUT_MS, StoreLock, type WithLockOptions } from './lock.js';
 import { isCheckpointKind, manifestObjects, metaOf, parseManifest, writeManifest } from './manifests.js';
 import { journalManifest, readSealedManifest } from './manifest-cache.js';
@@ -105,16 +106,18 @@ export class CheckpointStore {
     const lockTimeoutMs = options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
     if (!Number.isFinite(lockTimeoutMs) || lockTimeoutMs < 0) throw new CheckpointError('INVALID_ARGUMENT', 'lockTimeoutMs must be a non-negative number');
     const fs = options.fs ?? nodeFileSystem;
+    // The open's own calls on the calling thread (opening-fs.ts); the store keeps `fs`.
+    const opening = openingFileSystem(fs);
     let projectRoot: string;
     try {
-      projectRoot = await fs.realpath(path.resolve(options.projectRoot));
+      projectRoot = await opening.realpath(path.resolve(options.projectRoot));
       if (!(await fs.stat(projectRoot)).isDirectory()) throw new Error('not a folder');
     } catch (error) {
       throw new CheckpointError('UNAVAILABLE', `project root is not an existing folder: ${options.projectRoot}`, { path: options.projectRoot, cause: error });
     }
-    const layout = await openLayout(root, { fs, projectRoot, beforeUpgrade: (opened, from) => refuseUpgradeUnderOlderCode(fs, opened, from) });
+    const layout = await openLayout(root, { fs: opening, projectRoot, beforeUpgrade: (opened, from) => refuseUpgradeUnderOlderCode(fs, opened, from) });
     const store = new CheckpointStore(fs, layout, projectRoot, lockTimeoutMs);
-    store.presence = await markPresence(fs, layout);
+    store.presence = await markPresence(opening, layout);
     return store;
   }
 
