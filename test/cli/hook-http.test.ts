@@ -1,9 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cliRepo, type CliRepo } from './harness.js';
+import { CLI, cliRepo, type CliRepo } from './harness.js';
 
 // Agents' HTTP hooks (src/server/hook-listener.ts): the server listens on 127.0.0.1 and runs a
 // posted hook only with the user's secret; install writes Claude Code's tool events as HTTP hooks
@@ -104,6 +105,34 @@ describe('HTTP hooks', () => {
     expect(listed).toContain('Bash: echo b > a.txt');
     expect(repo.tb(['undo', '--call', 'toolu_http_1', '--yes']).code).toBe(0);
     expect(await readFile(path.join(repo.proj, 'a.txt'), 'utf8')).toBe('a\n');
+  });
+
+  it('a command of another process (TURNBACK_SERVER=off) writing to the store between a served pair\'s events: the after event records its call whole beside the other process\'s sealed run, and verify passes', async () => {
+    const { repo, port, secret } = await servedRepo();
+    const send = (event: string, extra: Record<string, unknown>): Promise<{ status: number; body: string }> =>
+      post(port, `/hook/claude/${event}`, JSON.stringify({ session_id: 'h', cwd: repo.proj, hook_event_name: event, ...extra }), { 'X-Turnback-Secret': secret });
+    expect((await send('UserPromptSubmit', { prompt: 'two writers' })).status).toBe(200);
+    const call = { tool_name: 'Bash', tool_input: { command: 'echo b > a.txt' }, tool_use_id: 'toolu_two_1' };
+    expect((await send('PreToolUse', call)).status).toBe(200);
+    // A real child in its own process, not served: its run takes the lock, packs and seals a checkpoint of its own.
+    const own = spawnSync(process.execPath, ['--no-warnings', CLI, 'run', '--', 'sh', '-c', 'echo o > other.txt'], { cwd: repo.proj, env: { ...repo.env, TURNBACK_SERVER: 'off' }, encoding: 'utf8' });
+    expect(own.status).toBe(0);
+    await writeFile(path.join(repo.proj, 'a.txt'), 'b\n');
+    expect((await send('PostToolUse', call)).status).toBe(200);
+    const log = await hookLog(repo);
+    // The call's window holds what changed in the tree meanwhile: the other process's file too.
+    expect((JSON.parse(log.at(-1) as string) as { action?: string }).action).toBe('call toolu_two_1 ended: 1 changed, 1 new');
+    expect((await send('Stop', {})).status).toBe(200);
+    const listed = JSON.parse(repo.tb(['list', '--json']).stdout) as { checkpoints: { id: string; label?: string }[] };
+    const shown = (label: string): { changes: { path: string }[] } => {
+      const found = listed.checkpoints.find((c) => c.label === label);
+      expect(found, label).toBeDefined();
+      return JSON.parse(repo.tb(['show', (found as { id: string }).id, '--json']).stdout) as { changes: { path: string }[] };
+    };
+    // The other process's sealed run is in the list the served events read, and the call's checkpoint is whole beside it.
+    expect(shown('before Bash: echo b > a.txt').changes.map((c) => c.path)).toEqual(['a.txt', 'other.txt']);
+    expect(listed.checkpoints.some((c) => c.label?.includes('echo o > other.txt'))).toBe(true);
+    expect(repo.tb(['verify']).code).toBe(0);
   });
 
   it('a served pair whose server is stopped between its before and after events records the call as one that is not: the changed file listed in both', async () => {
