@@ -104,9 +104,9 @@ function readWithIdentity(folder: string): { endpoint: HookEndpoint | undefined;
 /**
  * The endpoint of `folder` as each hook request checks its secret against (issue #28): read again
  * only when the file's identity (an `lstat`: device, inode, mode, owner, size, mtime and ctime)
- * is not the one it was last read from, or when it changed within the last 2 s, so a secret made again, a file replaced,
- * rewritten, chmodded or turned into a link takes effect at the next request, as a read per
- * request did, for one system call instead of four.
+ * is not the one it was last read from, or when it changed within the last 2 s; so a secret made
+ * again, a file replaced, rewritten, chmodded or turned into a link takes effect at the next
+ * request, as a read per request did, for one system call instead of four.
  */
 export class EndpointReader {
   private last: { identity: string; endpoint: HookEndpoint | undefined } | undefined;
