@@ -8,6 +8,7 @@ import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
 import { blobState, orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
+import { indexKeyOf } from './tracked-files.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 import { LayeredRecords, flattenedIfLarge } from './layered-records.js';
 import { noteChange } from './picture-change.js';
@@ -223,6 +224,9 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   // its loose files still check out): a reused record that is that picture's own skips the check.
   const claim = cached !== undefined && check?.epoch !== undefined ? vouchedCopies.get(cached) : undefined;
   const vouched = claim !== undefined && claim.epoch === check?.epoch && [...claim.loose].every((object) => (check as PictureCopyCheck)(object)) ? cached : undefined;
+  // Taken before the index is read for `heldByGit`: if the index changes between the two, the
+  // folders found quiet are marked with the older identity and asked again next time.
+  const indexEpoch = indexKeyOf(canonicalRoot(options.projectRoot));
   const heldByGit = restingCheck(canonicalRoot(options.projectRoot));
   const scan = await scanTree(options.projectRoot, coverage, {
     deadline,
@@ -236,7 +240,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     ...(options.readDir !== undefined ? { readDir: options.readDir } : {}),
     ...(options.changes !== undefined ? { changes: options.changes } : {}),
     // Every copy of the vouched map still checks out, so a record of it that is quiet is reused as is.
-    ...(vouched !== undefined && cached instanceof Map ? { quiet: quietRecord } : {}),
+    ...(vouched !== undefined && cached instanceof Map ? { quiet: (record: StatRecord) => quietRecord(record) || quietOnGit(record as PictureRecord, heldByGit), quietEpoch: indexEpoch } : {}),
   });
   const root = canonicalRoot(options.projectRoot);
   const gaps: Gap[] = [...scan.gaps];
@@ -378,13 +382,23 @@ function canonicalRoot(projectRoot: string): string {
 /**
  * True for a record whose unchanged stat is all a later picture needs while its map's copies are
  * vouched for ({@link ScanOptions.quiet}): a stored copy of its bytes (not git's blob: that rests
- * on git's index) or a symlink. Any other (uncopied, resting on git) is looked at every picture.
+ * on git's index: {@link quietOnGit}) or a symlink. Any other (uncopied) is looked at every picture.
  */
 function quietRecord(stat: StatRecord): boolean {
   const state = (stat as Partial<PictureRecord>).state;
   if (state === undefined) return false;
   if (state.type === 'symlink') return true;
   return state.type === 'file' && state.size === stat.size && gitBlobIdOf(state.object) === undefined;
+}
+
+/**
+ * True for a record resting on git's blob that git's index still names, clean (`heldByGit`): its
+ * unchanged stat is all a later picture needs while the index stays the same one
+ * ({@link ScanOptions.quietEpoch} is the index's identity).
+ */
+function quietOnGit(record: PictureRecord, heldByGit: (record: PictureRecord) => boolean): boolean {
+  const state = record.state;
+  return state?.type === 'file' && state.size === record.size && gitBlobIdOf(state.object) !== undefined && heldByGit(record);
 }
 
 /**

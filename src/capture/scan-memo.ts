@@ -23,6 +23,8 @@ export interface FolderMemo {
    * records change. A watcher-vouched folder that is quiet is carried without a look at a record.
    */
   quiet?: boolean;
+  /** The `ScanOptions.quietEpoch` that `quiet` was found under: under another one it is asked again. */
+  quietEpoch?: string;
 }
 
 /**

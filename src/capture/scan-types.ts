@@ -108,6 +108,12 @@ export interface ScanOptions {
    * quiet is carried: its records are not listed in the result (see {@link ScanResult.carried}).
    */
   quiet?: (record: StatRecord) => boolean;
+  /**
+   * What `quiet`'s answers rest on besides each record's own unchanged stat (a picture passes the
+   * identity of git's index: a record resting on git's blob is quiet while that index names the
+   * blob). A folder found quiet under another epoch is asked again, record by record.
+   */
+  quietEpoch?: string;
 }
 
 /**

@@ -240,7 +240,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     // No change named the folder or an entry in it, and no record needs attention: reusing each
     // record would hand back that very record, so the picture carries them without a list.
     if (clean && quiet !== undefined) {
-      known.quiet ??= records.every((record) => record === undefined || quiet(record));
+      if (known.quiet === undefined || known.quietEpoch !== options.quietEpoch) {
+        known.quiet = records.every((record) => record === undefined || quiet(record));
+        known.quietEpoch = options.quietEpoch;
+      }
       if (known.quiet) return { found: [], subfolders, problems: [], memo: nextMemo !== undefined ? known : undefined, ignored: known.ignored ?? [] };
     }
     for (let i = 0; i < records.length; i++) {
@@ -327,7 +330,16 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         rel = prefix + name;
         earlier = previous.get(rel);
       }
-      if (!(sameRules && earlier !== undefined)) {
+      // Found where the last listing of this folder put it: its ignore decision still holds.
+      const listedBefore = earlier !== undefined;
+      if (earlier === undefined && known !== undefined && previous !== undefined) {
+        // Not in the folder's last listing, yet in the last picture: a tracked file the ignore
+        // rules hid then (pictured by its index entry). Its record is reused as a sweep would; its
+        // ignore decision is made again below.
+        rel = prefix + name;
+        earlier = previous.get(rel);
+      }
+      if (!(sameRules && listedBefore)) {
         rel ??= prefix + name;
         if (excluded.size > 0 && excluded.has(rel)) continue;
         if (coverage.isSkipped(rel, false) || isIgnoredBy(frame, rel, false)) {

@@ -3,6 +3,7 @@
 // answered by `done` on stdout once applied (the process stays, so a step costs no Node start).
 // An operation that cannot apply (its path is missing, a folder is in the way) is skipped: the
 // tree is whatever the operations left.
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as readline from 'node:readline';
@@ -74,11 +75,35 @@ function apply(op) {
         fs.renameSync(made, at(op.path));
         break;
       }
+      // git's own changes to a committed project's index (the property's git variant).
+      case 'git-add':
+        git(['add', '--', op.path]);
+        break;
+      case 'git-commit':
+        git(['add', '-A']);
+        git(['commit', '-qm', `step ${serial++}`, '--allow-empty']);
+        break;
+      case 'git-rm-cached':
+        git(['rm', '-q', '--cached', '--', op.path]);
+        break;
+      case 'git-refresh':
+        // The index written again with new stat data only (what `git status` does).
+        git(['update-index', '-q', '--really-refresh']);
+        break;
       default:
         throw new Error(`unknown operation ${op.op}`);
     }
   } catch (error) {
     // ELOOP: a write through a symlink made to point at itself.
     if (!['ENOENT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EINVAL', 'ELOOP'].includes(error.code)) throw error;
+  }
+}
+
+/** git in the project, its output dropped; a command that fails (a path not tracked) is skipped like any other operation. */
+function git(args) {
+  try {
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], { cwd: root, stdio: 'ignore' });
+  } catch (error) {
+    if (typeof error.status !== 'number') throw error;
   }
 }

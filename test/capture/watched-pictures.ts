@@ -1,10 +1,11 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
+import { gitBlobId, gitBlobIdOf } from '../../src/core/git-blob.js';
 import { resolveCoverage } from '../../src/capture/coverage.js';
 import { changedPathsBetween, diffPictures } from '../../src/capture/diff.js';
 import { PictureKeeper } from '../../src/capture/picture-keeper.js';
@@ -61,8 +62,21 @@ const change: fc.Arbitrary<Change> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('damage-copy'), pick: fc.nat(), spot: fc.nat() }) },
 );
 
-/** Steps between pictures: each is one process's changes. */
-export const steps: (maxSteps: number) => fc.Arbitrary<Change[][]> = (maxSteps) => fc.array(fc.array(change, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: maxSteps });
+/**
+ * What git does to a committed project's index between pictures (the git variant of the property):
+ * a file staged, all changes committed, a file taken out of the index, the index rewritten with
+ * new stat data only. Each moves git's index, which decides whether a record may rest on git's blob.
+ */
+const gitChange: fc.Arbitrary<Change> = fc.oneof(
+  fc.record({ op: fc.constant('git-add'), path: filePath }),
+  fc.constant({ op: 'git-commit' }),
+  fc.record({ op: fc.constant('git-rm-cached'), path: filePath }),
+  fc.constant({ op: 'git-refresh' }),
+);
+
+/** Steps between pictures: each is one process's changes (`git`: git's own among them, for a committed project). */
+export const steps: (maxSteps: number, git?: boolean) => fc.Arbitrary<Change[][]> = (maxSteps, git = false) =>
+  fc.array(fc.array(git ? fc.oneof({ weight: 5, arbitrary: change }, { weight: 1, arbitrary: gitChange }) : change, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: maxSteps });
 
 /**
  * A watcher that, told to, loses what changed (its answer consumed, not vouched), as an overflow
@@ -139,13 +153,22 @@ export function describePicture(picture: Picture): Record<string, string> {
   return out;
 }
 
-/** Writes the starting tree: a file or two in every folder, a root `.gitignore`. */
-function startingTree(root: string): void {
+/** Writes the starting tree: a file or two in every folder, a root `.gitignore`; with `git`, committed. */
+function startingTree(root: string, git: boolean): void {
   for (const folder of FOLDERS) {
     nodeFs.mkdirSync(path.join(root, folder), { recursive: true });
     for (const name of NAMES.slice(0, 2)) nodeFs.writeFileSync(path.join(root, inFolder(folder, name)), `${folder}/${name}\n`);
   }
   nodeFs.writeFileSync(path.join(root, '.gitignore'), '*.log\n');
+  if (!git) return;
+  const run = (args: string[]): void => void execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t.invalid', ...args], { cwd: root, stdio: 'ignore' });
+  run(['init', '-q']);
+  run(['add', '-A']);
+  run(['commit', '-qm', 'start']);
+  // git's rule: an entry as new as the index file itself is racily clean, never resting on its
+  // blob; the index is written again a moment later so the committed files are clean.
+  const later = new Date(Date.now() + 2000);
+  nodeFs.utimesSync(path.join(root, '.git', 'index'), later, later);
 }
 
 /** Flips one bit of the stored copy of the `pick`-th stored file of `picture` (see {@link Change}). */
@@ -178,6 +201,8 @@ export interface RunCounts {
   pictures: number;
   /** Pictures whose walk carried the last picture's map (records read through a layer over it). */
   carried?: number;
+  /** Records of the pictures that rest on git's blob (the git variant). */
+  onGit?: number;
 }
 
 /**
@@ -185,16 +210,18 @@ export interface RunCounts {
  * through the watcher, each compared with a full sweep of the same moment (today's sweep over the
  * last picture's stat cache) and with the bytes on disk.
  */
-export async function runSteps(plan: Change[][], totals: RunCounts): Promise<void> {
+export async function runSteps(plan: Change[][], totals: RunCounts, options: { git?: boolean } = {}): Promise<void> {
+  const git = options.git === true;
   await loadHasher();
   const base = await tempFolder('turnback-watched-');
   const project = path.join(base, 'project');
   const outside = path.join(base, 'outside');
   nodeFs.mkdirSync(project);
   nodeFs.mkdirSync(outside);
-  startingTree(project);
+  startingTree(project, git);
   const store = await CheckpointStore.open(path.join(base, 'store'), { projectRoot: project });
-  const coverage = resolveCoverage();
+  // Committed: a copy budget of two files, so most clean tracked files rest on git's blobs.
+  const coverage = resolveCoverage(git ? { maxPictureFiles: 2 } : {});
   const keeper = new PictureKeeper({ store, projectRoot: project, coverage, fs: nodeFileSystem, liveGenerations: () => [] });
   const reference = pictureStoreOf(store, nodeFileSystem);
   await watcherReady(project);
@@ -244,7 +271,9 @@ export async function runSteps(plan: Change[][], totals: RunCounts): Promise<voi
       for (const [p, record] of picture.records) {
         if (record.state.type !== 'file' || sameSecond.has(p)) continue;
         const bytes = nodeFs.readFileSync(path.join(project, p));
-        expect(record.state.hash, p).toBe(contentHash(bytes));
+        const blob = gitBlobIdOf(record.state.object);
+        if (blob !== undefined) totals.onGit = (totals.onGit ?? 0) + 1;
+        expect(blob ?? record.state.hash, p).toBe(blob !== undefined ? gitBlobId(bytes) : contentHash(bytes));
         expect(Buffer.compare(await store.readObject(record.state.object), bytes), `${p}'s copy ${record.state.object}`).toBe(0);
       }
       const sweep = await takePicture({ store: reference, projectRoot: project, coverage, cache: { records: previous }, exclude: [store.root] });

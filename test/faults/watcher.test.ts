@@ -39,4 +39,29 @@ describe('fault campaign: the watcher', () => {
     // And the change-set walks carried the last map (folders no change named taken without a look at a record).
     expect(totals.carried ?? 0).toBeGreaterThan(0);
   }, 1_800_000);
+
+  it('in a committed project whose clean files rest on git, with git changing its index between pictures, every watcher-backed picture still equals a full sweep', async () => {
+    const tally = new Tally('watcher-backed pictures of a committed project', 2029);
+    const totals: RunCounts = { same: 0, changes: 0, sweeps: 0, pictures: 0 };
+    await fc
+      .assert(
+        fc.asyncProperty(steps(FULL ? 12 : 6, true), async (plan) => {
+          tally.tried++;
+          await runSteps(plan, totals, { git: true });
+          tally.held++;
+        }),
+        { seed: tally.random.seed, numRuns: trials(100, 5), endOnFailure: true },
+      )
+      .catch((error: unknown) => {
+        tally.broke++;
+        const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
+        tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
+      });
+    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map), ${totals.same} unchanged, ${totals.sweeps} full sweeps; ${totals.onGit ?? 0} records resting on git`;
+    tally.finish();
+    expect(totals.changes + totals.same).toBeGreaterThan(totals.pictures / 2);
+    expect(totals.carried ?? 0).toBeGreaterThan(0);
+    // The variant tested what it is for: records resting on git's blobs, carried by change-set walks.
+    expect(totals.onGit ?? 0).toBeGreaterThan(0);
+  }, 1_800_000);
 });
