@@ -11,6 +11,8 @@
 // at once (two hooks per event that each answer after 300 ms, against one such hook).
 // Usage: node bench/claude-hooks.mjs [--runs=5] [--files=9000 (0: the small project alone)]
 //   [--tree=DIR] [--no-small] [--max-walk-entries=N] [--settle[=SECONDS]] [--floor] [--command-hooks]
+//   [--profile=DIR] (each project's command server CPU-profiled, bench/server-profile.cjs: its
+//   `.cpuprofile` files written into DIR when it leaves)
 import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -62,6 +64,11 @@ function project(name, files, tree) {
   fs.mkdirSync(bin, { recursive: true });
   fs.symlinkSync(cli, path.join(bin, 'turnback'));
   const env = { PATH: `${bin}${path.delimiter}${process.env.PATH}`, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_CACHE_HOME: path.join(home, 'cache'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1', LANG: 'C.UTF-8', TERM: 'dumb', CI: '1' };
+  if (typeof args.profile === 'string') {
+    // NODE_OPTIONS reaches every turnback process; the preload profiles the server alone.
+    fs.mkdirSync(path.resolve(args.profile), { recursive: true });
+    Object.assign(env, { NODE_OPTIONS: `--require ${path.join(ROOT, 'bench', 'server-profile.cjs')}`, TURNBACK_BENCH_PROFILE_DIR: path.resolve(args.profile) });
+  }
   if (args['max-walk-entries'] !== undefined) {
     // A tree past the walk's default entry limit (100,000): raised as bench/big-tree.mjs raises it.
     fs.mkdirSync(path.join(home, 'config', 'turnback'), { recursive: true });
