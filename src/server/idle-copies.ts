@@ -11,8 +11,9 @@ import { withEnvironment } from './request-env.js';
 // blobs read, then a turn of the event loop; the store lock only for naming a batch's copies), and
 // stops at the first slice's end after a command arrives; the next idle moment takes it up where
 // it stopped (the stopped look's list of blobs it did not reach), not by reading every document of
-// the store again: that read is one stretch no command can interrupt (about a second at 250,000
-// files), and between an agent's hook events every idle gap paid it once more.
+// the store again: that read (about a second at 250,000 files) stops between two documents when a
+// command arrives, but what it read is lost, and between an agent's hook events every idle gap
+// would pay it once more.
 
 /** A project a served command took a picture of: its store, and the environment its git ran with. */
 interface Served {
@@ -55,7 +56,7 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
   // Stores whose last look found nothing left to copy, and when.
   const settledAt = new Map<string, number>();
   // What a stopped look did not reach, by store: the next idle moment takes it up there rather than
-  // reading every document again (the one stretch of a look no command can interrupt).
+  // reading every document again (the costly part of a look, lost when a command stops it).
   // `noted`: a command noted the store after its list was made (its pictures may rest on blobs the list never had).
   // `mark`: how far that look had read the store's index of copies (the next reads only what was appended since).
   const unfinished = new Map<string, { rest: string[]; mark: GitCopiesMark | undefined; noted: boolean }>();
@@ -82,7 +83,7 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
             const carried = unfinished.get(served.storeRoot);
             unfinished.delete(served.storeRoot);
             if (carried === undefined) scans += 1;
-            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, wanted: carried?.rest, wantedSince: carried?.mark });
+            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, stopWhileReading: true, wanted: carried?.rest, wantedSince: carried?.mark });
             copied += report.copied;
             bytes += report.bytes;
             // A look stopped before it knew what is left has no count to show: the last one that had stays.

@@ -217,20 +217,25 @@ export async function hasGitCopy(ctx: GitCopyContext, id: string): Promise<boole
  * checkpoint's, newest first.
  */
 export async function restingOnGit(ctx: GitCopyContext): Promise<string[]>;
-/** As above, with `shouldStop` asked between its stretches (a turn of the event loop before each): `undefined` when it said stop. */
-export async function restingOnGit(ctx: GitCopyContext, shouldStop: () => boolean): Promise<string[] | undefined>;
-export async function restingOnGit(ctx: GitCopyContext, shouldStop?: () => boolean): Promise<string[] | undefined> {
-  // The reads of the state documents and of the checkpoints are each one stretch that cannot stop
-  // halfway; between them a command that arrived is let through.
+/**
+ * As above, with `shouldStop` asked between its two reads (a turn of the event loop before each)
+ * and, with `perDocument`, before each document of those reads too: `undefined` when it said stop.
+ */
+export async function restingOnGit(ctx: GitCopyContext, shouldStop: () => boolean, perDocument?: boolean): Promise<string[] | undefined>;
+export async function restingOnGit(ctx: GitCopyContext, shouldStop?: () => boolean, perDocument = false): Promise<string[] | undefined> {
+  // The reads of the state documents and of the checkpoints stop between the two once a command
+  // arrived, and with `perDocument` between two documents (each read is an await, so a command's
+  // own steps would otherwise run interleaved with the rest of the read): what was read is
+  // dropped, and the next idle moment looks again.
   const giveWay = async (): Promise<boolean> => {
     if (shouldStop === undefined) return false;
     await new Promise<void>((resolve) => setImmediate(resolve));
     return shouldStop();
   };
-  const state = await stateReferences(ctx);
-  if (await giveWay()) return undefined;
-  const held = await loadReferences(ctx);
-  if (await giveWay()) return undefined;
+  const state = shouldStop === undefined || !perDocument ? await stateReferences(ctx) : await stateReferences(ctx, shouldStop);
+  if (state === undefined || (await giveWay())) return undefined;
+  const held = shouldStop === undefined || !perDocument ? await loadReferences(ctx) : await loadReferences(ctx, shouldStop);
+  if (held === undefined || (await giveWay())) return undefined;
   held.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   ctx.copies.refresh();
   const wanted = new Set<string>();
@@ -257,9 +262,15 @@ export interface GitCopyOptions {
   /** Asked between slices: `true` ends the run (the server: a command arrived); what was read so far is still written and named. */
   shouldStop?: () => boolean;
   /**
+   * `shouldStop` is asked before each document read to find what rests on git, too (the server:
+   * at 250,000 files that read is over a hundred documents, about a second). A read it stops is
+   * lost: the next run reads afresh. @default false: asked only after each of the two reads
+   */
+  stopWhileReading?: boolean;
+  /**
    * The blob ids to copy, as a stopped run's {@link GitCopyReport.rest} left them: the run takes
    * them up where it stopped instead of reading every document again (about a second at 250,000
-   * files, in one stretch no command can interrupt). An id copied meanwhile (prune, another
+   * files; a read that `shouldStop` stops is lost). An id copied meanwhile (prune, another
    * process) is skipped. @default every blob the store rests on ({@link restingOnGit})
    */
   wanted?: readonly string[];
@@ -315,7 +326,7 @@ export async function copyGitBlobsIn(ctx: GitCopyContext, options: GitCopyOption
   }
   let wanted: readonly string[];
   if (options.wanted === undefined) {
-    const found = options.shouldStop === undefined ? await restingOnGit(ctx) : await restingOnGit(ctx, options.shouldStop);
+    const found = options.shouldStop === undefined ? await restingOnGit(ctx) : await restingOnGit(ctx, options.shouldStop, options.stopWhileReading === true);
     // Stopped before it knew what is left: nothing to take up, the next run looks afresh.
     if (found === undefined) return { copied: 0, bytes: 0, left: 0, lost: 0, stopped: true };
     wanted = found;

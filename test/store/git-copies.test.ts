@@ -122,6 +122,28 @@ describe('files resting on git', () => {
     expect((await store.copyGitBlobsIn()).left).toBe(0);
     expect(await store.restingOnGit()).toEqual([]);
   });
+  it('a command arriving while the copy-in still reads what the store rests on stops it between two documents, copying nothing; the next look copies all', async () => {
+    await call('c1');
+    await call('c2', () => fs.appendFileSync(path.join(project, 'src', 'f0.txt'), 'more\n'));
+    const documents = fs.readdirSync(path.join(dir, 'store', 'state')).filter((name) => name.endsWith('.json')).length;
+    expect(documents).toBeGreaterThan(1);
+    // Asked before each document and each checkpoint read: "stop" at the second question, inside the state documents' read.
+    let asked = 0;
+    const stopped = await store.copyGitBlobsIn({ shouldStop: () => ++asked >= 2, stopWhileReading: true });
+    expect(asked).toBe(2);
+    expect(stopped).toMatchObject({ copied: 0, stopped: true, left: 0 });
+    expect(stopped.rest).toBeUndefined();
+    expect((await store.restingOnGit()).length).toBe(FILES);
+    // Stopped inside the checkpoints' read (past every state document): still nothing copied, nothing known of what is left.
+    asked = 0;
+    const later = await store.copyGitBlobsIn({ shouldStop: () => ++asked > documents + 1, stopWhileReading: true });
+    expect(later).toMatchObject({ copied: 0, stopped: true });
+    expect(later.rest).toBeUndefined();
+    const all = await store.copyGitBlobsIn({ shouldStop: () => false, stopWhileReading: true });
+    expect(all).toMatchObject({ copied: FILES, stopped: false, left: 0 });
+    expect(await store.restingOnGit()).toEqual([]);
+  });
+
   it('a stopped copy-in taken up at its mark reads only the index lines appended since, and still skips an id copied meanwhile', async () => {
     await call('rm', () => fs.rmSync(path.join(project, 'src'), { recursive: true }));
     let asked = 0;
