@@ -1,3 +1,5 @@
+// Over ~450 lines: one job — taking a picture (the walk's options, the reuse and quiet rules it
+// asks per record, the copies and the summary) — whose helpers share its record shape and rules.
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Gap, LeftByLimit, PathState } from '../core/model.js';

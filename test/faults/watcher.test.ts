@@ -13,25 +13,30 @@ import { FULL, Tally, trials } from './campaign.js';
 
 watchmanForTheseTests();
 
+/** One property run of `runs` plans (`git`: the committed project's variant), its outcome in `tally` and counts in `totals`. */
+async function campaign(tally: Tally, totals: RunCounts, options: { git: boolean; runs: number }): Promise<void> {
+  await fc
+    .assert(
+      fc.asyncProperty(steps(FULL ? 12 : 6, options.git), async (plan) => {
+        tally.tried++;
+        await runSteps(plan, totals, { git: options.git });
+        tally.held++;
+      }),
+      { seed: tally.random.seed, numRuns: options.runs, endOnFailure: true },
+    )
+    .catch((error: unknown) => {
+      tally.broke++;
+      // fast-check's message names the counterexample; its cause is the assertion that failed.
+      const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
+      tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
+    });
+}
+
 describe('fault campaign: the watcher', () => {
   it('every watcher-backed picture equals a full sweep of the same moment, whatever other processes change in between', async () => {
     const tally = new Tally('watcher-backed pictures', 2028);
     const totals: RunCounts = { same: 0, changes: 0, sweeps: 0, pictures: 0 };
-    await fc
-      .assert(
-        fc.asyncProperty(steps(FULL ? 12 : 6), async (plan) => {
-          tally.tried++;
-          await runSteps(plan, totals);
-          tally.held++;
-        }),
-        { seed: tally.random.seed, numRuns: trials(150, 6), endOnFailure: true },
-      )
-      .catch((error: unknown) => {
-        tally.broke++;
-        // fast-check's message names the counterexample; its cause is the assertion that failed.
-        const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
-        tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
-      });
+    await campaign(tally, totals, { git: false, runs: trials(150, 6) });
     tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map), ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
     tally.finish();
     // The property held through the watcher, not around it: most pictures were answered from it.
@@ -43,20 +48,7 @@ describe('fault campaign: the watcher', () => {
   it('in a committed project whose clean files rest on git, with git changing its index between pictures, every watcher-backed picture still equals a full sweep', async () => {
     const tally = new Tally('watcher-backed pictures of a committed project', 2029);
     const totals: RunCounts = { same: 0, changes: 0, sweeps: 0, pictures: 0 };
-    await fc
-      .assert(
-        fc.asyncProperty(steps(FULL ? 12 : 6, true), async (plan) => {
-          tally.tried++;
-          await runSteps(plan, totals, { git: true });
-          tally.held++;
-        }),
-        { seed: tally.random.seed, numRuns: trials(100, 5), endOnFailure: true },
-      )
-      .catch((error: unknown) => {
-        tally.broke++;
-        const cause = error instanceof Error && error.cause instanceof Error ? `\n${error.cause.message.slice(0, 6000)}` : '';
-        tally.failures.push(error instanceof Error ? `${error.message.slice(0, 4000)}${cause}` : String(error));
-      });
+    await campaign(tally, totals, { git: true, runs: trials(100, 5) });
     tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map), ${totals.same} unchanged, ${totals.sweeps} full sweeps; ${totals.onGit ?? 0} records resting on git`;
     tally.finish();
     expect(totals.changes + totals.same).toBeGreaterThan(totals.pictures / 2);
