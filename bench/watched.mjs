@@ -20,7 +20,7 @@ import { git, median, shadowEnv } from './lib.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DIST = process.env.TURNBACK_DIST ? path.resolve(process.env.TURNBACK_DIST) : path.join(HERE, '..', 'dist');
 const { CheckpointObserver } = await import(pathToFileURL(path.join(DIST, 'index.js')).href);
-const { openStore, ownWatchman, startWatchman, useWatchers, watchReport, closeWatchers } = await import(pathToFileURL(path.join(DIST, 'admin.js')).href);
+const { openStore, ownWatchman, startWatchman, useWatchers, watchReport, closeWatchers, warmStatHelper } = await import(pathToFileURL(path.join(DIST, 'admin.js')).href);
 const run = promisify(execFile);
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const sizes = (args.sizes ?? '9000,250000').split(',').map(Number);
@@ -34,6 +34,9 @@ const fmt = (ms) => (ms < 100 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(0)} ms`);
 const wmDir = path.join(work, 'watchman');
 const service = await ownWatchman(wmDir);
 if ('refused' in service) throw new Error(service.detail);
+// The stat helper thread, started as the server starts it (src/server/server.ts): each command is
+// its observer's first picture, so without this the bench's first commands ran on one thread.
+warmStatHelper();
 
 /**
  * One "command": an observer opened, a call begun (a picture and its baseline) and ended (a

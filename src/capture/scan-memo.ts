@@ -1,5 +1,4 @@
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
-import { PARALLEL_MAX_PATHS } from '../fs/parallel-lstat.js';
 import type { StatRecord } from './stat-record.js';
 
 // What a scan keeps per folder between scans (in memory only), and the one stat batch a repeat
@@ -144,12 +143,13 @@ export interface SettledBatch {
 
 /**
  * One stat batch (two threads when the helper runs) for every settled listing's folder and its
- * files; `undefined` when too few or too many paths to be worth it.
+ * files; `undefined` when too few paths to be worth it. A big tree's batch goes window after
+ * window (ParallelLstat.lstatAll), so its size has no upper bound.
  */
 export async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
   let count = 0;
   for (const known of folders.values()) if (known.listing?.settled === true) count += 1 + known.records.length;
-  if (count < parallel.minBatchPaths || count > PARALLEL_MAX_PATHS) return undefined;
+  if (count < parallel.minBatchPaths) return undefined;
   // The project paths themselves (strings the memo holds already), not absolute copies of them.
   const rels: string[] = [];
   const at = new Map<FolderMemo, number>();

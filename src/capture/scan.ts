@@ -8,7 +8,7 @@ import type { FolderOutcome, PendingFolder, ScanOptions, ScanResult, UncheckedPa
 import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
 import { isWatchmanCookieName } from '../fs/watchman-service.js';
-import { PARALLEL_MAX_PATHS, PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
+import { PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
@@ -405,7 +405,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // every file and peaks in memory, and a thread booting beside it (about 10 MB) measured 10–25 MB
   // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
   // A memo an earlier process left makes this process's first scan no repeat of its own.
-  if (options.parallel !== undefined && trust === undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS && list.length <= PARALLEL_MAX_PATHS) options.parallel.noteRepeatScan();
+  if (options.parallel !== undefined && trust === undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS) options.parallel.noteRepeatScan();
   const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted, beyond) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {

@@ -9,10 +9,12 @@ import { STAT_FIELDS, lstatInto } from './stat-batch.js';
 export const PARALLEL_MIN_PATHS = 2048;
 
 /**
- * Most paths a batch may hold for the helper to take part. A batch holds every path's stats at
- * once on both threads (about 200 bytes a path, plus about 10 MB for the thread itself): four
- * pictures of a 100,000-file tree peaked at 206–226 MB with the helper against 180–190 MB
- * without, over the 200 MB such a picture may use. Bigger trees scan on the calling thread.
+ * Most paths the helper takes part in at once. A window holds its paths' texts and stats on both
+ * threads (about 200 bytes a path, plus about 10 MB for the thread itself): four pictures of a
+ * 100,000-file tree in one window peaked at 206–226 MB with the helper against 180–190 MB
+ * without, over the 200 MB such a picture may use. A bigger batch goes window after window
+ * ({@link ParallelLstat.lstatAll}), so what it holds beyond its answer (40 bytes a path) stays
+ * that of one window: a 250,000-file sweep is then two-threaded too (issue #28).
  */
 export const PARALLEL_MAX_PATHS = 50_000;
 
@@ -62,14 +64,18 @@ export class ParallelLstat {
   #helperShare = 0.5;
 
   readonly #helperUrl: URL | undefined;
+  readonly #windowPaths: number;
   #settled: Promise<boolean> | undefined;
 
   /**
    * @param options.helperUrl The helper thread's program; for tests (a helper that fails). By
    *   default the built `lstat-worker.js` of this package (see {@link defaultHelperUrl}).
+   * @param options.windowPaths Most paths of one window (see {@link PARALLEL_MAX_PATHS}, the
+   *   default); for tests, which reach several windows with a small tree.
    */
-  constructor(options: { helperUrl?: URL } = {}) {
+  constructor(options: { helperUrl?: URL; windowPaths?: number } = {}) {
     this.#helperUrl = options.helperUrl ?? defaultHelperUrl();
+    this.#windowPaths = Math.max(PARALLEL_MIN_PATHS, options.windowPaths ?? PARALLEL_MAX_PATHS);
   }
 
   /** Fewest paths for which a batch beats one `lstat` at a time as a walk goes. */
@@ -154,45 +160,67 @@ export class ParallelLstat {
 
   /**
    * `lstat` of `base/rels[i]` for every `i` (`''` is `base` itself) into a new array of {@link STAT_FIELDS} numbers per path (see the `KIND_*` codes).
-   * Paths go to the helper relative, so no absolute path is built for its part. Never rejects: a
-   * part the helper cannot finish is done on this thread.
+   * Paths go to the helper relative, so no absolute path is built for its part. A batch past one
+   * window ({@link PARALLEL_MAX_PATHS}) goes window after window, each split between the threads.
+   * Never rejects: a part the helper cannot finish is done on this thread.
    */
   async lstatAll(base: string, rels: readonly string[]): Promise<Float64Array> {
     const paths = rels;
     const out = new Float64Array(paths.length * STAT_FIELDS);
-    const worker = this.#worker;
-    if (!this.parallel || worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
+    if (!this.parallel || this.#worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
       lstatInto(base, paths, 0, paths.length, out);
       return out;
     }
+    if (paths.length <= this.#windowPaths) {
+      await this.#window(base, paths, 0, paths.length, out, this.#joinedFor(paths));
+      return out;
+    }
+    // Windows of equal size (none smaller than the batch minimum), never joined into one text.
+    const windows = Math.ceil(paths.length / this.#windowPaths);
+    const size = Math.ceil(paths.length / windows);
+    for (let from = 0; from < paths.length; from += size) await this.#window(base, paths, from, Math.min(paths.length, from + size), out, undefined);
+    return out;
+  }
+
+  /**
+   * One window `[from, to)` of a batch: the helper takes its share from the end while this thread
+   * stats the start. `joined`: the whole batch's text when the batch is one window (kept for the
+   * next batch); otherwise only the helper's share is joined, and kept nowhere.
+   */
+  async #window(base: string, paths: readonly string[], from: number, to: number, out: Float64Array, joined: JoinedPaths | undefined): Promise<void> {
+    const worker = this.#worker;
+    if (!this.parallel || worker === undefined || this.#pending !== undefined) {
+      lstatInto(base, paths, from, to, out);
+      return;
+    }
     const started = performance.now();
-    const split = Math.max(1, Math.min(paths.length - 1, Math.round(paths.length * (1 - this.#helperShare))));
+    const count = to - from;
+    const split = from + Math.max(1, Math.min(count - 1, Math.round(count * (1 - this.#helperShare))));
     const helped = new Promise<Float64Array>((resolve, reject) => {
       this.#pending = { resolve, reject };
     });
-    const joined = this.#joinedFor(paths);
+    const text = joined !== undefined ? joined.text.slice(joined.offsets[split]) : paths.slice(split, to).join('\0');
     worker.ref();
-    worker.postMessage({ base, text: joined.text.slice(joined.offsets[split]), count: paths.length - split });
-    lstatInto(base, paths, 0, split, out);
+    worker.postMessage({ base, text, count: to - split });
+    lstatInto(base, paths, from, split, out);
     const mainMs = performance.now() - started;
     let tail: Float64Array;
     try {
       tail = await helped;
     } catch {
-      lstatInto(base, paths, split, paths.length, out);
-      return out;
+      lstatInto(base, paths, split, to, out);
+      return;
     }
     const resolvedMs = performance.now() - started;
-    const helperPaths = paths.length - split;
+    const helperPaths = to - split;
     if (tail.length !== helperPaths * STAT_FIELDS + 1) {
-      lstatInto(base, paths, split, paths.length, out);
-      return out;
+      lstatInto(base, paths, split, to, out);
+      return;
     }
     out.set(tail.subarray(0, helperPaths * STAT_FIELDS), split * STAT_FIELDS);
     // Waited for: the helper's whole round trip was the slower side. Else only its own time is known.
     const helperMs = resolvedMs > mainMs + 1 ? resolvedMs : (tail[tail.length - 1] as number);
-    this.#retune(split, helperPaths, mainMs, helperMs);
-    return out;
+    this.#retune(split - from, helperPaths, mainMs, helperMs);
   }
 
   /**

@@ -212,6 +212,24 @@ describe('two-thread lstat of settled listings', () => {
     expect(after.entries.get('link-to-d0')?.target).toBe('d1');
   });
 
+  it('a tree past one stat window (several windows on both threads) scans as a fresh scan does, through edits and deletions', async () => {
+    await bigTree();
+    const helper = new ParallelLstat({ windowPaths: PARALLEL_MIN_PATHS });
+    parallel = helper;
+    helper.warm();
+    expect(await helper.ready()).toBe(true);
+    const s = scanner({ parallel: helper });
+    await s.scan();
+    expect(view(await s.scan())).toEqual(view(await freshScan()));
+    expect(s.listed).toEqual([]);
+    for (let i = 0; i < 40; i++) await fs.appendFile(path.join(root, `d${i % 40}/sub${i % 7}/f${i}.txt`), ' edited');
+    await fs.rm(path.join(root, 'd9/sub2/f2000.txt'), { force: true });
+    keepFolderTime('d3/sub3', () => nodeFs.rmSync(path.join(root, 'd3/sub3/f3.txt')));
+    const after = await s.scan();
+    expect(view(after)).toEqual(view(await freshScan()));
+    expect(after.entries.has('d3/sub3/f3.txt')).toBe(false);
+  });
+
   it('gives the same scan after the helper is closed (every batch on the calling thread)', async () => {
     await bigTree();
     parallel = await warmed();

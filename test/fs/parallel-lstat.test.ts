@@ -44,6 +44,28 @@ function mixedPaths(): string[] {
 }
 
 describe('ParallelLstat', () => {
+  it('a batch past one window goes window after window on both threads, number for number what one thread gives', async () => {
+    const paths = mixedPaths();
+    nodeFs.writeFileSync(path.join(dir, 'other'), 'other file');
+    // Four windows and a ragged end: the windows split evenly, every path answered once in place.
+    while (paths.length < PARALLEL_MIN_PATHS * 7 + 13) paths.push('other', 'file', 'missing');
+    const windowed = new ParallelLstat({ windowPaths: PARALLEL_MIN_PATHS * 2 });
+    try {
+      await untilParallel(windowed);
+      const one = new Float64Array(paths.length * STAT_FIELDS);
+      lstatInto(dir, paths, 0, paths.length, one);
+      expect(Array.from(await windowed.lstatAll(dir, paths))).toEqual(Array.from(one));
+      // Again, with the split retuned by the last batch's timings.
+      expect(Array.from(await windowed.lstatAll(dir, paths))).toEqual(Array.from(one));
+      // A window's helper share that fails is done on the calling thread (the helper closed under it).
+      const pending = windowed.lstatAll(dir, paths);
+      await windowed.close();
+      expect(Array.from(await pending)).toEqual(Array.from(one));
+    } finally {
+      await windowed.close();
+    }
+  });
+
   it('classifies every kind the same on both threads, and matches lstat', async () => {
     const paths = mixedPaths();
     await untilParallel(helper);
