@@ -24,7 +24,31 @@ export interface FolderMemo {
   quiet?: boolean;
   /** The `ScanOptions.quietEpoch` that `quiet` was found under: under another one it is asked again. */
   quietEpoch?: string;
+  /**
+   * Whether the folder's whole subtree can be carried by a change-set walk that touches nothing
+   * under it (subtree-carry.ts), found under `epochs`; forgotten whenever a walk visits the folder.
+   */
+  whole?: WholeNote;
 }
+
+/**
+ * What carrying a folder's whole subtree adds to a walk, as the visits it stands for would: the
+ * memo of each folder (in the walk's order), the entries the walk limit counts, the ignored names.
+ */
+export interface WholeSubtree {
+  /** The folder's project path, the very string the memo's map is keyed by. */
+  rel: string;
+  memo: FolderMemo;
+  /** The subfolders' summaries, in listing order. */
+  children: WholeSubtree[];
+  /** Entries a walk of the subtree lists (each folder's listing positions and subfolders). */
+  entries: number;
+  /** Folders in the subtree, the folder itself included. */
+  folders: number;
+}
+
+/** A folder's note about its subtree: the summary, or that it cannot be carried; valid under `epochs` only. */
+export type WholeNote = { carryable: true; whole: WholeSubtree; epochs: string } | { carryable: false; epochs: string };
 
 /**
  * What a folder listing held when the folder had not changed for {@link LISTING_SETTLE_MS}: while
@@ -71,6 +95,21 @@ export class ScanMemo {
   #revision = 0;
   /** The folders came from an earlier process ({@link ScanMemo.restore}) and no scan used them yet. */
   #restored = false;
+  /** Grows at every walk that may change a folder's records unseen by the subtree notes ({@link FolderMemo.whole}). */
+  #carryEpoch = 0;
+
+  /** The epoch subtree notes are valid in (see {@link ScanMemo.forgetCarries}). */
+  get carryEpoch(): number {
+    return this.#carryEpoch;
+  }
+
+  /**
+   * @internal Makes every folder's subtree note stale: a walk that is not a carrying change-set
+   * walk (a sweep) may change records anywhere, and does not forget the notes folder by folder.
+   */
+  forgetCarries(): void {
+    this.#carryEpoch++;
+  }
 
   /**
    * @internal Starts a scan: returns its generation and the folders to read, if `previous`

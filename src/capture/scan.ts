@@ -12,6 +12,7 @@ import { PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
+import { carryWhole, touchedFolders, wholeOf, type CarryContext } from './subtree-carry.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
@@ -72,6 +73,12 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // are in no folder's records, and one no longer tracked must be dropped.
   const quiet = trust !== undefined && memoStart?.beyond !== undefined ? options.quiet : undefined;
   const dropped: string[] = [];
+  // A carrying walk takes each subtree no change lies under whole (subtree-carry.ts); any other
+  // walk may change records the subtree notes stand on, so it makes them stale.
+  const touched = quiet !== undefined && trustPrevious ? touchedFolders(trust as VouchedChanges) : undefined;
+  if (touched === undefined) memo?.forgetCarries();
+  let carryContext: CarryContext | undefined;
+  let takenWhole = 0;
   const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
   signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
@@ -105,6 +112,21 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       continue;
     }
     const known = memoFolders?.get(folder.rel);
+    if (touched !== undefined && known !== undefined) {
+      if (folder.frameSame === true && folder.trusted && !touched.has(folder.rel)) {
+        carryContext ??= { folders: memoFolders as Map<string, FolderMemo>, quiet: quiet as (record: StatRecord) => boolean, quietEpoch: options.quietEpoch, isRepository, epochs: `${memo?.carryEpoch}\u0000${options.quietEpoch ?? ''}\u0000${isRepository}` };
+        const whole = wholeOf(folder.rel, known, carryContext);
+        // Past the walk limit it is walked folder by folder, to stop where a sweep stops.
+        if (whole !== undefined && walked + whole.entries <= coverage.maxWalkEntries) {
+          carryWhole(whole, nextMemo, ignored);
+          walked += whole.entries;
+          takenWhole += whole.folders;
+          continue;
+        }
+      }
+      // Visited: what it holds may change, and with it what is true of the subtrees above it.
+      known.whole = undefined;
+    }
     const prefix = folder.rel === '' ? '' : `${folder.rel}/`;
     // The folder's own stat: it decides whether a settled listing still holds, and is kept with a
     // new listing. A folder that cannot be statted is simply listed (and fails there if it must).
@@ -236,7 +258,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const changedAt: number[] = [];
     const changedTo: StatRecord[] = [];
     const records = known.records;
-    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false }));
+    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false, frameSame: true }));
     // No change named the folder or an entry in it, and no record needs attention: reusing each
     // record would hand back that very record, so the picture carries them without a list.
     if (clean && quiet !== undefined) {
@@ -310,7 +332,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
           ignoredHere.push(`${rel}/`);
           continue;
         }
-        subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame, trusted: childrenTrusted && trust?.replaced.has(rel) === false });
+        subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame, trusted: childrenTrusted && trust?.replaced.has(rel) === false, frameSame: sameRules });
         continue;
       }
       // The dirent type only filters; the lstat in statEntry decides what is recorded.
@@ -423,7 +445,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     ignored,
     ignoreEpoch: ignores.epoch,
     memoGeneration,
-    ...(quiet !== undefined ? { carried: { dropped } } : {}),
+    ...(quiet !== undefined ? { carried: { dropped, wholeFolders: takenWhole } } : {}),
   };
 }
 
