@@ -41,7 +41,7 @@ export interface WholeSubtree {
   memo: FolderMemo;
   /** The subfolders' summaries, in listing order. */
   children: WholeSubtree[];
-  /** Entries a walk of the subtree lists (each folder's listing positions and subfolders). */
+  /** Entries a walk of the subtree counts against the walk limit (each folder's {@link SettledListing.entries}). */
   entries: number;
   /** Folders in the subtree, the folder itself included. */
   folders: number;
@@ -59,6 +59,11 @@ export interface SettledListing {
   /** The folder's mtime and inode when listed. */
   mtimeMs: number;
   ino: number;
+  /**
+   * Entries the listing held, each one the walk limit counts (covered or not, the folder's own
+   * `.git` too): a walk reusing the listing counts what listing it again would.
+   */
+  entries: number;
   /** Subfolders walked, in listing order. */
   subfolders: string[];
   /** A `.gitignore` was listed. */

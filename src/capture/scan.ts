@@ -150,7 +150,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       (folder.depth === 0 || known.listing.inRepository === isRepository)
     ) {
       const listing = known.listing;
-      if (walked + known.records.length + listing.subfolders.length > coverage.maxWalkEntries) {
+      if (walked + listing.entries > coverage.maxWalkEntries) {
         stopped = 'walk-entries';
         pending.push(folder);
         break;
@@ -163,7 +163,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         if (same && trustPrevious) {
           if (folder.depth === 0) isRepository = listing.hasGit;
           outcome = reuseListing(folder, known, loaded.frame, prefix, batchAt, clean);
-          if (outcome !== 'stale' && outcome !== 'timed-out') walked += known.records.length + listing.subfolders.length;
+          if (outcome !== 'stale' && outcome !== 'timed-out') walked += listing.entries;
         }
       }
     }
@@ -212,6 +212,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
           settled: folderStat.mtimeMs < listedAt - LISTING_SETTLE_MS,
           mtimeMs: folderStat.mtimeMs,
           ino: folderStat.ino,
+          entries: dirents.length,
           subfolders: outcome.subfolders.map((sub) => sub.rel.slice(prefix.length)),
           hasGitignore,
           hasGit,

@@ -57,7 +57,7 @@ function summarize(rel: string, memo: FolderMemo, ctx: CarryContext): WholeSubtr
   }
   if (!memo.quiet) return undefined;
   const children: WholeSubtree[] = [];
-  let entries = memo.records.length + listing.subfolders.length;
+  let entries = listing.entries;
   let folders = 1;
   for (const name of listing.subfolders) {
     const childRel = rel === '' ? name : `${rel}/${name}`;
