@@ -45,6 +45,8 @@ export interface WholeSubtree {
   entries: number;
   /** Folders in the subtree, the folder itself included. */
   folders: number;
+  /** Ignored names the subtree's folders hold, in all. */
+  ignoredNames: number;
 }
 
 /** A folder's note about its subtree: the summary, or that it cannot be carried; valid under `epochs` only. */
@@ -140,6 +142,21 @@ export class ScanMemo {
     if (generation !== this.#generation) return false;
     if (relisted || folders.size !== this.#folders.size) this.#revision++;
     this.#folders = folders;
+    this.#beyond = beyond;
+    return true;
+  }
+
+  /**
+   * @internal Ends a change-set walk that kept every folder of `folders` (the ones its
+   * {@link ScanMemo.begin} handed out), each visited or carried whole: `visited` (the folders it
+   * looked into, new ones too) are set in place, sparing a map of every folder per walk. As
+   * {@link ScanMemo.end} otherwise; false, changing nothing, when a later scan started meanwhile.
+   */
+  endKeeping(generation: number, folders: Map<string, FolderMemo>, visited: ReadonlyMap<string, FolderMemo>, relisted: boolean, beyond: readonly string[]): boolean {
+    if (generation !== this.#generation || folders !== this.#folders) return false;
+    const before = folders.size;
+    for (const [rel, known] of visited) folders.set(rel, known);
+    if (relisted || folders.size !== before) this.#revision++;
     this.#beyond = beyond;
     return true;
   }

@@ -12,7 +12,7 @@ import { PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
-import { carryWhole, touchedFolders, wholeOf, type CarryContext } from './subtree-carry.js';
+import { carryIgnored, carryWhole, touchedFolders, wholeOf, type CarryContext, type WholeSubtree } from './subtree-carry.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
@@ -79,6 +79,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   if (touched === undefined) memo?.forgetCarries();
   let carryContext: CarryContext | undefined;
   let takenWhole = 0;
+  const carriedSubtrees: WholeSubtree[] = [];
+  /** Folders of the last walk this one visited and kept (with `takenWhole`: all of them, or some were lost). */
+  let keptVisited = 0;
   const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
   signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
@@ -118,7 +121,8 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         const whole = wholeOf(folder.rel, known, carryContext);
         // Past the walk limit it is walked folder by folder, to stop where a sweep stops.
         if (whole !== undefined && walked + whole.entries <= coverage.maxWalkEntries) {
-          carryWhole(whole, nextMemo, ignored);
+          carriedSubtrees.push(whole);
+          carryIgnored(whole, ignored);
           walked += whole.entries;
           takenWhole += whole.folders;
           continue;
@@ -227,7 +231,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     }
     for (const record of outcome.found) list.push(record);
     for (const hidden of outcome.ignored) ignored.push(hidden);
-    if (nextMemo !== undefined && outcome.memo !== undefined) nextMemo.set(folder.rel, outcome.memo);
+    if (nextMemo !== undefined && outcome.memo !== undefined) {
+      nextMemo.set(folder.rel, outcome.memo);
+      if (known !== undefined) keptVisited++;
+    }
     for (const problem of outcome.problems) {
       unchecked.push(problem);
       gaps.push({
@@ -390,9 +397,15 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       beyond.push(record.path);
     }
   }
-  if (quiet !== undefined) {
+  // A carrying walk that kept every folder of the last one (each visited or carried whole) changes
+  // the memo in place: the folders it visited replace theirs, the rest stand as they are.
+  const keptAll = touched !== undefined && stopped === undefined && memoFolders !== undefined && keptVisited + takenWhole === memoFolders.size;
+  if (quiet !== undefined && !keptAll) {
+    for (const whole of carriedSubtrees) carryWhole(whole, nextMemo);
     // Folders of the last walk this one did not keep (gone, left unchecked, not reached): their records are gone from the picture.
     for (const [rel, known] of memoFolders as Map<string, FolderMemo>) if (nextMemo?.has(rel) !== true) for (const record of known.records) if (record !== undefined) dropped.push(record.path);
+  }
+  if (quiet !== undefined) {
     for (const p of memoStart?.beyond ?? []) dropped.push(p);
   }
   let vouched: Set<string> | undefined;
@@ -429,7 +442,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
   // A memo an earlier process left makes this process's first scan no repeat of its own.
   if (options.parallel !== undefined && trust === undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS) options.parallel.noteRepeatScan();
-  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted, beyond) ? memoStart.generation : undefined;
+  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && (keptAll ? memo.endKeeping(memoStart.generation, memoFolders, nextMemo, relisted, beyond) : memo.end(memoStart.generation, nextMemo, relisted, beyond)) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {
     list,

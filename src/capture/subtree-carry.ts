@@ -59,6 +59,7 @@ function summarize(rel: string, memo: FolderMemo, ctx: CarryContext): WholeSubtr
   const children: WholeSubtree[] = [];
   let entries = listing.entries;
   let folders = 1;
+  let ignoredNames = memo.ignored?.length ?? 0;
   for (const name of listing.subfolders) {
     const childRel = rel === '' ? name : `${rel}/${name}`;
     const child = ctx.folders.get(childRel);
@@ -68,14 +69,22 @@ function summarize(rel: string, memo: FolderMemo, ctx: CarryContext): WholeSubtr
     children.push(summary);
     entries += summary.entries;
     folders += summary.folders;
+    ignoredNames += summary.ignoredNames;
   }
-  return { rel, memo, children, entries, folders };
+  return { rel, memo, children, entries, folders, ignoredNames };
 }
 
-/** Adds a carried subtree's memos (in the walk's order) and ignored names to a walk's. */
-export function carryWhole(whole: WholeSubtree, into: Map<string, FolderMemo> | undefined, ignored: string[]): void {
-  into?.set(whole.rel, whole.memo);
+/** Adds a carried subtree's memos to a walk's (when it builds a new map of them: scan.ts). */
+export function carryWhole(whole: WholeSubtree, into: Map<string, FolderMemo> | undefined): void {
+  if (into === undefined) return;
+  into.set(whole.rel, whole.memo);
+  for (const child of whole.children) carryWhole(child, into);
+}
+
+/** Adds a carried subtree's ignored names to a walk's, in the walk's order, looking only where there are some. */
+export function carryIgnored(whole: WholeSubtree, ignored: string[]): void {
+  if (whole.ignoredNames === 0) return;
   const names = whole.memo.ignored;
   if (names !== undefined) for (const name of names) ignored.push(name);
-  for (const child of whole.children) carryWhole(child, into, ignored);
+  for (const child of whole.children) carryIgnored(child, ignored);
 }
