@@ -1,6 +1,6 @@
 // Probe (not a bench row): a kept tree, the watcher on, N commands after 10 edits each, timed;
 // run under --cpu-prof to find the O(tree) passes. Usage:
-//   node --expose-gc bench/probe-edits.mjs --files=250000 --dir=/tmp/x [--reps=5]
+//   node --expose-gc bench/probe-edits.mjs --files=250000 --dir=/tmp/x [--reps=5] [--edits=10]
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ const { openStore, ownWatchman, startWatchman, useWatchers, watchReport, closeWa
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const files = Number(args.files ?? 250000);
 const reps = Number(args.reps ?? 5);
+const edits = Number(args.edits ?? 10);
 const dir = args.dir;
 const coverage = { maxPictureFiles: 1_000_000, maxWalkEntries: 10_000_000, maxPictureSeconds: 900, maxPictureMib: 100_000 };
 const root = path.join(dir, `tree-${files}`);
@@ -44,7 +45,7 @@ for (let i = 0; i < 3; i++) await command();
 const times = [];
 const phaseStart = Number(process.hrtime.bigint() / 1000n);
 for (let i = 0; i < reps; i++) {
-  editFiles(root, gen.covered, 10, 100 + i + Number(args.round ?? 0));
+  if (edits > 0) editFiles(root, gen.covered, edits, 100 + i + Number(args.round ?? 0));
   times.push((await command()).toFixed(2));
 }
 console.log(JSON.stringify({ files, phaseStart, times, state: watchReport(realRoot).state }));
