@@ -139,6 +139,8 @@ export interface Picture {
    * stat cache; a call's baseline keeps them (`CallBaseline.ignored`).
    */
   ignoredPaths?: readonly string[];
+  /** Folders a change-set walk took with their whole subtree, unvisited: no change lay under them (subtree-carry.ts). */
+  foldersTakenWhole?: number;
 }
 
 /**
@@ -368,6 +370,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
     summary: summarize(records.size, copied, partial, scan.unchecked, scan.left),
     ignored: scan.ignored.length,
     ignoredPaths: scan.ignored,
+    ...(scan.carried !== undefined && scan.carried.wholeFolders > 0 ? { foldersTakenWhole: scan.carried.wholeFolders } : {}),
   };
 }
 

@@ -168,7 +168,9 @@ export function restoreScanIndex(doc: unknown, records: ReadonlyMap<string, Stat
     folders.set(rel, {
       records: folderRecords,
       ignored,
-      listing: { mtimeMs, ino, subfolders, hasGitignore: (flags & HAS_GITIGNORE) !== 0, hasGit: (flags & HAS_GIT) !== 0, inRepository: (flags & IN_REPOSITORY) !== 0, settled: true },
+      // The index keeps no entry count: what it names is every entry a listing holds but the odd
+      // ones (a socket, a name turnback or watchman made for a moment), which the walk limit counts.
+      listing: { mtimeMs, ino, entries: covered.length + subfolders.length + ignored.length + ((flags & HAS_GIT) !== 0 ? 1 : 0), subfolders, hasGitignore: (flags & HAS_GITIGNORE) !== 0, hasGit: (flags & HAS_GIT) !== 0, inRepository: (flags & IN_REPOSITORY) !== 0, settled: true },
     });
     keys.set(rel, key);
   }

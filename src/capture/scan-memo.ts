@@ -24,7 +24,33 @@ export interface FolderMemo {
   quiet?: boolean;
   /** The `ScanOptions.quietEpoch` that `quiet` was found under: under another one it is asked again. */
   quietEpoch?: string;
+  /**
+   * Whether the folder's whole subtree can be carried by a change-set walk that touches nothing
+   * under it (subtree-carry.ts), found under `epochs`; forgotten whenever a walk visits the folder.
+   */
+  whole?: WholeNote;
 }
+
+/**
+ * What carrying a folder's whole subtree adds to a walk, as the visits it stands for would: the
+ * memo of each folder (in the walk's order), the entries the walk limit counts, the ignored names.
+ */
+export interface WholeSubtree {
+  /** The folder's project path, the very string the memo's map is keyed by. */
+  rel: string;
+  memo: FolderMemo;
+  /** The subfolders' summaries, in listing order. */
+  children: WholeSubtree[];
+  /** Entries a walk of the subtree counts against the walk limit (each folder's {@link SettledListing.entries}). */
+  entries: number;
+  /** Folders in the subtree, the folder itself included. */
+  folders: number;
+  /** Ignored names the subtree's folders hold, in all. */
+  ignoredNames: number;
+}
+
+/** A folder's note about its subtree: the summary, or that it cannot be carried; valid under `epochs` only. */
+export type WholeNote = { carryable: true; whole: WholeSubtree; epochs: string } | { carryable: false; epochs: string };
 
 /**
  * What a folder listing held when the folder had not changed for {@link LISTING_SETTLE_MS}: while
@@ -35,6 +61,11 @@ export interface SettledListing {
   /** The folder's mtime and inode when listed. */
   mtimeMs: number;
   ino: number;
+  /**
+   * Entries the listing held, each one the walk limit counts (covered or not, the folder's own
+   * `.git` too): a walk reusing the listing counts what listing it again would.
+   */
+  entries: number;
   /** Subfolders walked, in listing order. */
   subfolders: string[];
   /** A `.gitignore` was listed. */
@@ -71,6 +102,21 @@ export class ScanMemo {
   #revision = 0;
   /** The folders came from an earlier process ({@link ScanMemo.restore}) and no scan used them yet. */
   #restored = false;
+  /** Grows at every walk that may change a folder's records unseen by the subtree notes ({@link FolderMemo.whole}). */
+  #carryEpoch = 0;
+
+  /** The epoch subtree notes are valid in (see {@link ScanMemo.forgetCarries}). */
+  get carryEpoch(): number {
+    return this.#carryEpoch;
+  }
+
+  /**
+   * @internal Makes every folder's subtree note stale: a walk that is not a carrying change-set
+   * walk (a sweep) may change records anywhere, and does not forget the notes folder by folder.
+   */
+  forgetCarries(): void {
+    this.#carryEpoch++;
+  }
 
   /**
    * @internal Starts a scan: returns its generation and the folders to read, if `previous`
@@ -96,6 +142,21 @@ export class ScanMemo {
     if (generation !== this.#generation) return false;
     if (relisted || folders.size !== this.#folders.size) this.#revision++;
     this.#folders = folders;
+    this.#beyond = beyond;
+    return true;
+  }
+
+  /**
+   * @internal Ends a change-set walk that kept every folder of `folders` (the ones its
+   * {@link ScanMemo.begin} handed out), each visited or carried whole: `visited` (the folders it
+   * looked into, new ones too) are set in place, sparing a map of every folder per walk. As
+   * {@link ScanMemo.end} otherwise; false, changing nothing, when a later scan started meanwhile.
+   */
+  endKeeping(generation: number, folders: Map<string, FolderMemo>, visited: ReadonlyMap<string, FolderMemo>, relisted: boolean, beyond: readonly string[]): boolean {
+    if (generation !== this.#generation || folders !== this.#folders) return false;
+    const before = folders.size;
+    for (const [rel, known] of visited) folders.set(rel, known);
+    if (relisted || folders.size !== before) this.#revision++;
     this.#beyond = beyond;
     return true;
   }

@@ -53,9 +53,10 @@ export interface ScanResult {
    * Set when the walk carried `previous` (a change-set walk with {@link ScanOptions.quiet}): `list`
    * then holds only the records of the folders it looked into (and the tracked files under ignored
    * folders), and every other record of `previous` stands as is, except `dropped`: the paths of
-   * `previous` that may be gone (each one in `list` is not).
+   * `previous` that may be gone (each one in `list` is not). `wholeFolders`: the folders taken
+   * without a visit, in subtrees no change lay under (subtree-carry.ts).
    */
-  carried?: { dropped: readonly string[] };
+  carried?: { dropped: readonly string[]; wholeFolders: number };
 }
 
 /** Options of one {@link scanTree} call. */
@@ -149,5 +150,7 @@ export interface PendingFolder {
   frame: IgnoreFrame | undefined;
   /** A vouched change set holds for this folder (see {@link VouchedChanges}). */
   trusted: boolean;
+  /** The ignore rules the folder is walked with are the very ones the last walk used (its parent's were). */
+  frameSame?: boolean;
 }
 

@@ -12,6 +12,7 @@ import { PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
 import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
+import { carryIgnored, carryWhole, touchedFolders, wholeOf, type CarryContext, type WholeSubtree } from './subtree-carry.js';
 import { DEFAULT_SKIPPED_FOLDERS, IgnoreStack, isIgnoredBy, type IgnoreFrame, type ResolvedCoverage } from './coverage.js';
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
@@ -72,6 +73,15 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // are in no folder's records, and one no longer tracked must be dropped.
   const quiet = trust !== undefined && memoStart?.beyond !== undefined ? options.quiet : undefined;
   const dropped: string[] = [];
+  // A carrying walk takes each subtree no change lies under whole (subtree-carry.ts); any other
+  // walk may change records the subtree notes stand on, so it makes them stale.
+  const touched = quiet !== undefined && trustPrevious ? touchedFolders(trust as VouchedChanges) : undefined;
+  if (touched === undefined) memo?.forgetCarries();
+  let carryContext: CarryContext | undefined;
+  let takenWhole = 0;
+  const carriedSubtrees: WholeSubtree[] = [];
+  /** Folders of the last walk this one visited and kept (with `takenWhole`: all of them, or some were lost). */
+  let keptVisited = 0;
   const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
   signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
@@ -105,6 +115,22 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       continue;
     }
     const known = memoFolders?.get(folder.rel);
+    if (touched !== undefined && known !== undefined) {
+      if (folder.frameSame === true && folder.trusted && !touched.has(folder.rel)) {
+        carryContext ??= { folders: memoFolders as Map<string, FolderMemo>, quiet: quiet as (record: StatRecord) => boolean, quietEpoch: options.quietEpoch, isRepository, epochs: `${memo?.carryEpoch}\u0000${options.quietEpoch ?? ''}\u0000${isRepository}` };
+        const whole = wholeOf(folder.rel, known, carryContext);
+        // Past the walk limit it is walked folder by folder, to stop where a sweep stops.
+        if (whole !== undefined && walked + whole.entries <= coverage.maxWalkEntries) {
+          carriedSubtrees.push(whole);
+          carryIgnored(whole, ignored);
+          walked += whole.entries;
+          takenWhole += whole.folders;
+          continue;
+        }
+      }
+      // Visited: what it holds may change, and with it what is true of the subtrees above it.
+      known.whole = undefined;
+    }
     const prefix = folder.rel === '' ? '' : `${folder.rel}/`;
     // The folder's own stat: it decides whether a settled listing still holds, and is kept with a
     // new listing. A folder that cannot be statted is simply listed (and fails there if it must).
@@ -128,7 +154,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       (folder.depth === 0 || known.listing.inRepository === isRepository)
     ) {
       const listing = known.listing;
-      if (walked + known.records.length + listing.subfolders.length > coverage.maxWalkEntries) {
+      if (walked + listing.entries > coverage.maxWalkEntries) {
         stopped = 'walk-entries';
         pending.push(folder);
         break;
@@ -141,7 +167,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         if (same && trustPrevious) {
           if (folder.depth === 0) isRepository = listing.hasGit;
           outcome = reuseListing(folder, known, loaded.frame, prefix, batchAt, clean);
-          if (outcome !== 'stale' && outcome !== 'timed-out') walked += known.records.length + listing.subfolders.length;
+          if (outcome !== 'stale' && outcome !== 'timed-out') walked += listing.entries;
         }
       }
     }
@@ -190,6 +216,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
           settled: folderStat.mtimeMs < listedAt - LISTING_SETTLE_MS,
           mtimeMs: folderStat.mtimeMs,
           ino: folderStat.ino,
+          entries: dirents.length,
           subfolders: outcome.subfolders.map((sub) => sub.rel.slice(prefix.length)),
           hasGitignore,
           hasGit,
@@ -204,7 +231,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     }
     for (const record of outcome.found) list.push(record);
     for (const hidden of outcome.ignored) ignored.push(hidden);
-    if (nextMemo !== undefined && outcome.memo !== undefined) nextMemo.set(folder.rel, outcome.memo);
+    if (nextMemo !== undefined && outcome.memo !== undefined) {
+      nextMemo.set(folder.rel, outcome.memo);
+      if (known !== undefined) keptVisited++;
+    }
     for (const problem of outcome.problems) {
       unchecked.push(problem);
       gaps.push({
@@ -236,7 +266,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const changedAt: number[] = [];
     const changedTo: StatRecord[] = [];
     const records = known.records;
-    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false }));
+    const subfolders = listing.subfolders.map((name) => ({ abs: `${folder.abs}${path.sep}${name}`, rel: prefix + name, depth: folder.depth + 1, frame, trusted: folder.trusted && trust?.replaced.has(prefix + name) === false, frameSame: true }));
     // No change named the folder or an entry in it, and no record needs attention: reusing each
     // record would hand back that very record, so the picture carries them without a list.
     if (clean && quiet !== undefined) {
@@ -310,7 +340,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
           ignoredHere.push(`${rel}/`);
           continue;
         }
-        subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame, trusted: childrenTrusted && trust?.replaced.has(rel) === false });
+        subfolders.push({ abs: `${folder.abs}${path.sep}${name}`, rel, depth: folder.depth + 1, frame, trusted: childrenTrusted && trust?.replaced.has(rel) === false, frameSame: sameRules });
         continue;
       }
       // The dirent type only filters; the lstat in statEntry decides what is recorded.
@@ -367,9 +397,15 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       beyond.push(record.path);
     }
   }
-  if (quiet !== undefined) {
+  // A carrying walk that kept every folder of the last one (each visited or carried whole) changes
+  // the memo in place: the folders it visited replace theirs, the rest stand as they are.
+  const keptAll = touched !== undefined && stopped === undefined && memoFolders !== undefined && keptVisited + takenWhole === memoFolders.size;
+  if (quiet !== undefined && !keptAll) {
+    for (const whole of carriedSubtrees) carryWhole(whole, nextMemo);
     // Folders of the last walk this one did not keep (gone, left unchecked, not reached): their records are gone from the picture.
     for (const [rel, known] of memoFolders as Map<string, FolderMemo>) if (nextMemo?.has(rel) !== true) for (const record of known.records) if (record !== undefined) dropped.push(record.path);
+  }
+  if (quiet !== undefined) {
     for (const p of memoStart?.beyond ?? []) dropped.push(p);
   }
   let vouched: Set<string> | undefined;
@@ -406,7 +442,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   // higher peaks; a one-off pair of pictures (`turnback run`) never needs it.
   // A memo an earlier process left makes this process's first scan no repeat of its own.
   if (options.parallel !== undefined && trust === undefined && memoFolders !== undefined && memoStart?.restored !== true && list.length >= PARALLEL_MIN_PATHS) options.parallel.noteRepeatScan();
-  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && memo.end(memoStart.generation, nextMemo, relisted, beyond) ? memoStart.generation : undefined;
+  const memoGeneration = memo !== undefined && memoStart !== undefined && nextMemo !== undefined && (keptAll ? memo.endKeeping(memoStart.generation, memoFolders, nextMemo, relisted, beyond) : memo.end(memoStart.generation, nextMemo, relisted, beyond)) ? memoStart.generation : undefined;
   let entries: Map<string, StatRecord> | undefined;
   return {
     list,
@@ -423,7 +459,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     ignored,
     ignoreEpoch: ignores.epoch,
     memoGeneration,
-    ...(quiet !== undefined ? { carried: { dropped } } : {}),
+    ...(quiet !== undefined ? { carried: { dropped, wholeFolders: takenWhole } } : {}),
   };
 }
 

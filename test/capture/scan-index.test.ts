@@ -79,6 +79,22 @@ describe('the scan index between processes', () => {
     expect(second.result.entries.get('src/b.ts')).toBe(first.result.entries.get('src/b.ts'));
   });
 
+  it("a fresh process's scan over restored listings stops at the walk limit where a scan with no memory stops, at every limit", async () => {
+    await makeTree(root, { '.gitignore': 'build/\n*.log\n', 'a.txt': 'a', 'x.log': 'x', 'build/out.js': 'o', 'src/b.ts': 'b', 'src/deep/c.ts': 'c', 'src/deep/d.ts': 'd', 'lib/e.ts': 'e' });
+    settleFolders();
+    const full = await processScan(resolveCoverage({}), undefined);
+    let cut = 0;
+    for (let limit = 1; limit <= 14; limit++) {
+      const coverage = resolveCoverage({ maxWalkEntries: limit });
+      const restored = await processScan(coverage, full.next);
+      const fresh = await scanTree(root, coverage);
+      expect(restored.result.unchecked, `limit ${limit}`).toEqual(fresh.unchecked);
+      expect(view(restored.result), `limit ${limit}`).toEqual(view(fresh));
+      if (fresh.partial) cut++;
+    }
+    expect(cut).toBeGreaterThan(4);
+  });
+
   it('a .gitignore edited in place (its folder keeps its mtime) is noticed: the folder is listed and matched again', async () => {
     await makeTree(root, { '.gitignore': 'gen/\n', 'gen/made.js': 'm', 'src/a.ts': 'a' });
     settleFolders();

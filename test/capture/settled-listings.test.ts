@@ -22,10 +22,9 @@ afterEach(async () => {
 });
 
 /** Repeat scans the way a picture drives them: one memo and ignore stack, each scan bound to the last. */
-function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'previousEpoch' | 'readDir'> = {}) {
+function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'previousEpoch' | 'readDir'> = {}, coverage = resolveCoverage({})) {
   const memo = new ScanMemo();
   const ignores = new IgnoreStack();
-  const coverage = resolveCoverage({});
   let last: ScanResult | undefined;
   const listed: string[] = [];
   return {
@@ -160,6 +159,29 @@ describe('settled folder listings', () => {
     const after = await s.scan();
     expect(after.entries.has('pkg/node_modules/x.js')).toBe(true);
     expect(view(after)).toEqual(view(await freshScan()));
+  });
+
+  it('a repeat scan reusing settled listings stops at the walk limit where a fresh scan stops, at every limit', async () => {
+    // Folders, ignored names, a .git entry: each one an entry the limit counts, listed or reused.
+    await makeTree(root, { 'a.txt': 'a', 'b/1': '1', 'b/2': '2', 'b/c/3': '3', 'd/4': '4', 'd/e/5': '5', 'd/e/f/6': '6', 'd/.gitignore': '*.tmp\n', 'd/x.tmp': 'x', 'd/node_modules/m.js': 'm', '.git/HEAD': 'ref: refs/heads/main\n' });
+    settleFolders();
+    const all = (await freshScan()).list.length;
+    let cut = 0;
+    for (let limit = 1; limit <= 20; limit++) {
+      const coverage = resolveCoverage({ maxWalkEntries: limit });
+      const s = scanner({}, coverage);
+      await s.scan();
+      const again = await s.scan();
+      const fresh = await scanTree(root, coverage);
+      // Reused, every listing the first scan took in full: only the folder the limit stops at is tried again.
+      expect(s.listed.every((rel) => fresh.unchecked.some((u) => u.path === rel)), `limit ${limit}: listed ${s.listed.join(', ')}`).toBe(true);
+      expect(again.unchecked, `limit ${limit}`).toEqual(fresh.unchecked);
+      expect(view(again), `limit ${limit}`).toEqual(view(fresh));
+      if (fresh.partial) cut++;
+    }
+    // The limits tried cut the walk at every folder, and the last ones cut nothing.
+    expect(cut).toBeGreaterThan(5);
+    expect((await scanTree(root, resolveCoverage({ maxWalkEntries: 20 }))).list.length).toBe(all);
   });
 
   it('a folder whose entry could not be recorded keeps being listed, so the gap is reported every time', async () => {

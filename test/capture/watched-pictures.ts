@@ -201,6 +201,8 @@ export interface RunCounts {
   pictures: number;
   /** Pictures whose walk carried the last picture's map (records read through a layer over it). */
   carried?: number;
+  /** Folders the change-set walks took with their whole subtree, unvisited (Picture.foldersTakenWhole). */
+  takenWhole?: number;
   /** Records of the pictures that rest on git's blob (the git variant). */
   onGit?: number;
 }
@@ -264,6 +266,7 @@ export async function runSteps(plan: Change[][], totals: RunCounts, options: { g
       const picture = await keeper.take({});
       totals.pictures++;
       if (picture.records instanceof LayeredRecords) totals.carried = (totals.carried ?? 0) + 1;
+      totals.takenWhole = (totals.takenWhole ?? 0) + (picture.foldersTakenWhole ?? 0);
       expect(describePicture(last), 'the last picture, after the next one').toEqual(lastSeen);
       // Before the reference sweep, which copies a damaged copy's file again (and so repairs it):
       // every copy the keeper's picture names reads back as the file's bytes, not one a step damaged

@@ -37,23 +37,26 @@ describe('fault campaign: the watcher', () => {
     const tally = new Tally('watcher-backed pictures', 2028);
     const totals: RunCounts = { same: 0, changes: 0, sweeps: 0, pictures: 0 };
     await campaign(tally, totals, { git: false, runs: trials(150, 6) });
-    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map), ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
+    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map, ${totals.takenWhole ?? 0} folders taken whole), ${totals.same} unchanged, ${totals.sweeps} full sweeps`;
     tally.finish();
     // The property held through the watcher, not around it: most pictures were answered from it.
     expect(totals.changes + totals.same).toBeGreaterThan(totals.pictures / 2);
     // And the change-set walks carried the last map (folders no change named taken without a look at a record).
     expect(totals.carried ?? 0).toBeGreaterThan(0);
+    // And subtrees no change lay under were taken whole, unvisited (subtree-carry.ts).
+    expect(totals.takenWhole ?? 0).toBeGreaterThan(0);
   }, 1_800_000);
 
   it('in a committed project whose clean files rest on git, with git changing its index between pictures, every watcher-backed picture still equals a full sweep', async () => {
     const tally = new Tally('watcher-backed pictures of a committed project', 2029);
     const totals: RunCounts = { same: 0, changes: 0, sweeps: 0, pictures: 0 };
     await campaign(tally, totals, { git: true, runs: trials(100, 5) });
-    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map), ${totals.same} unchanged, ${totals.sweeps} full sweeps; ${totals.onGit ?? 0} records resting on git`;
+    tally.note = `${totals.pictures} pictures: ${totals.changes} from a change set (${totals.carried ?? 0} carrying the last map, ${totals.takenWhole ?? 0} folders taken whole), ${totals.same} unchanged, ${totals.sweeps} full sweeps; ${totals.onGit ?? 0} records resting on git`;
     tally.finish();
     expect(totals.changes + totals.same).toBeGreaterThan(totals.pictures / 2);
     expect(totals.carried ?? 0).toBeGreaterThan(0);
     // The variant tested what it is for: records resting on git's blobs, carried by change-set walks.
     expect(totals.onGit ?? 0).toBeGreaterThan(0);
+    expect(totals.takenWhole ?? 0).toBeGreaterThan(0);
   }, 1_800_000);
 });
