@@ -195,27 +195,30 @@ export class ScanMemo {
   }
 }
 
-/** The stats of every settled listing's folder and files, taken in one two-thread batch. */
-export interface SettledBatch {
+/** The stats of every listed folder of the memo and of its files, taken in one two-thread batch. */
+export interface ListedBatch {
   stats: Float64Array;
   /** Where each folder's entry starts in `stats` (in paths; its records follow in memo order). */
   at: Map<FolderMemo, number>;
 }
 
 /**
- * One stat batch (two threads when the helper runs) for every settled listing's folder and its
- * files; `undefined` when too few paths to be worth it. A big tree's batch goes window after
- * window (ParallelLstat.lstatAll), so its size has no upper bound.
+ * One stat batch (two threads when the helper runs) for the folder and the files of every folder
+ * the memo holds a listing of; `undefined` when too few paths to be worth it. A settled listing is
+ * then reused with these stats; a folder listed afresh (its listing not settled yet, or its mtime
+ * changed) still reads its names, and takes each one's stat from the batch where the name is the
+ * record the last listing had at that position. A big tree's batch goes window after window
+ * (ParallelLstat.lstatAll), so its size has no upper bound.
  */
-export async function prefetchSettled(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<SettledBatch | undefined> {
+export async function prefetchListed(root: string, folders: ReadonlyMap<string, FolderMemo>, parallel: ParallelLstat): Promise<ListedBatch | undefined> {
   let count = 0;
-  for (const known of folders.values()) if (known.listing?.settled === true) count += 1 + known.records.length;
+  for (const known of folders.values()) if (known.listing !== undefined) count += 1 + known.records.length;
   if (count < parallel.minBatchPaths) return undefined;
   // The project paths themselves (strings the memo holds already), not absolute copies of them.
   const rels: string[] = [];
   const at = new Map<FolderMemo, number>();
   for (const [rel, known] of folders) {
-    if (known.listing?.settled !== true) continue;
+    if (known.listing === undefined) continue;
     at.set(known, rels.length);
     rels.push(rel);
     for (const record of known.records) if (record !== undefined) rels.push(record.path);

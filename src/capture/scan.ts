@@ -9,7 +9,7 @@ import { CheckpointError, errnoCode } from '../core/errors.js';
 import { isTurnbackTempName } from '../fs/file-system.js';
 import { isWatchmanCookieName } from '../fs/watchman-service.js';
 import { PARALLEL_MIN_PATHS } from '../fs/parallel-lstat.js';
-import { LISTING_SETTLE_MS, prefetchSettled, type FolderMemo, type SettledListing } from './scan-memo.js';
+import { LISTING_SETTLE_MS, prefetchListed, type FolderMemo, type ListedBatch, type SettledListing } from './scan-memo.js';
 import { entryFromBatch, folderFromBatch, fresh, lstatFolder, memoByName, readDirSync, statEntry, type StatRecord } from './stat-record.js';
 import { trackedBeyondWalk, trackedUnderUnchecked } from './tracked-files.js';
 import { carryIgnored, carryWhole, touchedFolders, wholeOf, type CarryContext, type WholeSubtree } from './subtree-carry.js';
@@ -82,7 +82,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const carriedSubtrees: WholeSubtree[] = [];
   /** Folders of the last walk this one visited and kept (with `takenWhole`: all of them, or some were lost). */
   let keptVisited = 0;
-  const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchSettled(root, memoFolders, options.parallel) : undefined;
+  const batch = trust === undefined && memoFolders !== undefined && options.parallel?.parallel === true ? await prefetchListed(root, memoFolders, options.parallel) : undefined;
   signal?.throwIfAborted();
   const unchecked: UncheckedPath[] = [];
   const gaps: Gap[] = [];
@@ -209,7 +209,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
       const sameRules = ignores.noteFrame(folder.rel, frame) && (attempted === undefined || attempted.same) && trustPrevious;
       // Under a folder made anew, renamed in, or not the one listed before, nothing is vouched for.
       const childrenTrusted = folder.trusted && known?.listing !== undefined && folderStat?.ino === known.listing.ino && trust?.replaced.has(folder.rel) === false;
-      outcome = listFolder(folder, dirents, known, frame, sameRules, prefix, childrenTrusted);
+      outcome = listFolder(folder, dirents, known, frame, sameRules, prefix, childrenTrusted, batchAt);
       relisted = true;
       if (outcome !== 'timed-out' && outcome.problems.length === 0 && outcome.memo !== undefined && folderStat !== undefined) {
         outcome.memo.listing = {
@@ -318,6 +318,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     sameRules: boolean,
     prefix: string,
     childrenTrusted: boolean,
+    batchAt: number | undefined,
   ): FolderOutcome | 'timed-out' {
     const found: StatRecord[] = [];
     const subfolders: PendingFolder[] = [];
@@ -326,7 +327,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
     const ignoredHere: string[] = [];
     // What the folder held may be gone: the picture drops each such path the listing does not give again.
     if (quiet !== undefined && known !== undefined) for (const record of known.records) if (record !== undefined) dropped.push(record.path);
+    // The batch holds the folder, then the stat of each record of its last listing in order.
+    let batchNext = batch !== undefined && batchAt !== undefined && known !== undefined ? batchAt + 1 : -1;
     for (let i = 0; i < dirents.length; i++) {
+      const slotAt = batchNext >= 0 && (known as FolderMemo).records[i] !== undefined ? batchNext++ : -1;
       const dirent = dirents[i] as nodeFs.Dirent;
       const name = dirent.name;
       if (name === '.git' || isTurnbackTempName(name)) continue;
@@ -378,7 +382,10 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         }
       }
       if (i % CHECK_EVERY === CHECK_EVERY - 1 && Date.now() > deadline) return 'timed-out';
-      const record = statEntry(`${folder.abs}${path.sep}${name}`, prefix, name, earlier, reuse);
+      // The batch's stat of the name the last listing had here, taken moments before the names were
+      // read: as good a stat of this scan as one taken now. A name the batch did not find is new.
+      const batched = slotAt >= 0 && earlier !== undefined && earlier === (known as FolderMemo).records[i] ? entryFromBatch((batch as ListedBatch).stats, slotAt, root, earlier, reuse) : undefined;
+      const record = batched !== undefined && typeof batched !== 'string' ? batched : statEntry(`${folder.abs}${path.sep}${name}`, prefix, name, earlier, reuse);
       if (typeof record === 'string') {
         if (record === 'gone') continue;
         problems.push({ path: prefix + name, reason: record });

@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 /** Repeat scans the way a picture drives them: one memo and ignore stack, each scan bound to the last. */
-function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'previousEpoch' | 'readDir'> = {}, coverage = resolveCoverage({})) {
+function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'previousEpoch' | 'readDir'> = {}, coverage = resolveCoverage({}), onList?: (rel: string) => void) {
   const memo = new ScanMemo();
   const ignores = new IgnoreStack();
   let last: ScanResult | undefined;
@@ -37,6 +37,7 @@ function scanner(extra: Omit<ScanOptions, 'memo' | 'ignores' | 'previous' | 'pre
         ignores,
         readDir: (abs) => {
           listed.push(path.relative(root, abs) || '.');
+          onList?.(path.relative(root, abs));
           return nodeFs.readdirSync(abs, { withFileTypes: true });
         },
         ...(last !== undefined ? { previous: last.entries, previousEpoch: last.ignoreEpoch } : {}),
@@ -232,6 +233,58 @@ describe('two-thread lstat of settled listings', () => {
     expect(view(after)).toEqual(view(await freshScan()));
     expect(after.entries.has('d7/sub0/f7.txt')).toBe(false);
     expect(after.entries.get('link-to-d0')?.target).toBe('d1');
+  });
+
+  it('folders listed afresh (their listings not settled yet) take their files\' stats from the batch: the same scan as a fresh one, through edits, deletions, new files and a file become a link', async () => {
+    const spec: Record<string, string> = {};
+    for (let i = 0; i < PARALLEL_MIN_PATHS + 500; i++) spec[`d${i % 40}/sub${i % 7}/f${i}.txt`] = `file ${i}`;
+    await makeTree(root, spec);
+    parallel = await warmed();
+    const batched: number[] = [];
+    const lstatAll = parallel.lstatAll.bind(parallel);
+    parallel.lstatAll = (at, rels) => {
+      batched.push(rels.length);
+      return lstatAll(at, rels);
+    };
+    const s = scanner({ parallel });
+    await s.scan();
+    const again = await s.scan();
+    // Written moments ago: every folder is listed again, its files' stats taken in the batch.
+    expect(s.listed.length).toBeGreaterThan(40);
+    expect(batched).toEqual([again.list.length + s.listed.length]);
+    expect(view(again)).toEqual(view(await freshScan()));
+    for (let i = 0; i < 60; i++) await fs.appendFile(path.join(root, `d${i % 40}/sub${i % 7}/f${i}.txt`), ' edited');
+    await fs.rm(path.join(root, 'd5/sub5/f5.txt'));
+    await fs.writeFile(path.join(root, 'd6/sub6/new.txt'), 'new');
+    await fs.rm(path.join(root, 'd8/sub1/f8.txt'));
+    await fs.symlink('f48.txt', path.join(root, 'd8/sub1/f8.txt'));
+    const after = await s.scan();
+    expect(view(after)).toEqual(view(await freshScan()));
+    expect(after.entries.get('d8/sub1/f8.txt')).toMatchObject({ type: 'symlink', target: 'f48.txt' });
+    expect(after.entries.has('d5/sub5/f5.txt')).toBe(false);
+  });
+
+  it('a change made between the batch and the listing of its folder is seen by the next scan at the latest', async () => {
+    const spec: Record<string, string> = {};
+    for (let i = 0; i < PARALLEL_MIN_PATHS + 500; i++) spec[`d${i % 40}/sub${i % 7}/f${i}.txt`] = `file ${i}`;
+    await makeTree(root, spec);
+    parallel = await warmed();
+    let during: (() => void) | undefined;
+    const s = scanner({ parallel }, resolveCoverage({}), (rel) => {
+      if (rel === 'd3/sub3') during?.();
+    });
+    await s.scan();
+    await s.scan();
+    during = () => {
+      during = undefined;
+      nodeFs.appendFileSync(path.join(root, 'd3/sub3/f3.txt'), ' raced');
+      nodeFs.rmSync(path.join(root, 'd3/sub3/f283.txt'));
+      nodeFs.writeFileSync(path.join(root, 'd3/sub3/raced-new.txt'), 'new');
+    };
+    const raced = await s.scan();
+    expect(raced.entries.has('d3/sub3/raced-new.txt')).toBe(true);
+    expect(raced.entries.has('d3/sub3/f283.txt')).toBe(false);
+    expect(view(await s.scan())).toEqual(view(await freshScan()));
   });
 
   it('a tree past one stat window (several windows on both threads) scans as a fresh scan does, through edits and deletions', async () => {
