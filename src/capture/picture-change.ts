@@ -24,7 +24,16 @@ export function pictureChange(records: ReadonlyMap<string, PictureRecord>): Pict
   return changes.get(records);
 }
 
-/** Notes `change` for `records`, a picture's map that is never changed from now on. */
+/**
+ * Notes `change` for `records`, a picture's map that is never changed from now on. A change naming
+ * more than half of the map is not kept: a pass over the map costs at most twice as much as one over
+ * the change, and its list would be held as long as the map (a first picture over an empty cache
+ * names every path: 250,000 strings, some of them copies of the records' own).
+ */
 export function noteChange(records: ReadonlyMap<string, PictureRecord>, change: PictureChange): void {
+  if (change.paths.length > Math.max(MIN_KEPT_CHANGE, records.size / 2)) return;
   changes.set(records, change);
 }
+
+/** Below this many paths a change is always kept (a small map's whole pass is cheap either way). */
+const MIN_KEPT_CHANGE = 64;

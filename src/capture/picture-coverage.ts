@@ -5,7 +5,7 @@ import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureChange, PictureRecord } from './picture.js';
 import type { StatRecord } from './stat-record.js';
-import { cleanTrackedBlobIs, cleanTrackedBlobs } from './tracked-files.js';
+import { cleanTrackedBlobIs, cleanTrackedEntries } from './tracked-files.js';
 import { pictureChange } from './picture-change.js';
 
 // What a picture's copy budget takes first, and what the picture counts of what it left out.
@@ -34,12 +34,15 @@ export function orderForBudget(
   const restOnGit: { stat: StatRecord; blob: string }[] = [];
   // git's index looked at once for the whole list: asked per record, each answer stats `.git`
   // and the index file again (3.3 s of a 250,000-file first picture, profiled).
-  const blobOf = cleanTrackedBlobs(root);
+  const entryOf = cleanTrackedEntries(root);
   for (const stat of toCopy) {
-    const blob = blobOf(stat);
-    if (blob === undefined) others.push(stat);
-    else if (previous?.get(stat.path) === undefined) restOnGit.push({ stat, blob });
-    else tracked.push(stat);
+    const entry = entryOf(stat);
+    if (entry === undefined) others.push(stat);
+    else if (previous?.get(stat.path) === undefined) {
+      // The same text, the kept index's own string: one copy of the path for both (nothing holds the record's own yet).
+      stat.path = entry.path;
+      restOnGit.push({ stat, blob: entry.blob });
+    } else tracked.push(stat);
   }
   let at = 0;
   for (const stat of others) toCopy[at++] = stat;

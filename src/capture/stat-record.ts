@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import * as nodeFs from 'node:fs';
 import { errnoCode } from '../core/errors.js';
+import { flatConcat } from '../core/flat-string.js';
 import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatNumbers } from '../fs/fast-lstat.js';
 
@@ -124,7 +125,7 @@ export function recordOf(
 ): StatRecord | 'gone' | 'unreadable' {
   if (type === 'file') {
     if (earlier !== undefined && isUnchanged(earlier, 'file', undefined, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
-    return fresh(prefix + name, 'file', size, mode, mtimeMs, ino, undefined);
+    return fresh(flatConcat(prefix, name), 'file', size, mode, mtimeMs, ino, undefined);
   }
   let target: string;
   try {
@@ -133,7 +134,7 @@ export function recordOf(
     return errnoCode(error) === 'ENOENT' ? 'gone' : 'unreadable';
   }
   if (earlier !== undefined && isUnchanged(earlier, 'symlink', target, size, mode, mtimeMs, ino) && (reuse === undefined || reuse(earlier))) return earlier;
-  return fresh(prefix + name, 'symlink', size, mode, mtimeMs, ino, target);
+  return fresh(flatConcat(prefix, name), 'symlink', size, mode, mtimeMs, ino, target);
 }
 
 /**

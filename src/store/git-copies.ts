@@ -1,4 +1,5 @@
 import * as nodeFs from 'node:fs';
+import { detachedCopy } from '../core/flat-string.js';
 import { CheckpointError } from '../core/errors.js';
 import { gitBlobIdOf, isGitBlob } from '../core/git-blob.js';
 import { FILE_MODE } from './layout.js';
@@ -246,7 +247,8 @@ export async function restingOnGit(ctx: GitCopyContext, shouldStop?: () => boole
     seen.add(id);
     // A line naming an object the store no longer has (a crash between prune's two steps, a lost pack) counts as no copy.
     const copy = ctx.copies.get(id);
-    if (copy === undefined || !(await ctx.objects.hasObject(copy))) wanted.add(id);
+    // The id is a slice of the document it was found in: a flat copy, or the copier's list keeps every document text alive.
+    if (copy === undefined || !(await ctx.objects.hasObject(copy))) wanted.add(detachedCopy(id));
   }
   return [...wanted];
 }
