@@ -4,7 +4,7 @@
  * took, so the caller can balance the next split. Built as its own file (`dist/lstat-worker.js`).
  */
 import { parentPort } from 'node:worker_threads';
-import { STAT_FIELDS, lstatInto } from './stat-batch.js';
+import { STAT_FIELDS, lstatJoinedInto } from './stat-batch.js';
 
 interface Batch {
   base: string;
@@ -15,8 +15,7 @@ interface Batch {
 parentPort?.on('message', ({ base, text, count }: Batch) => {
   const started = performance.now();
   const out = new Float64Array(count * STAT_FIELDS + 1);
-  const rels = count === 0 ? [] : text.split('\0', count);
-  lstatInto(base, rels, 0, count, out);
+  lstatJoinedInto(base, text, count, out);
   out[out.length - 1] = performance.now() - started;
   parentPort?.postMessage(out, [out.buffer]);
 });

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { PARALLEL_MIN_PATHS, ParallelLstat } from '../../src/fs/parallel-lstat.js';
 import { tempFolder } from '../helpers/temp.js';
-import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatInto } from '../../src/fs/stat-batch.js';
+import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatInto, lstatJoinedInto } from '../../src/fs/stat-batch.js';
 
 let dir: string;
 let helper: ParallelLstat;
@@ -42,6 +42,18 @@ function mixedPaths(): string[] {
   while (paths.length < PARALLEL_MIN_PATHS * 2) paths.push(...kinds);
   return paths;
 }
+
+describe('lstatJoinedInto (the helper thread\'s form of a batch)', () => {
+  it('gives number for number what lstatInto gives for the same paths joined by NUL, the base itself and a last path included', () => {
+    const paths = [...mixedPaths().slice(0, 40), 'file'];
+    const one = new Float64Array(paths.length * STAT_FIELDS);
+    lstatInto(dir, paths, 0, paths.length, one);
+    const joined = new Float64Array(paths.length * STAT_FIELDS);
+    lstatJoinedInto(dir, paths.join('\0'), paths.length, joined);
+    expect(Array.from(joined)).toEqual(Array.from(one));
+    expect(new Set(Array.from({ length: paths.length }, (_, i) => one[i * STAT_FIELDS]))).toEqual(new Set([KIND_FILE, KIND_SYMLINK, KIND_FOLDER, KIND_OTHER, KIND_MISSING]));
+  });
+});
 
 describe('ParallelLstat', () => {
   it('a batch past one window goes window after window on both threads, number for number what one thread gives', async () => {
