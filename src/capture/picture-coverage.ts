@@ -39,7 +39,7 @@ export function orderForBudget(
     const entry = entryOf(stat);
     if (entry === undefined) others.push(stat);
     else if (previous?.get(stat.path) === undefined) {
-      // The same text, the kept index's own string: one copy of the path for both (nothing holds the record's own yet).
+      // The same text, the kept index's own string: one copy of the path for both (the record's own stays only in the scan's short-lived lists).
       stat.path = entry.path;
       restOnGit.push({ stat, blob: entry.blob });
     } else tracked.push(stat);

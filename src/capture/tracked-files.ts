@@ -345,10 +345,10 @@ export function cleanTrackedBlob(root: string, record: Pick<StatRecord, 'path' |
  * file again: 3.3 s of a 250,000-file first picture, profiled).
  */
 export function cleanTrackedBlobs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>) => string | undefined {
-  const find = cleanEntryFinder(root);
+  const finder = cleanEntryFinder(root);
   return (record) => {
-    const found = find(record);
-    return found === undefined ? undefined : tableObject(found.table, found.i);
+    const i = finder.entryOf(record);
+    return i === undefined ? undefined : tableObject(finder.table, i);
   };
 }
 
@@ -358,21 +358,29 @@ export function cleanTrackedBlobs(root: string): (record: Pick<StatRecord, 'path
  * is kept, so at 250,000 files each path was held twice, ~20 MiB).
  */
 export function cleanTrackedEntries(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>) => { blob: string; path: string } | undefined {
-  const find = cleanEntryFinder(root);
+  const finder = cleanEntryFinder(root);
   return (record) => {
-    const found = find(record);
-    return found === undefined ? undefined : { blob: tableObject(found.table, found.i), path: found.table.paths[found.i] as string };
+    const i = finder.entryOf(record);
+    return i === undefined ? undefined : { blob: tableObject(finder.table, i), path: finder.table.paths[i] as string };
   };
 }
 
-/** The clean entry of each record asked about, git's index read on the first call. */
-function cleanEntryFinder(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>) => { table: GitIndexTable; i: number } | undefined {
+/**
+ * The clean entry number of each record asked about (git's index read on the first call), and the
+ * table it numbers; nothing allocated per record, as it is asked of many.
+ */
+function cleanEntryFinder(root: string): { entryOf(record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>): number | undefined; readonly table: GitIndexTable } {
   let reading: IndexReading | undefined | null = null;
-  return (record) => {
-    if (record.type !== 'file') return undefined;
-    if (reading === null) reading = readingOf(root);
-    const i = cleanEntryOf(reading, record);
-    return i === undefined ? undefined : { table: reading?.entries as GitIndexTable, i };
+  return {
+    entryOf(record) {
+      if (record.type !== 'file') return undefined;
+      if (reading === null) reading = readingOf(root);
+      return cleanEntryOf(reading, record);
+    },
+    // Asked only after entryOf found an entry, so the reading and its table exist.
+    get table() {
+      return (reading as IndexReading).entries as GitIndexTable;
+    },
   };
 }
 
@@ -382,10 +390,10 @@ function cleanEntryFinder(root: string): (record: Pick<StatRecord, 'path' | 'typ
  * the first call, not once a record.
  */
 export function cleanTrackedBlobIs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>, blob: string) => boolean {
-  const find = cleanEntryFinder(root);
+  const finder = cleanEntryFinder(root);
   return (record, blob) => {
-    const found = find(record);
-    return found !== undefined && sameObject(found.table, found.i, blob);
+    const i = finder.entryOf(record);
+    return i !== undefined && sameObject(finder.table, i, blob);
   };
 }
 

@@ -247,7 +247,7 @@ export async function restingOnGit(ctx: GitCopyContext, shouldStop?: () => boole
     seen.add(id);
     // A line naming an object the store no longer has (a crash between prune's two steps, a lost pack) counts as no copy.
     const copy = ctx.copies.get(id);
-    // The id is a slice of the document it was found in: a flat copy, or the copier's list keeps every document text alive.
+    // The id is a slice of its key: a flat copy, so the copier's long-lived list holds the 40 digits alone.
     if (copy === undefined || !(await ctx.objects.hasObject(copy))) wanted.add(detachedCopy(id));
   }
   return [...wanted];
