@@ -109,7 +109,9 @@ export function serveConnection(socket: Socket, life: ServerLife, execute: Execu
         };
         env = requestVariables(shape.env);
         withEnvironment(env, () => {
-          execute(shape.argv, seam)
+          life
+            .idleWorkStopped()
+            .then(() => execute(shape.argv, seam))
             .catch((error: unknown) => {
               send({ t: 'err', text: `turnback: ${error instanceof Error ? error.message : String(error)}\n` });
               return 1;

@@ -32,6 +32,8 @@ export interface HookListenerContext {
   execute(argv: readonly string[], seam: ProcessSeam): Promise<number>;
   /** The server is busy until the returned function is called. */
   busy(): () => void;
+  /** Resolves once idle work holding what a command opens has stopped (bounded: see `ServerLife.idleWorkStopped`). */
+  idleWorkStopped(): Promise<unknown>;
 }
 
 /** A running listener. */
@@ -192,6 +194,7 @@ export async function startHookListener(context: HookListenerContext, socket: st
       runChild: () => Promise.reject(new Error('a hook starts no command')),
     };
     try {
+      await context.idleWorkStopped();
       await context.execute(['node', 'turnback', 'hook', route[1] as string, route[2] as string], seam);
     } catch {
       // `turnback hook` never throws; if it did, the agent still goes ahead.

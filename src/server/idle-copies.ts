@@ -114,6 +114,9 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
     running = run().finally(() => {
       running = undefined;
     });
+    // A command that arrives meanwhile waits for the run to stop at its next slice and close the
+    // store, so the command's open takes over the store's pack index (and its copy epoch).
+    life.holdIdleWork(running);
   };
   noteServed = (served) => {
     const carried = unfinished.get(served.storeRoot);

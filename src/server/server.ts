@@ -54,7 +54,7 @@ const SERVICES: readonly ServiceStart[] = [
   // Copies the git blobs that served projects' checkpoints rest on into their stores, while no command is served.
   ({ life }) => Promise.resolve(startIdleCopies(life)),
   // Agents' HTTP hooks on 127.0.0.1 (hook-listener.ts); none where no secret can be kept.
-  async ({ life, execute, socketPath }) => (await startHookListener({ execute, busy: () => life.busy() }, socketPath)) ?? { close: () => Promise.resolve() },
+  async ({ life, execute, socketPath }) => (await startHookListener({ execute, busy: () => life.busy(), idleWorkStopped: () => life.idleWorkStopped() }, socketPath)) ?? { close: () => Promise.resolve() },
 ];
 
 /** The turnback version of the package `mainFile` belongs to (`…/dist/cli/main.cjs` → `…/package.json`). */

@@ -153,6 +153,59 @@ describe('the idle copier', () => {
     }
   });
 
+  it("makes a command that arrives mid copy-in wait until the copier has let go of the store, so the command's open keeps the store's copy epoch", async () => {
+    for (let i = 0; i < 3_000; i++) fs.writeFileSync(path.join(project, `m${i}.txt`), `more ${i}\n`);
+    git('add', '-A');
+    git('commit', '-qm', 'more');
+    const copiesFile = path.join(storeRoot, 'objects', 'git-copies');
+    const named = (): boolean => fs.existsSync(copiesFile) && fs.statSync(copiesFile).size > 0;
+    const epochNow = async (): Promise<number> => {
+      const store = await CheckpointStore.open(storeRoot, { projectRoot: project });
+      try {
+        await store.loadObjects();
+        return store.copyCheck().epoch;
+      } finally {
+        await store.close();
+      }
+    };
+    const life = new ServerLife(60_000, { mainFile: 'x', version: null, tz: null });
+    life.start();
+    const copier = startIdleCopies(life);
+    try {
+      await servedCall(life, 'c1');
+      await until('a first batch named', named);
+      expect(copier.state().running).toBe(true);
+      const done = life.busy();
+      // No polling: the wait itself ends once the copier has stopped and closed its store.
+      expect(await life.idleWorkStopped(30_000)).toBe(true);
+      expect(copier.state().running).toBe(false);
+      // The command's open takes over the index the copier's open handed on: the same epoch as
+      // the next open after it, which two opens at once (each its own index) would not share.
+      const first = await epochNow();
+      expect(await epochNow()).toBe(first);
+      done();
+      await until('the copy-in finished', () => copier.state().lastLook?.stopped === false && !copier.state().running);
+      // The copier's own appends to its pack do not end the epoch a command's picture saw.
+      expect(await epochNow()).toBe(first);
+    } finally {
+      await copier.close();
+      life.stop();
+    }
+  });
+
+  it('bounds how long a command waits for idle work that does not stop', async () => {
+    const life = new ServerLife(60_000, { mainFile: 'x', version: null, tz: null });
+    expect(await life.idleWorkStopped(5)).toBe(true);
+    let finish: () => void = () => undefined;
+    life.holdIdleWork(new Promise<void>((resolve) => (finish = resolve)));
+    expect(await life.idleWorkStopped(5)).toBe(false);
+    finish();
+    expect(await life.idleWorkStopped(5)).toBe(true);
+    // Work that fails lets go too.
+    life.holdIdleWork(Promise.reject(new Error('idle work failed')));
+    expect(await life.idleWorkStopped(1_000)).toBe(true);
+  });
+
   it('reads the store afresh after a resumed copy-in when a command noted it meanwhile (its pictures may rest on new blobs)', async () => {
     for (let i = 0; i < 3_000; i++) fs.writeFileSync(path.join(project, `m${i}.txt`), `more ${i}\n`);
     git('add', '-A');
