@@ -25,6 +25,14 @@ export const PARALLEL_MAX_PATHS = 50_000;
  */
 export const WARM_AFTER_REPEAT_SCANS = 2;
 
+// A batch past one window lets the helper go once it is answered (`#letGo`), and the next batch
+// that would use it starts it again: a tree that big is swept whole only now and then once the
+// watcher answers (a first picture, an idle verification sweep), and the thread's heap — its
+// isolate and what the last windows left in it, about 20 MiB at 250,000 files — would otherwise
+// sit beside the picture's own peak, which comes right after the sweep as the picture is
+// persisted (issue #28: the server's RSS at 250,000 files). A restart costs a thread's boot,
+// which overlaps the first window, stated on this thread.
+
 /** A batch's paths joined by `\0`; `offsets[i]` is where path `i` starts in `text`. */
 interface JoinedPaths {
   rels: readonly string[];
@@ -49,13 +57,18 @@ interface PendingBatch {
  * in the kernel), and a second core halves that part, as git's preloaded index does with threads.
  *
  * The helper starts on {@link ParallelLstat.warm} and is unreferenced while idle, so it never
- * keeps a process alive. Until it is ready, after it fails, or after {@link ParallelLstat.close},
+ * keeps a process alive; a batch past one window lets it go when answered, and the next batch
+ * starts it again. Until it is ready, after it fails, or after {@link ParallelLstat.close},
  * every batch runs on the calling thread: the helper changes only the speed, never the result.
  */
 export class ParallelLstat {
   #worker: Worker | undefined;
   #ready = false;
   #closed = false;
+  /** The helper was let go after a big batch (see `#letGo`); the next batch that would use it starts it again. */
+  #dormant = false;
+  /** The end of the helper last let go. */
+  #stopping: Promise<void> = Promise.resolve();
   #pending: PendingBatch | undefined;
   #repeatScans = 0;
   /** The last batch's paths as one text (see `#joinedFor`). */
@@ -83,8 +96,16 @@ export class ParallelLstat {
     return PARALLEL_MIN_PATHS;
   }
 
-  /** True once the helper thread is running and takes part in batches. */
+  /**
+   * True when a batch may use the helper thread: it is running, or it was let go after a batch
+   * past one window and the next batch starts it again.
+   */
   get parallel(): boolean {
+    return !this.#closed && (this.#ready || this.#dormant);
+  }
+
+  /** True while the helper thread runs and takes part in batches. */
+  get #helping(): boolean {
     return this.#ready && !this.#closed;
   }
 
@@ -95,12 +116,15 @@ export class ParallelLstat {
    */
   noteRepeatScan(): void {
     this.#repeatScans += 1;
-    if (this.#repeatScans >= WARM_AFTER_REPEAT_SCANS) this.warm();
+    // A helper let go after a big batch starts with the next batch, not now: the picture that
+    // counted this scan is about to be persisted, its peak.
+    if (this.#repeatScans >= WARM_AFTER_REPEAT_SCANS && !this.#dormant) this.warm();
   }
 
   /** Starts the helper thread if it is not running; returns at once. */
   warm(): void {
     if (this.#worker !== undefined || this.#closed) return;
+    this.#dormant = false;
     if (this.#helperUrl === undefined) {
       this.#closed = true; // no built helper (running from sources): every batch stays here
       return;
@@ -141,6 +165,7 @@ export class ParallelLstat {
       settle(false);
       this.#ready = false;
       this.#closed = true;
+      this.#dormant = false;
       this.#worker = undefined;
       const pending = this.#pending;
       this.#pending = undefined;
@@ -152,9 +177,11 @@ export class ParallelLstat {
 
   /**
    * Settles once a helper started by {@link warm} is online (`true`) or has failed (`false`);
-   * `false` at once when none was started. For callers that want the second thread before a batch.
+   * `false` when none was started, and once a helper let go after a big batch has stopped. For
+   * callers that want the second thread before a batch.
    */
   ready(): Promise<boolean> {
+    if (this.#dormant) return this.#stopping.then(() => false);
     return this.#settled ?? Promise.resolve(false);
   }
 
@@ -167,19 +194,52 @@ export class ParallelLstat {
   async lstatAll(base: string, rels: readonly string[]): Promise<Float64Array> {
     const paths = rels;
     const out = new Float64Array(paths.length * STAT_FIELDS);
-    if (!this.parallel || this.#worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) {
-      lstatInto(base, paths, 0, paths.length, out);
-      return out;
-    }
-    if (paths.length <= this.#windowPaths) {
-      await this.#window(base, paths, 0, paths.length, out, this.#joinedFor(paths));
+    const big = paths.length > this.#windowPaths;
+    if (this.#dormant && paths.length >= PARALLEL_MIN_PATHS) this.warm();
+    if (!big) {
+      // One window: a helper still booting (started again just now) is not waited for.
+      if (!this.#helping || this.#worker === undefined || this.#pending !== undefined || paths.length < PARALLEL_MIN_PATHS) lstatInto(base, paths, 0, paths.length, out);
+      else await this.#window(base, paths, 0, paths.length, out, this.#joinedFor(paths));
       return out;
     }
     // Windows of equal size (none smaller than the batch minimum), never joined into one text.
     const windows = Math.ceil(paths.length / this.#windowPaths);
     const size = Math.ceil(paths.length / windows);
-    for (let from = 0; from < paths.length; from += size) await this.#window(base, paths, from, Math.min(paths.length, from + size), out, undefined);
+    for (let from = 0; from < paths.length; from += size) {
+      await this.#window(base, paths, from, Math.min(paths.length, from + size), out, undefined);
+      // A helper booting (it was let go after the last big batch) came up while this thread
+      // stated the first window: its online event is handled here, before the next window.
+      if (from === 0 && this.#worker !== undefined && !this.#ready) await this.ready();
+    }
+    this.#letGo();
     return out;
+  }
+
+  /**
+   * Stops the helper thread after a batch past one window, keeping it ready to start again for
+   * the next batch (see the comment at {@link WARM_AFTER_REPEAT_SCANS}). Its handlers go first:
+   * its exit is not a failure.
+   */
+  #letGo(): void {
+    const worker = this.#worker;
+    if (worker === undefined || this.#closed || this.#pending !== undefined) return;
+    worker.removeAllListeners();
+    worker.on('error', () => undefined);
+    this.#worker = undefined;
+    this.#ready = false;
+    this.#settled = undefined;
+    this.#joined = undefined;
+    this.#dormant = true;
+    // Its end is not waited for here (see `ready`); a thread that fails to stop is one the process no longer uses.
+    this.#stopping = worker.terminate().then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  /** True while the helper thread is stopped after a big batch and starts again on the next one (for tests). */
+  get dormant(): boolean {
+    return this.#dormant && !this.#closed;
   }
 
   /**
@@ -189,7 +249,7 @@ export class ParallelLstat {
    */
   async #window(base: string, paths: readonly string[], from: number, to: number, out: Float64Array, joined: JoinedPaths | undefined): Promise<void> {
     const worker = this.#worker;
-    if (!this.parallel || worker === undefined || this.#pending !== undefined) {
+    if (!this.#helping || worker === undefined || this.#pending !== undefined) {
       lstatInto(base, paths, from, to, out);
       return;
     }
@@ -257,6 +317,7 @@ export class ParallelLstat {
   /** Stops the helper thread; later batches run on the calling thread. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#dormant = false;
     this.#ready = false;
     this.#joined = undefined;
     const worker = this.#worker;

@@ -78,6 +78,45 @@ describe('ParallelLstat', () => {
     }
   });
 
+  it('lets the helper thread go once a batch past one window is answered, and starts it again for the next batch', async () => {
+    const paths = mixedPaths();
+    while (paths.length < PARALLEL_MIN_PATHS * 5) paths.push('file', 'missing');
+    const one = new Float64Array(paths.length * STAT_FIELDS);
+    lstatInto(dir, paths, 0, paths.length, one);
+    const threads = (): number => Number(/^Threads:\s+(\d+)/m.exec(nodeFs.readFileSync('/proc/self/status', 'utf8'))?.[1]);
+    const without = threads();
+    const windowed = new ParallelLstat({ windowPaths: PARALLEL_MIN_PATHS * 2 });
+    try {
+      await untilParallel(windowed);
+      expect(threads()).toBeGreaterThan(without);
+      expect(Array.from(await windowed.lstatAll(dir, paths))).toEqual(Array.from(one));
+      // Let go: its thread ends, and a batch may still use it.
+      expect(windowed.dormant).toBe(true);
+      expect(windowed.parallel).toBe(true);
+      expect(await windowed.ready()).toBe(false);
+      expect(threads()).toBe(without);
+      // Repeat scans counted meanwhile do not start it (the picture is being persisted).
+      windowed.noteRepeatScan();
+      windowed.noteRepeatScan();
+      expect(windowed.dormant).toBe(true);
+      // The next big batch starts it again while this thread takes the first window, then uses it.
+      expect(Array.from(await windowed.lstatAll(dir, paths))).toEqual(Array.from(one));
+      expect(windowed.dormant).toBe(true);
+      // A batch of one window starts it without waiting for it, and keeps it running.
+      const small = paths.slice(0, PARALLEL_MIN_PATHS + 7);
+      expect(Array.from(await windowed.lstatAll(dir, small))).toEqual(Array.from(one.subarray(0, small.length * STAT_FIELDS)));
+      expect(windowed.dormant).toBe(false);
+      expect(await windowed.ready()).toBe(true);
+      expect(Array.from(await windowed.lstatAll(dir, small))).toEqual(Array.from(one.subarray(0, small.length * STAT_FIELDS)));
+      expect(windowed.parallel).toBe(true);
+      await windowed.close();
+      expect(windowed.parallel).toBe(false);
+      expect(windowed.dormant).toBe(false);
+    } finally {
+      await windowed.close();
+    }
+  });
+
   it('classifies every kind the same on both threads, and matches lstat', async () => {
     const paths = mixedPaths();
     await untilParallel(helper);
