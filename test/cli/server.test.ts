@@ -414,6 +414,22 @@ describe('the command server', () => {
     expect(serverState(repo)).toMatchObject({ pid });
   });
 
+  it.runIf(process.platform === 'linux')("the server starts with its malloc settings in GLIBC_TUNABLES, a person's own setting of one winning, and it serves", async () => {
+    const repo = await cliRepo({ 'a.txt': 'a\n' });
+    started.push(repo);
+    repo.env.GLIBC_TUNABLES = 'glibc.malloc.arena_max=4:glibc.malloc.tcache_count=0';
+    expect(repo.tb(['server', 'start']).code).toBe(0);
+    const { pid } = serverState(repo);
+    // What the process was started with: glibc, parsing the variable at start, may cut it into
+    // pieces in place (a NUL for each `:`), so the settings are looked for in the whole area.
+    const environ = await readFile(`/proc/${pid}/environ`, 'utf8');
+    expect(environ).toContain('\0GLIBC_TUNABLES=glibc.malloc.arena_max=4');
+    for (const setting of ['glibc.malloc.tcache_count=0', 'glibc.malloc.mmap_threshold=131072', 'glibc.malloc.trim_threshold=131072']) expect(environ).toContain(setting);
+    expect(environ).not.toContain('glibc.malloc.arena_max=2');
+    expect(repo.tb(['list']).code).toBe(0);
+    expect(serverState(repo)).toMatchObject({ pid });
+  });
+
   it('two `server start` at the same moment both succeed, and one server serves them', async () => {
     const repo = await cliRepo({ 'a.txt': 'a\n' });
     started.push(repo);

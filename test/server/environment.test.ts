@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { sourceFiles } from '../helpers/source-files.js';
-import { checkedVariables, isRelayedName, MAX_RELAYED_CHARS, MAX_RELAYED_VARIABLES, relayedVariables } from '../../src/server/environment.js';
+import { checkedVariables, isRelayedName, MAX_RELAYED_CHARS, MAX_RELAYED_VARIABLES, relayedVariables, serverEnvironment, serverTunables } from '../../src/server/environment.js';
 
 /**
  * Variables src/ reads that a served command does not take from its client, each with why: read
@@ -14,6 +14,7 @@ const NOT_RELAYED: Readonly<Record<string, string>> = {
   GEMINI_CLI_TRUST_WORKSPACE: 'hooks install/status only',
   GEMINI_RESTRICTED_MODE: 'hooks install/status only',
   COPILOT_ALLOW_ALL: 'hooks install/status only',
+  GLIBC_TUNABLES: "read only to start the server with its malloc settings added (the person's own win); malloc's settings of a process, read by the C library at its start",
   WATCHMAN_SOCK: 'never read: deleted from the environment of turnback\'s own watchman service, so the user\'s service is never asked',
 };
 
@@ -45,5 +46,21 @@ describe("the environment a request carries", () => {
     expect(checkedVariables(many)).toBeUndefined();
     expect(checkedVariables({ PATH: 'x'.repeat(MAX_RELAYED_CHARS) })).toBeUndefined();
     expect(checkedVariables({ PATH: 'x'.repeat(MAX_RELAYED_CHARS - 4) })).toEqual({ PATH: 'x'.repeat(MAX_RELAYED_CHARS - 4) });
+  });
+});
+
+describe('serverTunables and serverEnvironment', () => {
+  it("adds the server's malloc settings to none, and to a person's own, whose settings win", () => {
+    expect(serverTunables(undefined)).toBe('glibc.malloc.arena_max=2:glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=131072');
+    expect(serverTunables('')).toBe(serverTunables(undefined));
+    expect(serverTunables('glibc.malloc.mmap_threshold=65536')).toBe('glibc.malloc.mmap_threshold=65536:glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072');
+    expect(serverTunables('glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=1:glibc.malloc.trim_threshold=1')).toBe('glibc.malloc.arena_max=1:glibc.malloc.mmap_threshold=1:glibc.malloc.trim_threshold=1');
+  });
+
+  it('starts a server with the environment given, without the run mark, with the malloc settings; the given object is not changed', () => {
+    const given = { HOME: '/h', TURNBACK_RUN: '1', OTHER: 'x' };
+    const env = serverEnvironment(given);
+    expect(env).toEqual({ HOME: '/h', OTHER: 'x', GLIBC_TUNABLES: serverTunables(undefined) });
+    expect(given).toEqual({ HOME: '/h', TURNBACK_RUN: '1', OTHER: 'x' });
   });
 });
