@@ -24,8 +24,8 @@ interface IndexReading {
    */
   readonly entries: GitIndexTable | undefined;
   paths?: readonly string[];
-  /** Stage-0 regular files: path → entry number in `entries`. */
-  clean?: Map<string, number>;
+  /** Stage-0 regular files by path (see {@link CleanEntries}). */
+  clean?: CleanEntries;
   /** The tracked paths the last walk's hidden entries cover, and those entries (joined): a repeat walk hides the same. */
   hiddenTracked?: { hidden: string; paths: string[] };
 }
@@ -416,7 +416,7 @@ function cleanEntryOf(reading: IndexReading | undefined, record: Pick<StatRecord
   const entries = reading?.entries;
   if (reading === undefined || entries === undefined) return undefined;
   reading.clean ??= cleanEntries(entries);
-  const i = reading.clean.get(record.path);
+  const i = reading.clean.entryOf(record.path);
   if (i === undefined) return undefined;
   if (entries.sizes[i] !== record.size % 2 ** 32 || entries.inos[i] !== record.ino % 2 ** 32) return undefined;
   const mtimeMs = entries.mtimes[i] as number;
@@ -425,9 +425,49 @@ function cleanEntryOf(reading: IndexReading | undefined, record: Pick<StatRecord
   return i;
 }
 
-/** The stage-0 regular files of `table`, by path (a conflicted path has no one blob). */
-function cleanEntries(table: GitIndexTable): Map<string, number> {
-  const clean = new Map<string, number>();
-  for (let i = 0; i < table.count; i++) if (table.stages[i] === 0 && ((table.modes[i] as number) & 0o170000) === 0o100000) clean.set(table.paths[i] as string, i);
-  return clean;
+/** The entry number of a stage-0 regular file's path in an index table. */
+interface CleanEntries {
+  entryOf(path: string): number | undefined;
+}
+
+/**
+ * The stage-0 regular files of `table`, by path (a conflicted path has no one blob). git sorts
+ * its entries by the bytes of their paths; where that is also the order of the paths as strings
+ * (always for ASCII and most other names), the entries' numbers in one typed array are searched
+ * by halves: 1 MB at 250,000 entries instead of a map's ~8 MiB table, kept for as long as the
+ * index, and the ~15 MiB of tables a growing map leaves behind as it is built during a first
+ * picture, whose peak that is (issue #28). Paths whose string order differs (a name past U+E000
+ * beside one past U+FFFF, a raw byte git keeps) fall back to the map.
+ */
+function cleanEntries(table: GitIndexTable): CleanEntries {
+  const numbers = new Int32Array(table.count);
+  let count = 0;
+  let sorted = true;
+  for (let i = 0; i < table.count; i++) {
+    if (table.stages[i] !== 0 || ((table.modes[i] as number) & 0o170000) !== 0o100000) continue;
+    if (count > 0 && !((table.paths[numbers[count - 1] as number] as string) < (table.paths[i] as string))) sorted = false;
+    numbers[count++] = i;
+  }
+  if (!sorted) {
+    const clean = new Map<string, number>();
+    for (let k = 0; k < count; k++) clean.set(table.paths[numbers[k] as number] as string, numbers[k] as number);
+    return { entryOf: (path) => clean.get(path) };
+  }
+  const paths = table.paths;
+  const entries = numbers.slice(0, count);
+  return {
+    entryOf(path) {
+      let low = 0;
+      let high = entries.length - 1;
+      while (low <= high) {
+        const middle = (low + high) >>> 1;
+        const i = entries[middle] as number;
+        const at = paths[i] as string;
+        if (at === path) return i;
+        if (at < path) low = middle + 1;
+        else high = middle - 1;
+      }
+      return undefined;
+    },
+  };
 }

@@ -1,0 +1,60 @@
+import { execFileSync } from 'node:child_process';
+import * as nodeFs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cleanTrackedBlob, cleanTrackedBlobs } from '../../src/capture/tracked-files.js';
+import { lstatNumbers } from '../../src/fs/fast-lstat.js';
+import { tempFolder } from '../helpers/temp.js';
+
+/** A repository with `names` committed, each file's mtime a minute in the past (not racily clean). */
+async function repoWith(names: readonly string[]): Promise<string> {
+  const root = await tempFolder('turnback-tracked-');
+  const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', '-c', 'core.quotepath=off', ...args], { cwd: root, encoding: 'utf8' });
+  git('init', '-q');
+  const past = new Date(Date.now() - 60_000);
+  for (const name of names) {
+    const file = path.join(root, ...name.split('/'));
+    nodeFs.mkdirSync(path.dirname(file), { recursive: true });
+    nodeFs.writeFileSync(file, `bytes of ${name}\n`);
+    nodeFs.utimesSync(file, past, past);
+  }
+  git('add', '-A');
+  git('commit', '-qm', 'init');
+  return root;
+}
+
+function recordOf(root: string, name: string): { path: string; type: 'file'; size: number; mode: number; mtimeMs: number; ino: number } {
+  const out = new Float64Array(5);
+  lstatNumbers(path.join(root, ...name.split('/')), out, 0);
+  return { path: name, type: 'file', size: out[2] as number, mode: out[1] as number, mtimeMs: out[3] as number, ino: out[4] as number };
+}
+
+function blobOf(root: string, name: string): string {
+  return execFileSync('git', ['rev-parse', `:${name}`], { cwd: root, encoding: 'utf8' }).trim();
+}
+
+describe('cleanTrackedBlob (git index look-up of a clean file)', () => {
+  // Ordered as git orders them by bytes, yet not as strings: U+FB00 (UTF-8 EF AC 80) sorts before
+  // U+1F600 (F0 9F 98 80) in bytes, after it in UTF-16 (FB00 > D83D).
+  const cases: [string, string[]][] = [
+    ['ASCII paths, whose string order is git\'s', ['a.txt', 'b/c.txt', 'b/d/e.txt', 'b-c.txt', 'b0.txt', 'z.txt', 'Z.txt', 'a b.txt']],
+    ['paths whose string order is not git\'s byte order', ['a.txt', 'ﬀ.txt', '😀.txt', 'é/x.txt', 'b.txt', '日本/語.txt']],
+  ];
+  for (const [title, names] of cases) {
+    it(`names git's blob for every clean tracked file, and nothing for a path git does not hold or a changed file: ${title}`, async () => {
+      const root = await repoWith(names);
+      const many = cleanTrackedBlobs(root);
+      for (const name of names) {
+        expect(cleanTrackedBlob(root, recordOf(root, name)), name).toBe(blobOf(root, name));
+        expect(many(recordOf(root, name)), name).toBe(blobOf(root, name));
+      }
+      // Names git does not hold, between and around the ones it does.
+      for (const name of ['', '0.txt', 'a.txu', 'b', 'b/c.tx', 'zz.txt', '😀.txu', 'ﬀ']) {
+        expect(cleanTrackedBlob(root, { ...recordOf(root, names[0] as string), path: name }), name).toBeUndefined();
+      }
+      const changed = names[1] as string;
+      nodeFs.appendFileSync(path.join(root, ...changed.split('/')), 'more\n');
+      expect(cleanTrackedBlob(root, recordOf(root, changed))).toBeUndefined();
+    });
+  }
+});
