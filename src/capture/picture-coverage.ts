@@ -12,7 +12,7 @@ import { pictureChange } from './picture-change.js';
 
 /**
  * When the copy budget cannot take every file: a clean tracked file the store has never pictured
- * is taken out of `toCopy` and returned with its blob id — it rests on git's objects, and the
+ * is taken out of `toCopy` and returned, its state already its blob id — it rests on git's objects, and the
  * picture costs a stat sweep and an index read, not a copy of the tree (the store copies such
  * blobs in outside pictures, `CheckpointStore.copyGitBlobsIn`, and later pictures reuse the record
  * while its stat holds); and of the rest, the files git does not hold go first (they have no other
@@ -25,13 +25,16 @@ export function orderForBudget(
   root: string,
   coverage: ResolvedCoverage,
   previous: ReadonlyMap<string, PictureRecord> | undefined,
-): { stat: StatRecord; blob: string }[] {
+): PictureRecord[] {
   let bytes = 0;
   for (const stat of toCopy) bytes += stat.size;
   if (toCopy.length <= coverage.maxPictureFiles && bytes <= coverage.maxPictureBytes) return [];
   const others: StatRecord[] = [];
   const tracked: StatRecord[] = [];
-  const restOnGit: { stat: StatRecord; blob: string }[] = [];
+  // Records, not {stat, blob} pairs: a first picture of a big tree rests most of its files on git,
+  // and a pair and an id string per file, live through this pass, were ~20 MiB of promoted
+  // garbage in the stretch where the server's memory peaks (issue #28).
+  const restOnGit: PictureRecord[] = [];
   // git's index looked at once for the whole list: asked per record, each answer stats `.git`
   // and the index file again (3.3 s of a 250,000-file first picture, profiled).
   const entryOf = cleanTrackedEntries(root);
@@ -41,7 +44,10 @@ export function orderForBudget(
     else if (previous?.get(stat.path) === undefined) {
       // The same text, the kept index's own string: one copy of the path for both (the record's own stays only in the scan's short-lived lists).
       stat.path = entry.path;
-      restOnGit.push({ stat, blob: entry.blob });
+      // In place, as the picture turns every scan record into its record (picture-copy.ts withState).
+      const record = stat as PictureRecord;
+      record.state = blobState(stat, entry.blob);
+      restOnGit.push(record);
     } else tracked.push(stat);
   }
   let at = 0;

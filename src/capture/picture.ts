@@ -9,7 +9,7 @@ import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRe
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
-import { blobState, orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
+import { orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
 import { indexKeyOf } from './tracked-files.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 import { LayeredRecords, flattenedIfLarge } from './layered-records.js';
@@ -263,7 +263,9 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   // the new map holds (fewer than the cache has: some were removed).
   const touched: string[] = [];
   let kept = 0;
-  const earlier = cached instanceof Map ? (cached as ReadonlyMap<string, PictureRecord>) : undefined;
+  // Over an empty cache (a store's first picture) every path is new: no list of them is kept
+  // (it held the scan's own copy of every path through the record pass, ~20 MiB at 250,000 files).
+  const earlier = cached instanceof Map && (cached.size > 0 || carried !== undefined) ? (cached as ReadonlyMap<string, PictureRecord>) : undefined;
   for (const stat of unchanged ? [] : scan.list) {
     // The scan hands back the earlier record itself when its stat is unchanged and settled.
     if ((stat as Partial<PictureRecord>).state !== undefined) {
@@ -309,7 +311,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   }
   // Past the budget, clean tracked files seen for the first time rest on git at once.
   const restOnGit = orderForBudget(toCopy, root, coverage, cached);
-  for (const { stat, blob } of restOnGit) records.set(stat.path, withState(stat, blobState(stat, blob)));
+  for (const record of restOnGit) records.set(record.path, record);
   const walked = scan.walked;
   const files = scan.list.length;
   // The scan's list is no longer needed; free it before the copies allocate (a carried walk's is short, and names what it found).
