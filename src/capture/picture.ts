@@ -10,7 +10,7 @@ import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
 import { gitBlobIdOf } from '../core/git-blob.js';
 import { orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
-import { indexKeyOf } from './tracked-files.js';
+import { indexKeyOf, trackedPathSharer } from './tracked-files.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
 import { LayeredRecords, flattenedIfLarge } from './layered-records.js';
 import { noteChange } from './picture-change.js';
@@ -234,6 +234,7 @@ export async function takePicture(options: TakePictureOptions): Promise<Picture>
   const heldByGit = restingCheck(canonicalRoot(options.projectRoot));
   const scan = await scanTree(options.projectRoot, coverage, {
     deadline,
+    sharedPath: trackedPathSharer(canonicalRoot(options.projectRoot)),
     ...(signal !== undefined ? { signal } : {}),
     ...(options.exclude !== undefined ? { exclude: options.exclude } : {}),
     ...(cache?.ignores !== undefined ? { ignores: cache.ignores } : {}),

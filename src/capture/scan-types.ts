@@ -98,6 +98,12 @@ export interface ScanOptions {
    */
   readDir?: (absPath: string) => nodeFs.Dirent[];
   /**
+   * The string a long-lived holder already keeps for a path, or the path itself (a picture passes
+   * git's kept index's own, see `trackedPathSharer`): a record made fresh takes it instead of the
+   * walk's copy of the same text. Changes only memory, never a result.
+   */
+  sharedPath?: (path: string) => string;
+  /**
    * What a watcher vouched changed since `previous` was pictured (see {@link VouchedChanges}): a
    * folder and a file it does not name are taken from `memo` without a stat. Used only with a
    * memo bound to `previous`; otherwise the walk is the usual sweep.

@@ -58,6 +58,7 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
   const readDir = options.readDir ?? readDirSync;
   const previous = options.previous;
   const reuse = options.reuse;
+  const sharedPath = options.sharedPath;
   ignores.useCoverage(coverage);
   // Earlier ignore decisions hold only if no folder's rule chain changed since `previous` was taken.
   const trustPrevious = previous !== undefined && options.ignores !== undefined && options.previousEpoch === ignores.epoch;
@@ -391,6 +392,9 @@ export async function scanTree(projectRoot: string, coverage: ResolvedCoverage, 
         problems.push({ path: prefix + name, reason: record });
         continue;
       }
+      // A fresh record's path promoted with it would be garbage once the picture takes the
+      // index's string for it (a first picture of a big tree: ~20 MiB at 250,000 files).
+      if (sharedPath !== undefined && record !== earlier) record.path = sharedPath(record.path);
       found.push(record);
       if (memoRecords !== undefined) memoRecords[i] = record;
     }

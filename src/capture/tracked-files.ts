@@ -366,6 +366,41 @@ export function cleanTrackedEntries(root: string): (record: Pick<StatRecord, 'pa
 }
 
 /**
+ * Fresh records a walk makes before {@link trackedPathSharer} reads git's index: a small tree's
+ * walk never pays for the index, and a big one's first records keep their own strings.
+ */
+export const SHARE_PATHS_AFTER = 20_000;
+
+/**
+ * For a walk: the kept index's own string for a path git tracks as a stage-0 regular file, else
+ * the path itself, so a fresh record holds the one copy a record resting on git ends up with
+ * (see {@link cleanTrackedEntries}). Returns its argument for its first `after` calls
+ * ({@link SHARE_PATHS_AFTER}), and always outside a work tree's top or without a readable index.
+ * The text is always the argument's: only which copy of it is returned differs.
+ */
+export function trackedPathSharer(root: string, after: number = SHARE_PATHS_AFTER): (path: string) => string {
+  let calls = 0;
+  let lookup: ((path: string) => string) | undefined;
+  return (p) => {
+    if (lookup !== undefined) return lookup(p);
+    if (++calls <= after) return p;
+    const reading = readingOf(root);
+    const entries = reading?.entries;
+    if (reading === undefined || entries === undefined) {
+      lookup = (same) => same;
+      return p;
+    }
+    reading.clean ??= cleanEntries(entries);
+    const clean = reading.clean;
+    lookup = (path) => {
+      const i = clean.entryOf(path);
+      return i === undefined ? path : (entries.paths[i] as string);
+    };
+    return lookup(p);
+  };
+}
+
+/**
  * The clean entry number of each record asked about (git's index read on the first call), and the
  * table it numbers; nothing allocated per record, as it is asked of many.
  */

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanTrackedBlob, cleanTrackedBlobs } from '../../src/capture/tracked-files.js';
+import { cleanTrackedBlob, cleanTrackedBlobs, trackedPathSharer } from '../../src/capture/tracked-files.js';
 import { lstatNumbers } from '../../src/fs/fast-lstat.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -57,4 +57,20 @@ describe('cleanTrackedBlob (git index look-up of a clean file)', () => {
       expect(cleanTrackedBlob(root, recordOf(root, changed))).toBeUndefined();
     });
   }
+});
+
+describe('trackedPathSharer (the kept index\'s string for a walk\'s fresh record)', () => {
+  it('gives back the very text it is given, before and past its threshold, tracked or not, in a work tree and outside one', async () => {
+    const names = ['a.txt', 'b/c.txt', 'ﬀ.txt', '😀.txt', 'é/x.txt'];
+    const root = await repoWith(names);
+    nodeFs.writeFileSync(path.join(root, 'untracked.txt'), 'u\n');
+    const asked = [...names, 'untracked.txt', 'b', 'missing/file.txt', ...names];
+    for (const after of [0, 2, 1000]) {
+      const share = trackedPathSharer(root, after);
+      expect(asked.map((p) => share(p))).toEqual(asked);
+    }
+    const outside = await tempFolder('turnback-untracked-');
+    const share = trackedPathSharer(outside, 0);
+    expect(asked.map((p) => share(p))).toEqual(asked);
+  });
 });
