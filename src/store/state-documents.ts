@@ -1,8 +1,9 @@
+import * as nodeFs from 'node:fs';
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
 import { decodeDocument, encodeDocumentAsync } from './document-codec.js';
-import { writeAllSync, type FileSystem } from '../fs/file-system.js';
+import { writeAllSync, type FileSystem, type SyncFileSystem } from '../fs/file-system.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX } from './presence.js';
 
@@ -16,6 +17,18 @@ export interface StateWriteOptions {
 }
 
 const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
+
+/**
+ * Largest document read on the calling thread where the file system has a sync path. A served
+ * hook event reads a few small documents (the open calls' baselines, the overlap log), and each
+ * promise-API read is four round trips through libuv's pool (open, fstat, read, close); a
+ * bigger document (a stat cache, a picture base's chunk) still goes through the pool, so the
+ * thread never stalls on one.
+ */
+export const SYNC_READ_BYTES: number = 64 * 1024;
+
+/** Opened for reading without waiting: a FIFO put in `state/` must never hang a read. */
+const READ_NOW: number = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NONBLOCK ?? 0);
 
 /**
  * State documents (`made-folders-<save id>`) naming the folders a restore made, so the restore of
@@ -40,9 +53,11 @@ export class StateDocumentFolder {
    */
   async readState(name: string): Promise<unknown> {
     const file = this.layout.statePath(checkStateName(name));
-    let bytes: Buffer;
+    let bytes: Buffer | undefined;
     try {
-      bytes = await this.fs.readFile(file);
+      const sync = this.fs.sync;
+      bytes = sync !== undefined ? readSmallSync(sync, file) : undefined;
+      bytes ??= await this.fs.readFile(file);
     } catch (error) {
       if (errnoCode(error) === 'ENOENT') return undefined;
       throw asCheckpointError(error, 'cannot read state', file);
@@ -76,7 +91,9 @@ export class StateDocumentFolder {
   async listState(prefix = ''): Promise<string[]> {
     let names: string[];
     try {
-      names = await this.fs.readdir(this.layout.stateDir);
+      // A listing of a few dozen names: on the calling thread where it can be (see SYNC_READ_BYTES).
+      const sync = this.fs.sync;
+      names = sync !== undefined ? (sync.readdirSync(this.layout.stateDir) as string[]) : await this.fs.readdir(this.layout.stateDir);
     } catch (error) {
       if (errnoCode(error) === 'ENOENT') return [];
       throw asCheckpointError(error, 'cannot list state', this.layout.stateDir);
@@ -154,6 +171,34 @@ export class StateDocumentFolder {
     } catch (error) {
       if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove state', file);
     }
+  }
+}
+
+/**
+ * The bytes of `file` read on the calling thread when it is a regular file of at most
+ * {@link SYNC_READ_BYTES}; `undefined` for a bigger one (or one that grew while read), which the
+ * caller reads through the promise API. Throws as the open does (ENOENT), and `EISDIR`-like for
+ * anything that is not a regular file (a FIFO would hang the promise API's read).
+ */
+function readSmallSync(sync: SyncFileSystem, file: string): Buffer | undefined {
+  const fd = sync.openSync(file, READ_NOW);
+  try {
+    const stats = sync.fstatSync(fd);
+    if (!stats.isFile()) throw Object.assign(new Error(`not a regular file: ${file}`), { code: 'EINVAL' });
+    if (stats.size > SYNC_READ_BYTES) return undefined;
+    // One byte more than the size: a document replaced by rename never grows in place, but a
+    // file that does is read again through the pool rather than cut short.
+    const buffer = Buffer.allocUnsafe(stats.size + 1);
+    let filled = 0;
+    for (;;) {
+      const read = sync.readSync(fd, buffer, filled, buffer.length - filled, filled);
+      if (read === 0) break;
+      filled += read;
+      if (filled > stats.size) return undefined;
+    }
+    return buffer.subarray(0, filled);
+  } finally {
+    sync.closeSync(fd);
   }
 }
 

@@ -1,9 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, readdir, realpath, stat, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
 import { nodeFileSystem, type FileSystem, type SyncFileSystem } from '../../src/fs/file-system.js';
 import { CheckpointStore, DEFAULT_RETAIN } from '../../src/store/store.js';
+import { SYNC_READ_BYTES } from '../../src/store/state-documents.js';
 import { makeSandbox, openStore, type Sandbox } from './helpers.js';
 
 let box: Sandbox;
@@ -113,6 +115,46 @@ describe('layout', () => {
       expect(await readdir(path.join(store.root, 'tmp'))).toEqual([]);
       await store.close();
     }
+  });
+
+  test('state documents read the same on the sync and the promise path, small or past SYNC_READ_BYTES, and a FIFO or a folder in state/ never hangs a read', async () => {
+    const { sync: _sync, ...promiseOnly } = nodeFileSystem;
+    let syncOpens = 0;
+    const counting: FileSystem = {
+      ...nodeFileSystem,
+      sync: {
+        ...(nodeFileSystem.sync as SyncFileSystem),
+        openSync: ((...args: Parameters<SyncFileSystem['openSync']>) => {
+          syncOpens += 1;
+          return (nodeFileSystem.sync as SyncFileSystem).openSync(...args);
+        }) as SyncFileSystem['openSync'],
+      },
+    };
+    const small = { calls: ['a', 'b'], text: 'ü'.repeat(100) };
+    // Past the sync read's limit as plain JSON (incompressible) and as a compressed document.
+    const noise = Array.from({ length: SYNC_READ_BYTES / 8 }, (_, i) => ((i * 2654435761) >>> 0).toString(36)).join('');
+    const big = { noise };
+    for (const fs of [counting, promiseOnly]) {
+      const store = await CheckpointStore.open(box.storeRoot, { projectRoot: box.project, fs });
+      await store.writeState('call-small', small, { durable: false });
+      await store.writeState('call-big', big);
+      await writeFile(path.join(store.root, 'state', 'plain-big.json'), JSON.stringify(big));
+      syncOpens = 0;
+      expect(await store.readState('call-small')).toEqual(small);
+      expect(await store.readState('call-big')).toEqual(big);
+      expect(await store.readState('plain-big')).toEqual(big);
+      expect(await store.readState('absent')).toBeUndefined();
+      expect(await store.listState('call-')).toEqual(['call-big', 'call-small']);
+      // The sync path opened each present document once, and read the big ones through the pool.
+      if (fs === counting) expect(syncOpens).toBe(4);
+      await store.close();
+    }
+    const store = await CheckpointStore.open(box.storeRoot, { projectRoot: box.project, fs: nodeFileSystem });
+    execFileSync('mkfifo', [path.join(store.root, 'state', 'fifo.json')]);
+    await mkdir(path.join(store.root, 'state', 'folder.json'));
+    await expect(store.readState('fifo')).rejects.toSatisfy((e) => isCheckpointError(e));
+    await expect(store.readState('folder')).rejects.toSatisfy((e) => isCheckpointError(e));
+    await store.close();
   });
 
   test('a quick state write that fails leaves the old document and no temp file', async () => {
