@@ -2,7 +2,7 @@ import * as nodeFs from 'node:fs';
 import type { Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { CheckpointError } from '../core/errors.js';
-import { closeQuietly } from './file-system.js';
+import { closeQuietly, type SyncFileSystem } from './file-system.js';
 
 // Reading a file turnback was pointed at by path (a config file, an agent's settings, a payload,
 // a project file shown in a diff). A plain `readFile` of a FIFO waits for a writer forever (and
@@ -58,6 +58,34 @@ export function readRegularFileSync(file: string): Buffer {
     return nodeFs.readFileSync(fd);
   } finally {
     closeQuietly(fd);
+  }
+}
+
+/**
+ * {@link readRegularFileSync} through `sync` (an injected file system's sync path), for a file of
+ * at most `maxBytes`: `undefined` for a bigger one, or one that grew while read, which the caller
+ * reads through the promise API rather than stall this thread or cut it short.
+ *
+ * @throws CheckpointError `INVALID_PATH` as {@link readRegularFile}; Node's `ENOENT` when missing.
+ */
+export function readSmallRegularFileSync(sync: SyncFileSystem, file: string, maxBytes: number): Buffer | undefined {
+  const fd = sync.openSync(file, READ_FLAGS);
+  try {
+    const stats = sync.fstatSync(fd);
+    if (!stats.isFile()) throw notRegular(file, stats);
+    if (stats.size > maxBytes) return undefined;
+    // One byte more than the size, so a file that grows in place is seen doing so.
+    const buffer = Buffer.allocUnsafe(stats.size + 1);
+    let filled = 0;
+    for (;;) {
+      const read = sync.readSync(fd, buffer, filled, buffer.length - filled, filled);
+      if (read === 0) break;
+      filled += read;
+      if (filled > stats.size) return undefined;
+    }
+    return buffer.subarray(0, filled);
+  } finally {
+    sync.closeSync(fd);
   }
 }
 

@@ -1,9 +1,9 @@
-import * as nodeFs from 'node:fs';
 import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
 import { decodeDocument, encodeDocumentAsync } from './document-codec.js';
-import { writeAllSync, type FileSystem, type SyncFileSystem } from '../fs/file-system.js';
+import { writeAllSync, type FileSystem } from '../fs/file-system.js';
+import { readSmallRegularFileSync } from '../fs/regular-file.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX } from './presence.js';
 
@@ -26,9 +26,6 @@ const STATE_NAME = /^[a-z0-9_-][a-z0-9._-]{0,127}$/;
  * thread never stalls on one.
  */
 export const SYNC_READ_BYTES: number = 64 * 1024;
-
-/** Opened for reading without waiting: a FIFO put in `state/` must never hang a read. */
-const READ_NOW: number = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NONBLOCK ?? 0);
 
 /**
  * State documents (`made-folders-<save id>`) naming the folders a restore made, so the restore of
@@ -56,7 +53,7 @@ export class StateDocumentFolder {
     let bytes: Buffer | undefined;
     try {
       const sync = this.fs.sync;
-      bytes = sync !== undefined ? readSmallSync(sync, file) : undefined;
+      bytes = sync !== undefined ? readSmallRegularFileSync(sync, file, SYNC_READ_BYTES) : undefined;
       bytes ??= await this.fs.readFile(file);
     } catch (error) {
       if (errnoCode(error) === 'ENOENT') return undefined;
@@ -171,34 +168,6 @@ export class StateDocumentFolder {
     } catch (error) {
       if (errnoCode(error) !== 'ENOENT') throw asCheckpointError(error, 'cannot remove state', file);
     }
-  }
-}
-
-/**
- * The bytes of `file` read on the calling thread when it is a regular file of at most
- * {@link SYNC_READ_BYTES}; `undefined` for a bigger one (or one that grew while read), which the
- * caller reads through the promise API. Throws as the open does (ENOENT), and `EISDIR`-like for
- * anything that is not a regular file (a FIFO would hang the promise API's read).
- */
-function readSmallSync(sync: SyncFileSystem, file: string): Buffer | undefined {
-  const fd = sync.openSync(file, READ_NOW);
-  try {
-    const stats = sync.fstatSync(fd);
-    if (!stats.isFile()) throw Object.assign(new Error(`not a regular file: ${file}`), { code: 'EINVAL' });
-    if (stats.size > SYNC_READ_BYTES) return undefined;
-    // One byte more than the size: a document replaced by rename never grows in place, but a
-    // file that does is read again through the pool rather than cut short.
-    const buffer = Buffer.allocUnsafe(stats.size + 1);
-    let filled = 0;
-    for (;;) {
-      const read = sync.readSync(fd, buffer, filled, buffer.length - filled, filled);
-      if (read === 0) break;
-      filled += read;
-      if (filled > stats.size) return undefined;
-    }
-    return buffer.subarray(0, filled);
-  } finally {
-    sync.closeSync(fd);
   }
 }
 
