@@ -10,6 +10,8 @@ import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js'
  */
 export interface SyncFileSystem {
   lstatSync: typeof nodeSyncFs.lstatSync;
+  /** A store file's identity (a manifest, a state document) before the cache that trusts it is used. */
+  statSync: typeof nodeSyncFs.statSync;
   openSync: typeof nodeSyncFs.openSync;
   fstatSync: typeof nodeSyncFs.fstatSync;
   readSync: typeof nodeSyncFs.readSync;
@@ -167,6 +169,7 @@ export const nodeFileSystem: FileSystem = {
   lchown: kernelPaths(nodeFs.lchown),
   sync: {
     lstatSync: kernelPaths(nodeSyncFs.lstatSync),
+    statSync: kernelPaths(nodeSyncFs.statSync),
     openSync: kernelPaths(nodeSyncFs.openSync),
     fstatSync: nodeSyncFs.fstatSync,
     readSync: nodeSyncFs.readSync,

@@ -25,7 +25,9 @@ const NAME = /^(.+)\.(json|journal)$/;
 export async function scanCatalog(fs: FileSystem, layout: StoreLayout): Promise<Catalog> {
   let names: string[];
   try {
-    names = await fs.readdir(layout.checkpointsDir);
+    // On the calling thread where it can be, as state/ is listed (a hook event lists the store).
+    const sync = fs.sync;
+    names = sync !== undefined ? (sync.readdirSync(layout.checkpointsDir) as string[]) : await fs.readdir(layout.checkpointsDir);
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') return { entries: [], strays: [] };
     throw asCheckpointError(error, 'cannot list checkpoints', layout.checkpointsDir);

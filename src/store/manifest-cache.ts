@@ -41,7 +41,10 @@ export async function readSealedManifest(fs: FileSystem, layout: StoreLayout, pr
   const key = `${projectRoot}\0${file}`;
   let identity: string;
   try {
-    const stats = await fs.stat(file);
+    // On the calling thread where it can be: a listing stats every manifest of the store, and a
+    // hook event lists it, so a thread-pool round trip each grew every event with the history.
+    const sync = fs.sync;
+    const stats = sync !== undefined ? sync.statSync(file) : await fs.stat(file);
     identity = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') {

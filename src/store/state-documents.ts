@@ -74,7 +74,8 @@ export class StateDocumentFolder {
   async stateIdentity(name: string): Promise<string | undefined> {
     const file = this.layout.statePath(checkStateName(name));
     try {
-      const stats = await this.fs.stat(file);
+      const sync = this.fs.sync;
+      const stats = sync !== undefined ? sync.statSync(file) : await this.fs.stat(file);
       return `${file}\0${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
     } catch {
       return undefined;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdir, readFile, readdir, realpath, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, realpath, rename, stat, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { isCheckpointError } from '../../src/core/errors.js';
@@ -180,6 +180,62 @@ describe('layout', () => {
 });
 
 describe('manifests', () => {
+  test('a listing looks at each manifest on the calling thread where it can: the same list both ways, no pool stat, and a manifest replaced by rename is read again', async () => {
+    const { sync: _sync, ...promiseOnly } = nodeFileSystem;
+    const seen = { promiseStats: 0, syncStats: 0 };
+    const counting: FileSystem = {
+      ...nodeFileSystem,
+      stat: ((...args: Parameters<FileSystem['stat']>) => {
+        seen.promiseStats += 1;
+        return nodeFileSystem.stat(...args);
+      }) as FileSystem['stat'],
+      sync: {
+        ...(nodeFileSystem.sync as SyncFileSystem),
+        statSync: ((...args: Parameters<SyncFileSystem['statSync']>) => {
+          seen.syncStats += 1;
+          return (nodeFileSystem.sync as SyncFileSystem).statSync(...args);
+        }) as SyncFileSystem['statSync'],
+      },
+    };
+    const writing = await openStore(box);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const writer = await writing.openCheckpoint({ kind: 'turn', label: `turn ${i}` });
+      await writer.append({ op: 'before', path: `f${i}`, state: { type: 'absent' } });
+      ids.push((await writer.seal()).id);
+    }
+    const open = await writing.openCheckpoint({ kind: 'turn', label: 'still open' });
+    await writing.close();
+    const lists = [];
+    for (const fs of [counting, promiseOnly]) {
+      const store = await CheckpointStore.open(box.storeRoot, { projectRoot: box.project, fs });
+      seen.promiseStats = 0;
+      seen.syncStats = 0;
+      const listed = await store.list();
+      lists.push(listed);
+      expect(listed.map((m) => m.id)).toEqual([...ids, open.id]);
+      expect(listed.at(-1)?.complete).toBe(false);
+      if (fs === counting) {
+        // Five sealed manifests and the open checkpoint's absent one, each looked at once, none through the pool.
+        expect(seen.syncStats).toBe(6);
+        expect(seen.promiseStats).toBe(0);
+        // Replaced by rename (a new inode): the cached manifest is not the one read now.
+        const file = path.join(store.root, 'checkpoints', `${ids[0]}.json`);
+        const manifest = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+        manifest.label = 'relabelled';
+        await writeFile(`${file}.tmp`, JSON.stringify(manifest));
+        await rename(`${file}.tmp`, file);
+        expect((await store.manifest(ids[0] as string)).label).toBe('relabelled');
+        expect(seen.promiseStats).toBe(0);
+        manifest.label = 'turn 0';
+        await writeFile(`${file}.tmp`, JSON.stringify(manifest));
+        await rename(`${file}.tmp`, file);
+      }
+      await store.close();
+    }
+    expect(lists[0]).toEqual(lists[1]);
+  });
+
   test('a corrupt manifest reads as CORRUPT_MANIFEST and a foreign one as FOREIGN_WORKSPACE', async () => {
     const store = await openStore(box);
     const writer = await store.openCheckpoint({ kind: 'snapshot' });
