@@ -180,7 +180,7 @@ describe('layout', () => {
 });
 
 describe('manifests', () => {
-  test('a listing looks at each manifest on the calling thread where it can: the same list both ways, no pool stat, and a manifest replaced by rename is read again', async () => {
+  test('a listing looks at each manifest on the calling thread where it can: the same list both ways, no pool stat, a manifest replaced by rename is read again, and a state document\'s identity is taken the same way', async () => {
     const { sync: _sync, ...promiseOnly } = nodeFileSystem;
     const seen = { promiseStats: 0, syncStats: 0 };
     const counting: FileSystem = {
@@ -230,6 +230,16 @@ describe('manifests', () => {
         manifest.label = 'turn 0';
         await writeFile(`${file}.tmp`, JSON.stringify(manifest));
         await rename(`${file}.tmp`, file);
+        // A state document's identity the same way: absent, then one per write (documents are replaced by rename).
+        expect(await store.stateIdentity('call-x')).toBeUndefined();
+        await store.writeState('call-x', { n: 1 }, { durable: false });
+        const first = await store.stateIdentity('call-x');
+        await store.writeState('call-x', { n: 2 }, { durable: false });
+        const second = await store.stateIdentity('call-x');
+        expect(first).toBeDefined();
+        expect(second).toBeDefined();
+        expect(second).not.toBe(first);
+        expect(seen.promiseStats).toBe(0);
       }
       await store.close();
     }
