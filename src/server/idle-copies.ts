@@ -60,6 +60,10 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
   // `noted`: a command noted the store after its list was made (its pictures may rest on blobs the list never had).
   // `mark`: how far that look had read the store's index of copies (the next reads only what was appended since).
   const unfinished = new Map<string, { rest: string[]; mark: GitCopiesMark | undefined; noted: boolean }>();
+  // The look running now, by store: a command that notes the store while it runs marks it here,
+  // since its entry left `unfinished` when the look began (a note then was lost: the look ran out
+  // on its old list, and the new pictures' blobs waited for the next rescan).
+  const looking = new Map<string, { noted: boolean }>();
   let looks = 0;
   let scans = 0;
   let copied = 0;
@@ -83,12 +87,19 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
             const carried = unfinished.get(served.storeRoot);
             unfinished.delete(served.storeRoot);
             if (carried === undefined) scans += 1;
-            const report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, stopWhileReading: true, wanted: carried?.rest, wantedSince: carried?.mark });
+            const look = { noted: carried?.noted === true };
+            looking.set(served.storeRoot, look);
+            let report: Awaited<ReturnType<typeof store.copyGitBlobsIn>>;
+            try {
+              report = await store.copyGitBlobsIn({ sliceFiles: SLICE_FILES, shouldStop: busy, stopWhileReading: true, wanted: carried?.rest, wantedSince: carried?.mark });
+            } finally {
+              looking.delete(served.storeRoot);
+            }
             copied += report.copied;
             bytes += report.bytes;
             // A look stopped before it knew what is left has no count to show: the last one that had stays.
             if (!report.stopped || report.rest !== undefined) lastLook = { at: new Date().toISOString(), storeRoot: served.storeRoot, copied: report.copied, bytes: report.bytes, left: report.left, lost: report.lost, stopped: report.stopped };
-            const noted = carried?.noted === true;
+            const noted = look.noted;
             if (report.stopped && report.rest !== undefined) unfinished.set(served.storeRoot, { rest: report.rest, mark: report.mark, noted });
             // What git lost can never be copied: it does not keep the store waiting for another look.
             if (!report.stopped && report.left === report.lost && !noted) settledAt.set(served.storeRoot, Date.now());
@@ -121,6 +132,8 @@ export function startIdleCopies(life: ServerLife, rescanMs: number = IDLE_COPY_R
   noteServed = (served) => {
     const carried = unfinished.get(served.storeRoot);
     if (carried !== undefined) carried.noted = true;
+    const look = looking.get(served.storeRoot);
+    if (look !== undefined) look.noted = true;
     const settled = settledAt.get(served.storeRoot);
     if (settled !== undefined && Date.now() - settled < rescanMs) return;
     pending.set(served.storeRoot, served);
