@@ -223,3 +223,17 @@ export function writeAllSync(fd: number, bytes: Uint8Array, write: SyncFileSyste
   let done = 0;
   while (done < bytes.length) done += write(fd, bytes, done, bytes.length - done);
 }
+
+/**
+ * `stat` of a store file whose identity a cache trusts (a manifest, a state document): on the
+ * calling thread where `fs` has a sync path (microseconds, never a wait on a writer), else
+ * through the promise API. A listing that looks at every manifest pays one pool trip each otherwise.
+ */
+export async function statOnThread(fs: FileSystem, file: string): Promise<nodeSyncFs.Stats> {
+  return fs.sync !== undefined ? fs.sync.statSync(file) : fs.stat(file);
+}
+
+/** The names in a store folder of a few dozen to a few hundred entries, listed as {@link statOnThread} looks. */
+export async function readdirOnThread(fs: FileSystem, dir: string): Promise<string[]> {
+  return fs.sync !== undefined ? (fs.sync.readdirSync(dir) as string[]) : fs.readdir(dir);
+}

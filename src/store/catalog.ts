@@ -1,7 +1,7 @@
 import * as path from 'node:path';
 import { asCheckpointError, errnoCode } from '../core/errors.js';
 import { isCheckpointId, type CheckpointId } from '../core/id.js';
-import type { FileSystem } from '../fs/file-system.js';
+import { readdirOnThread, type FileSystem } from '../fs/file-system.js';
 import type { StoreLayout } from './layout.js';
 
 /** One checkpoint as found in `checkpoints/`: a sealed manifest, a journal, or both (a seal cut short). */
@@ -25,9 +25,7 @@ const NAME = /^(.+)\.(json|journal)$/;
 export async function scanCatalog(fs: FileSystem, layout: StoreLayout): Promise<Catalog> {
   let names: string[];
   try {
-    // On the calling thread where it can be, as state/ is listed (a hook event lists the store).
-    const sync = fs.sync;
-    names = sync !== undefined ? (sync.readdirSync(layout.checkpointsDir) as string[]) : await fs.readdir(layout.checkpointsDir);
+    names = await readdirOnThread(fs, layout.checkpointsDir);
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') return { entries: [], strays: [] };
     throw asCheckpointError(error, 'cannot list checkpoints', layout.checkpointsDir);

@@ -1,7 +1,7 @@
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import type { CheckpointId } from '../core/id.js';
 import type { CheckpointManifest } from '../core/model.js';
-import type { FileSystem } from '../fs/file-system.js';
+import { statOnThread, type FileSystem } from '../fs/file-system.js';
 import { buildManifest } from './checkpoint-writer.js';
 import { IdentityCache } from './identity-cache.js';
 import type { JournalContents } from './journal.js';
@@ -41,10 +41,8 @@ export async function readSealedManifest(fs: FileSystem, layout: StoreLayout, pr
   const key = `${projectRoot}\0${file}`;
   let identity: string;
   try {
-    // On the calling thread where it can be: a listing stats every manifest of the store, and a
-    // hook event lists it, so a thread-pool round trip each grew every event with the history.
-    const sync = fs.sync;
-    const stats = sync !== undefined ? sync.statSync(file) : await fs.stat(file);
+    // A hook event lists the store: every manifest is looked at, so not one pool trip each.
+    const stats = await statOnThread(fs, file);
     identity = `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
   } catch (error) {
     if (errnoCode(error) === 'ENOENT') {

@@ -2,7 +2,7 @@ import writeFileAtomic from 'write-file-atomic';
 import { CheckpointError, asCheckpointError, errnoCode } from '../core/errors.js';
 import { loadHasher } from '../core/hash.js';
 import { decodeDocument, encodeDocumentAsync } from './document-codec.js';
-import { writeAllSync, type FileSystem } from '../fs/file-system.js';
+import { readdirOnThread, statOnThread, writeAllSync, type FileSystem } from '../fs/file-system.js';
 import { readSmallRegularFileSync } from '../fs/regular-file.js';
 import { FILE_MODE, type StoreLayout } from './layout.js';
 import { PRESENCE_PREFIX } from './presence.js';
@@ -74,8 +74,7 @@ export class StateDocumentFolder {
   async stateIdentity(name: string): Promise<string | undefined> {
     const file = this.layout.statePath(checkStateName(name));
     try {
-      const sync = this.fs.sync;
-      const stats = sync !== undefined ? sync.statSync(file) : await this.fs.stat(file);
+      const stats = await statOnThread(this.fs, file);
       return `${file}\0${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeMs}`;
     } catch {
       return undefined;
@@ -89,9 +88,7 @@ export class StateDocumentFolder {
   async listState(prefix = ''): Promise<string[]> {
     let names: string[];
     try {
-      // A listing of a few dozen names: on the calling thread where it can be (see SYNC_READ_BYTES).
-      const sync = this.fs.sync;
-      names = sync !== undefined ? (sync.readdirSync(this.layout.stateDir) as string[]) : await this.fs.readdir(this.layout.stateDir);
+      names = await readdirOnThread(this.fs, this.layout.stateDir);
     } catch (error) {
       if (errnoCode(error) === 'ENOENT') return [];
       throw asCheckpointError(error, 'cannot list state', this.layout.stateDir);
