@@ -25,14 +25,28 @@ describe.runIf(hasTmux)('the terminal picker (tmux)', () => {
    * thing the pane prints (tmux has drawn it by the time `cat` has written it): what came before
    * the pipe is on the screen already.
    */
-  const until = (check: () => boolean, what: string): Promise<void> => whenFolderSays(path.join(root, 'pane'), check, what);
+  let waitingFor: string | undefined;
+  const until = async (check: () => boolean, what: string): Promise<void> => {
+    waitingFor = what;
+    await whenFolderSays(path.join(root, 'pane'), check, what);
+    waitingFor = undefined;
+  };
 
   beforeEach(async () => {
     await mkdir(path.join(root, 'pane'));
   });
   const keys = (...k: string[]): void => void spawnSync('tmux', ['send-keys', '-t', session, ...k]);
 
-  afterEach(() => {
+  afterEach(async (context) => {
+    // A wait that never ends is vitest's time-out, which names only the test: say which wait it
+    // was, what the screen showed and what ran in the pane, before the session goes.
+    if (context.task.result?.state === 'fail') {
+      const panePid = spawnSync('tmux', ['list-panes', '-t', session, '-F', '#{pane_pid}'], { encoding: 'utf8' }).stdout.trim();
+      const tree = spawnSync('ps', ['-o', 'pid,ppid,stat,etime,args', '--forest', '-g', panePid === '' ? '0' : panePid], { encoding: 'utf8' }).stdout;
+      const printed = await readFile(path.join(root, 'pane', 'output'), 'utf8').catch((error: unknown) => `(no pane output: ${String(error)})`);
+      console.error(`waiting for: ${waitingFor ?? '(nothing)'}\n--- screen ---\n${capture()}\n--- the pane's processes ---\n${tree}\n--- everything the pane printed ---\n${JSON.stringify(printed)}`);
+    }
+    waitingFor = undefined;
     spawnSync('tmux', ['kill-session', '-t', session]);
   });
 
