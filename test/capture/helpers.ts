@@ -69,6 +69,17 @@ export function settleFolders(dir: string): void {
   nodeFs.utimesSync(dir, old, old);
 }
 
+/**
+ * Puts every folder's mtime under `dir` an hour ahead: a listing is settled only once its folder's
+ * mtime is older than the listing by LISTING_SETTLE_MS, so these folders are listed afresh by
+ * every scan however slow the machine (a tree just written is only "moments ago" on a quiet one).
+ */
+export function unsettleFolders(dir: string): void {
+  const ahead = new Date(Date.now() + 3600_000);
+  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) unsettleFolders(path.join(dir, entry.name));
+  nodeFs.utimesSync(dir, ahead, ahead);
+}
+
 /** Runs `change` and puts the folder's mtime back, as a file system that forgets to update it (or an in-place write) would. */
 export function keepFolderTime(abs: string, change: () => void): void {
   const before = nodeFs.statSync(abs);

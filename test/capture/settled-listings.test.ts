@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IgnoreStack, resolveCoverage } from '../../src/capture/coverage.js';
 import { ScanMemo, scanTree, type ScanOptions, type ScanResult, type StatRecord } from '../../src/capture/scan.js';
 import { PARALLEL_MIN_PATHS, ParallelLstat } from '../../src/fs/parallel-lstat.js';
-import { keepFolderTime as keepTime, makeTree, settleFolders as settle, tempDir } from './helpers.js';
+import { keepFolderTime as keepTime, makeTree, settleFolders as settle, tempDir, unsettleFolders } from './helpers.js';
 
 const settleFolders = (dir: string = root): void => settle(dir);
 const keepFolderTime = (rel: string, change: () => void): void => keepTime(rel === '' ? root : path.join(root, rel), change);
@@ -239,6 +239,7 @@ describe('two-thread lstat of settled listings', () => {
     const spec: Record<string, string> = {};
     for (let i = 0; i < PARALLEL_MIN_PATHS + 500; i++) spec[`d${i % 40}/sub${i % 7}/f${i}.txt`] = `file ${i}`;
     await makeTree(root, spec);
+    unsettleFolders(root);
     parallel = await warmed();
     const batched: number[] = [];
     const lstatAll = parallel.lstatAll.bind(parallel);
@@ -249,7 +250,7 @@ describe('two-thread lstat of settled listings', () => {
     const s = scanner({ parallel });
     await s.scan();
     const again = await s.scan();
-    // Written moments ago: every folder is listed again, its files' stats taken in the batch.
+    // Folders never settled (their mtimes ahead): every one is listed again, its files' stats taken in the batch.
     expect(s.listed.length).toBeGreaterThan(40);
     expect(batched).toEqual([again.list.length + s.listed.length]);
     expect(view(again)).toEqual(view(await freshScan()));
@@ -268,6 +269,8 @@ describe('two-thread lstat of settled listings', () => {
     const spec: Record<string, string> = {};
     for (let i = 0; i < PARALLEL_MIN_PATHS + 500; i++) spec[`d${i % 40}/sub${i % 7}/f${i}.txt`] = `file ${i}`;
     await makeTree(root, spec);
+    // d3/sub3 must be listed afresh by the third scan, where the race is made.
+    unsettleFolders(root);
     parallel = await warmed();
     let during: (() => void) | undefined;
     const s = scanner({ parallel }, resolveCoverage({}), (rel) => {
