@@ -64,9 +64,13 @@ export class FakeStore implements PictureStore, StateDocuments {
 
 /** Sets every folder's mtime under `dir` (itself included) an hour back, so their listings count as settled. */
 export function settleFolders(dir: string): void {
-  const old = new Date(Date.now() - 3600_000);
-  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) settleFolders(path.join(dir, entry.name));
-  nodeFs.utimesSync(dir, old, old);
+  setFolderTimes(dir, new Date(Date.now() - 3600_000));
+}
+
+/** Sets the atime and mtime of `dir` and of every folder under it to `time`. */
+function setFolderTimes(dir: string, time: Date): void {
+  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) setFolderTimes(path.join(dir, entry.name), time);
+  nodeFs.utimesSync(dir, time, time);
 }
 
 /**
@@ -75,9 +79,7 @@ export function settleFolders(dir: string): void {
  * every scan however slow the machine (a tree just written is only "moments ago" on a quiet one).
  */
 export function unsettleFolders(dir: string): void {
-  const ahead = new Date(Date.now() + 3600_000);
-  for (const entry of nodeFs.readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) unsettleFolders(path.join(dir, entry.name));
-  nodeFs.utimesSync(dir, ahead, ahead);
+  setFolderTimes(dir, new Date(Date.now() + 3600_000));
 }
 
 /** Runs `change` and puts the folder's mtime back, as a file system that forgets to update it (or an in-place write) would. */
