@@ -2,6 +2,7 @@ import type { StateWriteOptions } from '../store/store.js';
 import { UNCOPIED_REASONS, type PathState, type UncopiedReason } from '../core/model.js';
 import type { PictureCache, PictureRecord } from './picture.js';
 import { readColumns, toColumns, type BaseTuple } from './base-columns.js';
+import { pictured } from './stat-record.js';
 
 // How pictures persist between processes: immutable picture bases written in chunks, and small
 // documents (the stat cache head, call baselines) that hold only what differs from a base.
@@ -239,7 +240,7 @@ async function parseBaseChunks(store: StateDocuments, ref: PictureBaseRef): Prom
     if (d.format !== BASE_FORMAT || d.generation !== ref.generation || d.index !== index) return undefined;
     if (d.version === 2) {
       const read = readColumns(doc as Record<string, unknown>, d.count as number, (p, size, mode, mtimeMs, ino, object, hash, stateMode) => {
-        records.set(p, { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: stateMode ?? mode, ino } });
+        records.set(p, pictured(p, size, mode, mtimeMs, ino, { type: 'file', object, hash, size, mode: stateMode ?? mode, ino }));
       });
       if (!read) return undefined;
       continue;
@@ -366,7 +367,7 @@ function fromTuple(tuple: unknown): PictureRecord | undefined {
   ) {
     return undefined;
   }
-  return { path: p, type: 'file', size, mode, mtimeMs, ino, state: { type: 'file', object, hash, size, mode: (stateMode as number | undefined) ?? mode, ino } };
+  return pictured(p, size, mode, mtimeMs, ino, { type: 'file', object, hash, size, mode: (stateMode as number | undefined) ?? mode, ino });
 }
 
 
@@ -390,6 +391,7 @@ function parseRecord(value: unknown): PictureRecord | undefined {
   } else {
     return undefined;
   }
+  if (r.type === 'file' && r.target === undefined) return pictured(r.path, r.size, r.mode, r.mtimeMs, r.ino, state);
   const record: PictureRecord = { path: r.path, type: r.type, size: r.size, mode: r.mode, mtimeMs: r.mtimeMs, ino: r.ino, state };
   if (r.target !== undefined) record.target = r.target;
   return record;

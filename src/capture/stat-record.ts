@@ -2,6 +2,7 @@ import * as path from 'node:path';
 import * as nodeFs from 'node:fs';
 import { errnoCode } from '../core/errors.js';
 import { flatConcat } from '../core/flat-string.js';
+import type { PathState } from '../core/model.js';
 import { isLossyName, nameFromBytes, pathForKernel } from '../core/raw-names.js';
 import { KIND_FAILED, KIND_FILE, KIND_FOLDER, KIND_MISSING, KIND_OTHER, KIND_SYMLINK, STAT_FIELDS, lstatNumbers } from '../fs/fast-lstat.js';
 
@@ -138,15 +139,82 @@ export function recordOf(
 }
 
 /**
- * A new record with the `state` field a picture adds already present, so setting it later
- * neither allocates a property store nor changes the object's shape.
+ * A new record. A file's is a {@link FileRecord} (its state held as two fields once pictured); a
+ * symlink's has the `state` field a picture adds already present, so setting it later neither
+ * allocates a property store nor changes the object's shape.
  */
 export function fresh(p: string, type: StatRecord['type'], size: number, mode: number, mtimeMs: number, ino: number, target: string | undefined): StatRecord {
   const s = small(size);
   const m = small(mode);
   const i = small(ino);
+  if (type === 'file' && target === undefined) return new FileRecord(p, s, m, mtimeMs, i);
   const record = target === undefined ? { path: p, type, size: s, mode: m, mtimeMs, ino: i, state: undefined } : { path: p, type, size: s, mode: m, mtimeMs, ino: i, target, state: undefined };
   return record;
+}
+
+/**
+ * A regular file's record and, once pictured, its state, in one object (issue #28: the server's
+ * memory at 250,000 files). Most pictured files have a stored copy or git's blob taken at this very
+ * stat, so their state repeats the record's size, mode and inode: such a state is kept as its
+ * object key and hash alone, and `state` makes the state object when it is read (one that escapes
+ * costs what the kept one did; most reads do not keep it). Any other state (uncopied, another
+ * size, a SHA-256) is kept as it is given. 88 bytes a pictured file instead of 152 (a record
+ * beside a state object). What is kept is private: the record's own properties are those of a
+ * plain record without `state`, and `toJSON` writes the plain record, `state` included.
+ */
+export class FileRecord implements StatRecord {
+  path: string;
+  type: 'file' = 'file';
+  size: number;
+  mode: number;
+  mtimeMs: number;
+  ino: number;
+  /** The object key of a state that repeats the record's stat; any other state itself; `undefined` before a picture gives one. */
+  #object: string | PathState | undefined = undefined;
+  /** The hash of a state kept by its key. */
+  #hash: string | undefined = undefined;
+
+  /** A file's record from its stat, not pictured yet (`state` is `undefined`). */
+  constructor(p: string, size: number, mode: number, mtimeMs: number, ino: number) {
+    this.path = p;
+    this.size = size;
+    this.mode = mode;
+    this.mtimeMs = mtimeMs;
+    this.ino = ino;
+  }
+
+  /** The picture's state of the file: a new object each read where it repeats the stat (compare states by content, never by identity). */
+  get state(): PathState | undefined {
+    const object = this.#object;
+    if (typeof object !== 'string') return object;
+    return { type: 'file', object, hash: this.#hash as string, size: this.size, mode: this.mode, ino: this.ino };
+  }
+
+  set state(state: PathState | undefined) {
+    if (state?.type === 'file' && state.size === this.size && state.mode === this.mode && state.ino === this.ino && state.sha256 === undefined) {
+      this.#object = state.object;
+      this.#hash = state.hash;
+    } else {
+      this.#object = state;
+      this.#hash = undefined;
+    }
+  }
+
+  /** The plain record, as JSON writes it (a delta document's records). */
+  toJSON(): StatRecord & { state?: PathState } {
+    const state = this.state;
+    return { path: this.path, type: 'file', size: this.size, mode: this.mode, mtimeMs: this.mtimeMs, ino: this.ino, ...(state !== undefined ? { state } : {}) };
+  }
+}
+
+/**
+ * A pictured file's record whose state is `state`, as one {@link FileRecord} (a base read back, a
+ * delta record): the same fields and state as the plain record `{ path, type: 'file', size, mode, mtimeMs, ino, state }`.
+ */
+export function pictured(p: string, size: number, mode: number, mtimeMs: number, ino: number, state: PathState): FileRecord & { state: PathState } {
+  const record = new FileRecord(p, small(size), small(mode), mtimeMs, small(ino));
+  record.state = state;
+  return record as FileRecord & { state: PathState };
 }
 
 /**

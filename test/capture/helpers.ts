@@ -3,7 +3,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { CheckpointError } from '../../src/core/errors.js';
 import { contentHash, loadHasher } from '../../src/core/hash.js';
-import type { PictureStore } from '../../src/capture/picture.js';
+import type { PictureRecord, PictureStore } from '../../src/capture/picture.js';
 import type { StateDocuments } from '../../src/capture/picture-persist.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -87,4 +87,12 @@ export function keepFolderTime(abs: string, change: () => void): void {
   const before = nodeFs.statSync(abs);
   change();
   nodeFs.utimesSync(abs, before.atime, before.mtime);
+}
+
+/**
+ * A picture record as a plain object, `state` included: a file's record keeps its state in
+ * private fields (`FileRecord`), so a deep comparison with a plain record compares this.
+ */
+export function plainRecord(record: PictureRecord | undefined): PictureRecord | undefined {
+  return record === undefined ? undefined : { ...record, state: record.state };
 }
