@@ -191,6 +191,8 @@ export class FileRecord implements StatRecord {
   }
 
   set state(state: PathState | undefined) {
+    // Private fields ignore `Object.freeze`: a frozen record (a cached base's) refuses a state as a frozen plain record does.
+    if (Object.isFrozen(this)) throw new TypeError(`Cannot assign to read only property 'state' of a frozen record (${this.path})`);
     if (state?.type === 'file' && state.size === this.size && state.mode === this.mode && state.ino === this.ino && state.sha256 === undefined) {
       this.#object = state.object;
       this.#hash = state.hash;

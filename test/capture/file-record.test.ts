@@ -73,6 +73,20 @@ describe('a file record that holds its state', () => {
     expect(record.state).toEqual({ type: 'file', object: 'k', hash: 'h', size: 3, mode: 0o644, ino: 7 });
   });
 
+  it('a frozen record (a cached base keeps its records so) refuses a new state, as a frozen plain record does', () => {
+    const state: PathState = { type: 'file', object: 'k', hash: 'h', size: 3, mode: 0o644, ino: 7 };
+    const record = Object.freeze(pictured('a/b', 3, 0o644, 10.5, 7, state));
+    const plainOne = Object.freeze({ ...record, state: record.state });
+    const other: PathState = { type: 'uncopied', reason: 'store-busy', size: 3, mode: 0o644 };
+    expect(() => {
+      (plainOne as PictureRecord).state = other;
+    }).toThrow(TypeError);
+    expect(() => {
+      (record as PictureRecord).state = other;
+    }).toThrow(TypeError);
+    expect(record.state).toEqual(state);
+  });
+
   it("the scan's new record of a file is one, with no state until a picture gives it; a symlink's stays a plain record", () => {
     const file = fresh('f', 'file', 3, 0o644, 1, 2, undefined);
     expect(file).toBeInstanceOf(FileRecord);
