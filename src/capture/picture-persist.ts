@@ -2,7 +2,7 @@ import type { StateWriteOptions } from '../store/store.js';
 import { UNCOPIED_REASONS, type PathState, type UncopiedReason } from '../core/model.js';
 import type { PictureCache, PictureRecord } from './picture.js';
 import { readColumns, toColumns, type BaseTuple } from './base-columns.js';
-import { pictured } from './stat-record.js';
+import { FileRecord, pictured } from './stat-record.js';
 
 // How pictures persist between processes: immutable picture bases written in chunks, and small
 // documents (the stat cache head, call baselines) that hold only what differs from a base.
@@ -79,6 +79,8 @@ export interface PersistedRecords {
 
 /** A record a base can hold: a file with a stored copy taken at this very stat. */
 function baseable(record: PictureRecord): boolean {
+  // Most records of a big picture repeat their stat (stat-record.ts): asked without a state object.
+  if (record instanceof FileRecord && record.repeatsStat) return true;
   return record.type === 'file' && record.state.type === 'file' && record.state.size === record.size;
 }
 
@@ -89,6 +91,15 @@ function baseable(record: PictureRecord): boolean {
 export function pictureDelta(records: ReadonlyMap<string, PictureRecord>, base: PictureBase | undefined): PersistedRecords {
   const changed: PictureRecord[] = [];
   const removed: string[] = [];
+  // A base just written from this very map (writePictureBase keeps it) holds each of its baseable
+  // records and nothing else: the delta is the rest, told without a lookup per path (a first
+  // picture of 250,000 files writes its base, then its call baseline asks this).
+  if (base !== undefined && base.records === records) {
+    records.forEach((record) => {
+      if (!baseable(record)) changed.push(record);
+    });
+    return { base: base.ref, records: changed, removed };
+  }
   const inBase = base?.records;
   // forEach, not for-of: no [key, value] pair allocated per record of a 100,000-file picture.
   records.forEach((record, p) => {

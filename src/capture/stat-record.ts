@@ -202,6 +202,14 @@ export class FileRecord implements StatRecord {
     }
   }
 
+  /**
+   * True when the state is a file state of this very stat (size, mode, inode) kept by its key,
+   * told without making the state object: a pass over every record of a picture asks it.
+   */
+  get repeatsStat(): boolean {
+    return typeof this.#object === 'string';
+  }
+
   /** The plain record, as JSON writes it (a delta document's records). */
   toJSON(): StatRecord & { state?: PathState } {
     const state = this.state;

@@ -48,6 +48,8 @@ describe('a file record that holds its state', () => {
         const record = pictured(s.path, s.size, s.mode, s.mtimeMs, s.ino, state);
         expect(record).toBeInstanceOf(FileRecord);
         expect(record.state).toEqual(state);
+        // Told without a state object: the state is a file state of this very stat, with no SHA-256.
+        expect(record.repeatsStat).toBe(state.type === 'file' && state.size === s.size && state.mode === s.mode && state.ino === s.ino && state.sha256 === undefined);
         expect(plainRecord(record)).toEqual(plain(s, state));
         expect(JSON.parse(JSON.stringify(record))).toEqual(plain(s, state));
         // Own properties are the plain record's without `state`: nothing private shows.

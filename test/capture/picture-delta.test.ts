@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { PictureRecord } from '../../src/capture/picture.js';
 import { deltaAfter, pictureDelta, type PersistedRecords, type PictureBase } from '../../src/capture/picture-persist.js';
+import { pictured } from '../../src/capture/stat-record.js';
 
 // The delta of a picture against its persisted base, taken from the last picture's delta and the
 // paths that changed since (`deltaAfter`), against the full pass over every record (`pictureDelta`).
@@ -67,6 +68,31 @@ describe('picture delta from the change', () => {
         },
       ),
       { seed: 2028, numRuns: 400 },
+    );
+  });
+
+  it('the delta of the very map a base was written from (no lookup per path) is what the full pass finds against a copy of that map', () => {
+    // Plain records and file records of every kind: a stored copy of this very stat (held as its
+    // key), one of another size or mode, a symlink.
+    const kinds = fc.constantFrom('copy', 'symlink', 'stale', 'own', 'own-other-size', 'own-other-mode');
+    fc.assert(
+      fc.property(fc.array(kinds, { minLength: 0, maxLength: PATHS.length }), (chosen) => {
+        const records = new Map<string, PictureRecord>();
+        chosen.forEach((kind, i) => {
+          const p = PATHS[i] as string;
+          if (kind === 'copy' || kind === 'symlink' || kind === 'stale') records.set(p, recordAt(p, kind));
+          else {
+            const size = 10 + i;
+            const state = { type: 'file' as const, object: `o${i}`, hash: `h${i}`, size: kind === 'own-other-size' ? size + 1 : size, mode: kind === 'own-other-mode' ? 0o600 : 0o644, ino: i };
+            records.set(p, pictured(p, size, 0o644, i, i, state));
+          }
+        });
+        const ref = { generation: 'g', chunks: 1, count: records.size };
+        const written: PictureBase = { ref, records };
+        const copied: PictureBase = { ref, records: new Map(records) };
+        expect(asComparable(pictureDelta(records, written))).toEqual(asComparable(pictureDelta(records, copied)));
+      }),
+      { seed: 2029, numRuns: 300 },
     );
   });
 });
