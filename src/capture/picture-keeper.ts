@@ -157,10 +157,9 @@ export class PictureKeeper {
     this.#cache = this.cacheOf(picture.records, picture.ignoreEpoch);
     this.#unsaved = picture;
     // A new base is written before the picture is used, so the baseline built from it is a small
-    // delta; a cache head alone can wait, and so can the scan index (a speed cache for the next
-    // process: ~0.1 s to encode at 250,000 files, which a call's begin need not wait for).
-    if (picture.records !== this.#savedRecords && this.#baseRewriteDue(this.deltaOf(picture.records))) await this.#persistNow();
-    this.#saveSoon();
+    // delta; a cache head alone can wait.
+    if (picture.records !== this.#savedRecords && this.#baseRewriteDue(this.deltaOf(picture.records))) await this.saveNow();
+    else this.#saveSoon();
     return picture;
   }
 
@@ -191,13 +190,6 @@ export class PictureKeeper {
   saveNow(): Promise<void> {
     if (this.#saveTimer !== undefined) clearTimeout(this.#saveTimer);
     this.#saveTimer = undefined;
-    void this.#persistNow();
-    this.#saving = this.#saving.then(() => this.#saveScanIndex(false));
-    return this.#saving;
-  }
-
-  /** Persists the newest unsaved stat cache (its base when one is due), after the saves before it; the scan index waits. Never rejects. */
-  #persistNow(): Promise<void> {
     this.#saving = this.#saving.then(async () => {
       const picture = this.#unsaved;
       this.#unsaved = undefined;
@@ -207,6 +199,7 @@ export class PictureKeeper {
       } catch {
         this.#unsaved ??= picture;
       }
+      await this.#saveScanIndex(false);
     });
     return this.#saving;
   }
