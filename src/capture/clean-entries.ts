@@ -53,14 +53,17 @@ export function cleanEntries(table: GitIndexTable): CleanEntries {
 
 const HEX = '0123456789abcdef';
 
-/** True when entry `i`'s object id, in lower-case hex, is `hex` (compared as bytes: no string made). */
-export function sameObject(table: GitIndexTable, i: number, hex: string): boolean {
+/**
+ * True when entry `i`'s object id, in lower-case hex, is `hex` past its first `from` characters
+ * (a git object key's id past `git:`), compared as bytes: no string made.
+ */
+export function sameObject(table: GitIndexTable, i: number, hex: string, from = 0): boolean {
   const width = table.hashBytes;
-  if (hex.length !== width * 2) return false;
+  if (hex.length - from !== width * 2) return false;
   const at = i * width;
   for (let j = 0; j < width; j++) {
     const byte = table.objects[at + j] as number;
-    if (hex.charCodeAt(2 * j) !== HEX.charCodeAt(byte >> 4) || hex.charCodeAt(2 * j + 1) !== HEX.charCodeAt(byte & 15)) return false;
+    if (hex.charCodeAt(from + 2 * j) !== HEX.charCodeAt(byte >> 4) || hex.charCodeAt(from + 2 * j + 1) !== HEX.charCodeAt(byte & 15)) return false;
   }
   return true;
 }

@@ -1,10 +1,10 @@
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
-import { gitBlobIdOf, gitObjectKey, isGitBlob } from '../core/git-blob.js';
+import { gitBlobIdOf, gitObjectKey, isGitBlob, isGitObjectKey } from '../core/git-blob.js';
 import type { CoverageCounts, LeftByLimit, PathState } from '../core/model.js';
 import type { ResolvedCoverage } from './coverage.js';
 import type { PictureChange, PictureRecord } from './picture.js';
-import type { StatRecord } from './stat-record.js';
+import { FileRecord, type StatRecord } from './stat-record.js';
 import { cleanTrackedBlobIs, cleanTrackedEntries } from './tracked-files.js';
 import { pictureChange } from './picture-change.js';
 
@@ -67,9 +67,9 @@ export function orderForBudget(
 export function restingCheck(root: string): (record: PictureRecord) => boolean {
   const indexBlobIs = cleanTrackedBlobIs(root);
   return (record) => {
-    if (record.state.type !== 'file') return false;
-    const blob = gitBlobIdOf(record.state.object);
-    return blob !== undefined && indexBlobIs(record, blob);
+    // The key read without making the state object: asked of every unchanged record resting on git.
+    const key = record instanceof FileRecord ? record.objectKey : record.state.type === 'file' ? record.state.object : undefined;
+    return isGitObjectKey(key) && indexBlobIs(record, key, 'git:'.length);
   };
 }
 
@@ -115,6 +115,11 @@ export function countCoverage(records: ReadonlyMap<string, PictureRecord>, ignor
 
 /** Adds `by` to the count of `record`'s kind, if it is one counted. */
 function count(kinds: Kinds, record: PictureRecord | undefined, by: 1 | -1): void {
+  // A file state kept by its key is neither kind of uncopied: only whether it rests on git counts.
+  if (record instanceof FileRecord && record.repeatsStat) {
+    if (isGitObjectKey(record.objectKey)) kinds.onGit += by;
+    return;
+  }
   const state = record?.state;
   if (state === undefined) return;
   if (state.type === 'file' && gitBlobIdOf(state.object) !== undefined) kinds.onGit += by;

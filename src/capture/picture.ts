@@ -6,9 +6,10 @@ import type { Gap, LeftByLimit, PathState } from '../core/model.js';
 import type { ParallelLstat } from '../fs/parallel-lstat.js';
 import type { IgnoreStack, ResolvedCoverage } from './coverage.js';
 import { scanTree, type ScanMemo, type ScanOptions, type ScanResult, type StatRecord, type UncheckedPath } from './scan.js';
+import { FileRecord } from './stat-record.js';
 import { withThousands } from '../core/numbers.js';
 import { leftText } from '../core/left-text.js';
-import { gitBlobIdOf } from '../core/git-blob.js';
+import { gitBlobIdOf, isGitObjectKey } from '../core/git-blob.js';
 import { orderForBudget, restingCheck, stillTheSameBlob } from './picture-coverage.js';
 import { indexKeyOf, trackedPathSharer } from './tracked-files.js';
 import { copyFiles, describeBudget, uncopiedState, withState } from './picture-copy.js';
@@ -393,6 +394,7 @@ function canonicalRoot(projectRoot: string): string {
  * on git's index: {@link quietOnGit}) or a symlink. Any other (uncopied) is looked at every picture.
  */
 function quietRecord(stat: StatRecord): boolean {
+  if (stat instanceof FileRecord && stat.repeatsStat) return !isGitObjectKey(stat.objectKey);
   const state = (stat as Partial<PictureRecord>).state;
   if (state === undefined) return false;
   if (state.type === 'symlink') return true;
@@ -405,6 +407,7 @@ function quietRecord(stat: StatRecord): boolean {
  * ({@link ScanOptions.quietEpoch} is the index's identity).
  */
 function quietOnGit(record: PictureRecord, heldByGit: (record: PictureRecord) => boolean): boolean {
+  if (record instanceof FileRecord && record.repeatsStat) return isGitObjectKey(record.objectKey) && heldByGit(record);
   const state = record.state;
   return state?.type === 'file' && state.size === record.size && gitBlobIdOf(state.object) !== undefined && heldByGit(record);
 }
@@ -415,6 +418,12 @@ function quietOnGit(record: PictureRecord, heldByGit: (record: PictureRecord) =>
  * failed copy are tried again.
  */
 function settled(record: PictureRecord, coverage: ResolvedCoverage, intact?: (object: string) => boolean, heldByGit?: (record: PictureRecord) => boolean): boolean {
+  // Asked of every unchanged record of a sweep: a file state kept by its key (most records) is
+  // answered from the key, without making the state object, by the rules of the 'file' case below.
+  if (record instanceof FileRecord && record.repeatsStat) {
+    const key = record.objectKey as string;
+    return isGitObjectKey(key) ? heldByGit?.(record) === true : intact === undefined || intact(key);
+  }
   const state = record.state;
   switch (state.type) {
     case 'file':

@@ -210,6 +210,13 @@ export class FileRecord implements StatRecord {
     return typeof this.#object === 'string';
   }
 
+  /** The object key of a file state, told without making the state object; `undefined` for any other state or none. */
+  get objectKey(): string | undefined {
+    const object = this.#object;
+    if (typeof object === 'string') return object;
+    return object?.type === 'file' ? object.object : undefined;
+  }
+
   /** The plain record, as JSON writes it (a delta document's records). */
   toJSON(): StatRecord & { state?: PathState } {
     const state = this.state;

@@ -421,15 +421,15 @@ function cleanEntryFinder(root: string): { entryOf(record: Pick<StatRecord, 'pat
 }
 
 /**
- * For the many records of one picture: whether {@link cleanTrackedBlob} of a record is `blob` (hex),
- * compared against the index's bytes without making a string. Git's index is looked at once, on
- * the first call, not once a record.
+ * For the many records of one picture: whether {@link cleanTrackedBlob} of a record is `blob` (hex,
+ * read past its first `from` characters: 4 for a git object key), compared against the index's
+ * bytes without making a string. Git's index is looked at once, on the first call, not once a record.
  */
-export function cleanTrackedBlobIs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>, blob: string) => boolean {
+export function cleanTrackedBlobIs(root: string): (record: Pick<StatRecord, 'path' | 'type' | 'size' | 'mode' | 'mtimeMs' | 'ino'>, blob: string, from?: number) => boolean {
   const finder = cleanEntryFinder(root);
-  return (record, blob) => {
+  return (record, blob, from = 0) => {
     const i = finder.entryOf(record);
-    return i !== undefined && sameObject(finder.table, i, blob);
+    return i !== undefined && sameObject(finder.table, i, blob, from);
   };
 }
 

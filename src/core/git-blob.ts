@@ -24,6 +24,14 @@ export function gitBlobIdOf(key: unknown): string | undefined {
   return GIT_KEY.exec(key)?.[1];
 }
 
+/**
+ * True when `key` is a git object key ({@link gitBlobIdOf} would find an id), told without making
+ * the id: a sweep asks it of every unchanged record.
+ */
+export function isGitObjectKey(key: unknown): key is string {
+  return typeof key === 'string' && key.startsWith('git:') && GIT_KEY.test(key);
+}
+
 /** git's id of a blob holding `bytes`: SHA-1 (or SHA-256 for a 64-digit id) of `blob <size>\0` and the bytes. */
 export function gitBlobId(bytes: Buffer, algorithm: 'sha1' | 'sha256' = 'sha1'): string {
   return createHash(algorithm).update(`blob ${bytes.length}\u0000`).update(bytes).digest('hex');

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { PathState } from '../../src/core/model.js';
 import type { PictureRecord } from '../../src/capture/picture.js';
 import { parsePersistedRecords } from '../../src/capture/picture-persist.js';
+import { countCoverage } from '../../src/capture/picture-coverage.js';
 import { FileRecord, fresh, pictured } from '../../src/capture/stat-record.js';
 import { plainRecord } from './helpers.js';
 
@@ -50,6 +51,8 @@ describe('a file record that holds its state', () => {
         expect(record.state).toEqual(state);
         // Told without a state object: the state is a file state of this very stat, with no SHA-256.
         expect(record.repeatsStat).toBe(state.type === 'file' && state.size === s.size && state.mode === s.mode && state.ino === s.ino && state.sha256 === undefined);
+        // The key, told without a state object either: a sweep asks it of every unchanged record.
+        expect(record.objectKey).toBe(state.type === 'file' ? state.object : undefined);
         expect(plainRecord(record)).toEqual(plain(s, state));
         expect(JSON.parse(JSON.stringify(record))).toEqual(plain(s, state));
         // Own properties are the plain record's without `state`: nothing private shows.
@@ -62,8 +65,26 @@ describe('a file record that holds its state', () => {
         const laterState = { ...later.state, ...(later.state.type === 'file' || later.state.type === 'uncopied' ? { size: s.size } : {}) } as PathState;
         record.state = laterState;
         expect(record.state).toEqual(laterState);
+        expect(record.objectKey).toBe(laterState.type === 'file' ? laterState.object : undefined);
       }),
       { seed: 2812, numRuns: 300 },
+    );
+  });
+
+  it("the coverage counts read a picture of file records as they read the same picture of plain records", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(statAndState, { selector: ({ s }) => s.path, maxLength: 30 }), (entries) => {
+        const held = new Map<string, PictureRecord>();
+        const plainOnes = new Map<string, PictureRecord>();
+        for (const { s, state } of entries) {
+          held.set(s.path, pictured(s.path, s.size, s.mode, s.mtimeMs, s.ino, state));
+          plainOnes.set(s.path, plain(s, state));
+        }
+        const counts = countCoverage(plainOnes, 3);
+        expect(countCoverage(held, 3)).toEqual(counts);
+        expect(counts.onGit).toBe(entries.filter(({ state }) => state.type === 'file' && state.object.startsWith('git:')).length);
+      }),
+      { seed: 2031, numRuns: 100 },
     );
   });
 

@@ -2,7 +2,10 @@ import { execFileSync } from 'node:child_process';
 import * as nodeFs from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cleanTrackedBlob, cleanTrackedBlobs, trackedPathSharer } from '../../src/capture/tracked-files.js';
+import { cleanTrackedBlob, cleanTrackedBlobIs, cleanTrackedBlobs, trackedPathSharer } from '../../src/capture/tracked-files.js';
+import { restingCheck } from '../../src/capture/picture-coverage.js';
+import { pictured } from '../../src/capture/stat-record.js';
+import type { PictureRecord } from '../../src/capture/picture.js';
 import { lstatNumbers } from '../../src/fs/fast-lstat.js';
 import { tempFolder } from '../helpers/temp.js';
 
@@ -32,6 +35,37 @@ function recordOf(root: string, name: string): { path: string; type: 'file'; siz
 function blobOf(root: string, name: string): string {
   return execFileSync('git', ['rev-parse', `:${name}`], { cwd: root, encoding: 'utf8' }).trim();
 }
+
+describe("the resting check (git's index still names a record's blob, clean)", () => {
+  it('answers a file record holding its state as it answers the plain record, for git keys, other keys and blobs git does not name', async () => {
+    const names = ['a.txt', 'b/c.txt', 'b/d/e.txt', 'ﬀ.txt', '😀.txt'];
+    const root = await repoWith(names);
+    const check = restingCheck(root);
+    const blobIs = cleanTrackedBlobIs(root);
+    for (const name of names) {
+      const stat = recordOf(root, name);
+      const blob = blobOf(root, name);
+      const other = blob.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+      expect(blobIs(stat, blob), name).toBe(true);
+      expect(blobIs(stat, `git:${blob}`, 4), name).toBe(true);
+      expect(blobIs(stat, `git:${other}`, 4), name).toBe(false);
+      expect(blobIs(stat, `git:${blob}0`, 4), name).toBe(false);
+      const cases: [string, boolean][] = [[`git:${blob}`, true], [`git:${other}`, false], [`${blob.slice(0, 16)}-1a`, false]];
+      for (const [key, expected] of cases) {
+        const state = { type: 'file' as const, object: key, hash: key, size: stat.size, mode: stat.mode & 0o7777, ino: stat.ino };
+        // Held by its key (the state repeats the stat), held whole (another mode), and as a plain record.
+        const held = pictured(stat.path, stat.size, stat.mode, stat.mtimeMs, stat.ino, state);
+        const whole = pictured(stat.path, stat.size, stat.mode, stat.mtimeMs, stat.ino, { ...state, mode: 0o600 });
+        const plain: PictureRecord = { ...stat, state };
+        expect(held.repeatsStat).toBe(true);
+        expect(whole.repeatsStat).toBe(false);
+        expect([check(held), check(whole), check(plain)], `${name} ${key}`).toEqual([expected, expected, expected]);
+      }
+      const uncopied = pictured(stat.path, stat.size, stat.mode, stat.mtimeMs, stat.ino, { type: 'uncopied', reason: 'credential', size: stat.size, mode: stat.mode });
+      expect(check(uncopied)).toBe(false);
+    }
+  });
+});
 
 describe('cleanTrackedBlob (git index look-up of a clean file)', () => {
   // Ordered as git orders them by bytes, yet not as strings: U+FB00 (UTF-8 EF AC 80) sorts before

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { gitBlobId, gitBlobIdOf, gitObjectKey, isGitBlob } from '../../src/core/git-blob.js';
+import { gitBlobId, gitBlobIdOf, gitObjectKey, isGitBlob, isGitObjectKey } from '../../src/core/git-blob.js';
 
 describe('git blob ids', () => {
   it('match git hash-object for seeded contents, and only the exact bytes pass the check', () => {
@@ -21,5 +21,21 @@ describe('git blob ids', () => {
     expect(gitBlobIdOf(gitObjectKey(id))).toBe(id);
     expect(gitBlobIdOf(`git:${'b'.repeat(64)}`)).toBe('b'.repeat(64));
     for (const bad of ['git:abc', `git:${'g'.repeat(40)}`, `${'a'.repeat(16)}-10`, 7, undefined]) expect(gitBlobIdOf(bad)).toBeUndefined();
+  });
+  it('isGitObjectKey says what gitBlobIdOf finds, for keys of every shape near a git key', () => {
+    const hex = (length: number) => fc.stringMatching(new RegExp(`^[0-9a-fA-F]{${length}}$`));
+    const near = fc.oneof(
+      fc.oneof(hex(40), hex(64), hex(39), hex(41), hex(63), hex(65)).map((id) => `git:${id}`),
+      fc.tuple(hex(40), fc.constantFrom('', '\n', 'x', ' ')).map(([id, tail]) => `git:${id}${tail}`),
+      fc.tuple(fc.constantFrom('Git:', 'git;', ' git:', 'git', ''), hex(40)).map(([head, id]) => `${head}${id}`),
+      fc.string(),
+      fc.constantFrom<unknown>(undefined, null, 7, { object: 'git:' }),
+    );
+    fc.assert(
+      fc.property(near, (key) => {
+        expect(isGitObjectKey(key)).toBe(gitBlobIdOf(key) !== undefined);
+      }),
+      { seed: Number(process.env.TURNBACK_TEST_SEED ?? 2030), numRuns: 500 },
+    );
   });
 });
