@@ -44,6 +44,24 @@ const entries = new Map<string, Entry>();
  */
 const MAX_WATCHED = 8;
 
+/** Where a process that does not watch tells of the projects it pictures (see {@link hintWatchers}). */
+let hint: ((root: string) => void) | undefined;
+const hinted = new Set<string>();
+
+/**
+ * In a process that does not watch: `tell` is called once per project root this process pictures
+ * (a command in its own process tells the server it started, src/server/watch-hint.ts).
+ */
+export function hintWatchers(tell: ((root: string) => void) | undefined): void {
+  hint = tell;
+  hinted.clear();
+}
+
+/** True while this process watches the projects it pictures ({@link useWatchers} was given a factory). */
+export function watchersInUse(): boolean {
+  return factory !== undefined;
+}
+
 /** Makes this process watch the projects it pictures, with watchers from `make`; `undefined` stops and forgets every watcher. */
 export async function useWatchers(make: WatcherFactory | undefined): Promise<void> {
   factory = make;
@@ -65,7 +83,13 @@ export async function closeWatchers(): Promise<void> {
  * The first call for a root starts one in the background.
  */
 export function watcherFor(root: string): TreeWatcher | undefined {
-  if (factory === undefined) return undefined;
+  if (factory === undefined) {
+    if (hint !== undefined && !hinted.has(root)) {
+      hinted.add(root);
+      hint(root);
+    }
+    return undefined;
+  }
   let entry = entries.get(root);
   if (entry !== undefined) {
     entries.delete(root);

@@ -7,6 +7,7 @@ import { INTERRUPTS, type ChildEnd } from '../server/seam.js';
 import { blockedLine, firstReportOfBlock, PROTOCOL_VERSION, SERVED_COMMANDS, serverAddress, socketBlocker } from '../server/address.js';
 import { checkedVariables, relayedVariables } from '../server/environment.js';
 import { MAX_LINE, readFrames, sendFrame, type ClientFrame } from '../server/frames.js';
+import { LAUNCHED_SERVER } from '../server/watch-hint.js';
 import { HANDED_INPUT, HOOK_LEAVE_MS, readHookInput, type HookInput } from './hook-input.js';
 import { shownPath, shownText } from '../report/escape.js';
 
@@ -167,7 +168,11 @@ function served(address: { socket: string; mainFile: string }): void {
   socket.on('error', (error: NodeJS.ErrnoException) => {
     if (hello) return;
     // No server yet (or a dead one's socket): start one for the next command.
-    if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && !blocked(address.socket)) void import('../server/launch.js').then(({ launchServer }) => launchServer(address, process.env));
+    if ((error.code === 'ENOENT' || error.code === 'ECONNREFUSED') && !blocked(address.socket)) {
+      void import('../server/launch.js').then(({ launchServer }) => launchServer(address, process.env));
+      // The command below tells that server which project it pictures, so its watch starts now (watch-hint.ts).
+      (globalThis as Record<symbol, unknown>)[LAUNCHED_SERVER] = address.socket;
+    }
     fallBack();
   });
   socket.on('close', () => {

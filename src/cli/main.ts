@@ -10,6 +10,8 @@ import { acpCommand } from './acp.js';
 import { CliExit, describeFailure, Io } from './io.js';
 import { invocationOf, processInvocation, type Invocation } from './invocation.js';
 import { SERVE_FLAG } from '../server/address.js';
+import { LAUNCHED_SERVER, sendWatchHint } from '../server/watch-hint.js';
+import { hintWatchers } from '../capture/watchers.js';
 import { serveForever } from '../server/server.js';
 import { serverCommand } from './server-command.js';
 import { hookCommand, hooksInstallCommand, hooksUninstallCommand, type HooksOptions } from './hooks.js';
@@ -275,6 +277,9 @@ export async function main(argv: string[] = process.argv): Promise<void> {
     if (error.code !== 'EPIPE') throw error;
     process.exit(typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok);
   });
+  // This command found no server and started one (client.ts): the projects it pictures are that server's to start watching.
+  const launched = (globalThis as Record<symbol, unknown>)[LAUNCHED_SERVER];
+  if (typeof launched === 'string') hintWatchers((root) => void sendWatchHint(launched, root));
   process.exitCode = await execute(argv, processInvocation());
 }
 

@@ -5,6 +5,7 @@ import type { ServerLife } from './life.js';
 import { requestOf, type Request } from './request.js';
 import { requestVariables, withEnvironment } from './request-env.js';
 import { INTERRUPTS, type ChildEnd, type ProcessSeam } from './seam.js';
+import { watchHinted } from './watching.js';
 
 // One client's connection to the command socket: `hello`, then one request (or a `ping`, a
 // `stop`), served on a process seam whose output goes back as frames, with the client's own
@@ -55,6 +56,11 @@ export function serveConnection(socket: Socket, life: ServerLife, execute: Execu
         send({ t: 'exit', code: 0 });
         socket.end();
         life.stop();
+        return;
+      case 'watch':
+        // A project a command in its own process is picturing (watch-hint.ts): not a request, and not a command served.
+        if (request === undefined) watchHinted(frame.root);
+        socket.end();
         return;
       case 'signal':
         if (typeof frame.signal === 'string' && (INTERRUPTS as readonly string[]).includes(frame.signal)) interrupt(frame.signal as NodeJS.Signals);

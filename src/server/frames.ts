@@ -7,7 +7,7 @@ import { MAX_RELAYED_CHARS } from './environment.js';
 //                     anything) · out (stdout text)
 //                     · err (stderr text) · spawn (run's command) · exit · pong
 //   client → server   request (argv, folder, pid, terminals, environment, a hook's payload) · signal · child (how run's
-//                     command ended) · ping · stop
+//                     command ended) · ping · stop · watch (a project to start watching: watch-hint.ts)
 
 /** What a client asks the server. */
 export type ClientFrame =
@@ -15,7 +15,8 @@ export type ClientFrame =
   | { t: 'signal'; signal: NodeJS.Signals }
   | { t: 'child'; code: number; signal: NodeJS.Signals | null; spawnError?: string }
   | { t: 'ping' }
-  | { t: 'stop' };
+  | { t: 'stop' }
+  | { t: 'watch'; root: string };
 
 /** What the server tells a client. */
 export type ServerFrame =

@@ -1,4 +1,7 @@
+import { realpathSync, statSync } from 'node:fs';
+import * as path from 'node:path';
 import { closeWatchers, ownWatchman, startWatchman, useWatchers, verifyWatchedProjects, type OwnWatchman } from '../admin.js';
+import { watcherFor, watchersInUse } from '../capture/watchers.js';
 import type { ServiceStart } from './server.js';
 
 // The server's watchers (issue #28): the server keeps a watcher per project it serves, so a
@@ -46,6 +49,26 @@ export async function startWatching(socketPath: string, env: NodeJS.ProcessEnv =
     if (own === undefined) return refusal ?? { refused: true, reason: 'stopped', detail: 'no watchman service' };
     return startWatchman(root, { sockname: own.sockname });
   });
+}
+
+/** The longest project root a hint may name (Linux's PATH_MAX). */
+const MAX_HINTED_ROOT = 4096;
+
+/**
+ * Starts the watcher of the project a command in its own process is picturing
+ * (src/server/watch-hint.ts), as that project's first served picture would, so watchman's crawl
+ * runs beside that command. Only a canonical absolute path of an existing folder is taken, and
+ * only while this server watches; anything else is ignored (false), nothing started.
+ */
+export function watchHinted(root: unknown): boolean {
+  if (!watchersInUse() || typeof root !== 'string' || root.length > MAX_HINTED_ROOT || root.includes('\0') || !path.isAbsolute(root)) return false;
+  try {
+    if (!statSync(root).isDirectory() || realpathSync(root) !== root) return false;
+  } catch {
+    return false;
+  }
+  watcherFor(root);
+  return true;
 }
 
 /** Stops every watcher and the server's watchman service (the server leaves). */

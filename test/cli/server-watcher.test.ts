@@ -76,4 +76,30 @@ describe('the server watches the projects it serves', () => {
     for (let i = 0; i < 5000 && alive(servicePid as number); i++) spawnSync('watchman', [`--sockname=${serviceFolder}/sock`, '--no-spawn', '--no-pretty', 'version'], { stdio: 'ignore' });
     expect(alive(servicePid as number)).toBe(false);
   }, 120_000);
+
+  it('a command that finds no server starts one and tells it its project: the new server watches it before serving a picture, and its first served run ends on the watcher', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 30; i++) files[`src/f${i}.txt`] = `file ${i}\n`;
+    const repo = await cliRepo(files);
+    delete repo.env.TURNBACK_WATCHER;
+    repo.env.WATCHMAN_SOCK = path.join(repo.home, 'users-own-watchman.sock');
+    try {
+      // No server answers: this run pictures in its own process, starts one, and tells it the project
+      // while its command runs. The command asks the new server (a served `status` only reads the
+      // watcher's state; without the hint it says "starting" until a served picture asks for a
+      // watcher) until it has a ready watcher for the project, and fails if that never comes.
+      const waitForWatcher = 'i=0; until turnback status | grep -q "^watcher: not vouching (unknown-token: no picture taken with the watcher yet)"; do i=$((i+1)); if [ $i -ge 300 ]; then exit 3; fi; done';
+      const first = repo.tb(['run', '--', 'sh', '-c', waitForWatcher]);
+      expect(first.code, first.stdout + first.stderr).toBe(0);
+      // The first served run finds the watcher ready: its begin settles a token, its end is answered by the watcher.
+      await writeFile(path.join(repo.proj, 'src/f3.txt'), 'changed before the served run\n');
+      const run = repo.tb(['run', '--', 'sh', '-c', 'echo by the command > src/f4.txt']);
+      expect(run.code).toBe(0);
+      expect(repo.tb(['status']).stdout).toMatch(/^watcher: watching \(watchman [0-9.]+\)/m);
+      const shown = JSON.parse(repo.tb(['show', repo.newestId(), '--json']).stdout) as { changes: { path: string }[] };
+      expect(shown.changes.map((c) => c.path)).toEqual(['src/f4.txt']);
+    } finally {
+      repo.tb(['server', 'stop']);
+    }
+  }, 120_000);
 });
