@@ -18,9 +18,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fmtMs, fmtRatio, git, median } from './lib.mjs';
-import { GAP_MS, timedProcess } from './processes.mjs';
-import { generateTree } from './tree.mjs';
+import { fmtMs, fmtRatio, median } from './lib.mjs';
+import { benchHome, committedBenchTree, GAP_MS, timedProcess } from './processes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
@@ -40,18 +39,7 @@ function cpuMs(pid) {
   }
 }
 
-const repo = path.join(base, 'repo');
-if (!fs.existsSync(path.join(base, 'done'))) {
-  say(`generating ${files.toLocaleString('en-US')} files in ${base}`);
-  fs.rmSync(base, { recursive: true, force: true });
-  fs.mkdirSync(repo, { recursive: true });
-  generateTree(repo, { files, seed: 28, tiny: true });
-  git(['init', '-q'], { cwd: repo });
-  git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
-  git(['add', '-A'], { cwd: repo });
-  git(['commit', '-qm', 'tree'], { cwd: repo });
-  fs.writeFileSync(path.join(base, 'done'), '');
-}
+const repo = committedBenchTree(base, files, say);
 
 const rows = [];
 const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -59,16 +47,7 @@ for (let pass = 1; pass <= passes; pass++) {
   for (const dist of builds) {
     const cli = path.join(dist, 'cli', 'turnback.cjs');
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnback-first-'));
-    const home = path.join(work, 'home');
-    const runtime = path.join(work, 'runtime');
-    fs.mkdirSync(path.join(home, 'config', 'turnback'), { recursive: true });
-    fs.mkdirSync(runtime, { mode: 0o700 });
-    // The whole tree pictured (the walk's and the time limits raised), the copy budget the default.
-    fs.writeFileSync(path.join(home, 'config', 'turnback', 'config.toml'), '[checkpoints]\nmax_walk_entries = 1000000\nmax_picture_seconds = 900\n');
-    const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1' };
-    delete env.TURNBACK_SERVER;
-    delete env.TURNBACK_WATCHER;
-    delete env.TURNBACK_DIR;
+    const env = benchHome(work);
     if (args.watcher === 'off') env.TURNBACK_WATCHER = 'off';
     const profiles = path.join(work, 'profiles');
     const serverEnv = 'profile' in args ? { ...env, NODE_OPTIONS: `--require ${path.join(HERE, 'server-profile.cjs')}`, TURNBACK_BENCH_PROFILE_DIR: profiles } : env;

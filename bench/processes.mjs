@@ -43,3 +43,43 @@ export function committedRepo(temp, name, seed) {
   const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), NO_COLOR: '1' };
   return { repo, env };
 }
+
+/**
+ * The committed tree of the first-picture benches (bench/first-picture.mjs, stat-floor.mjs,
+ * restarted-server.mjs): `files` tiny files (seed 28) in `base`/repo, git initialised with the
+ * untracked cache on and everything committed; generated once (`base`/done marks it) and reused.
+ * Returns the repository's path.
+ */
+export function committedBenchTree(base, files, say = () => undefined) {
+  const repo = path.join(base, 'repo');
+  if (fs.existsSync(path.join(base, 'done'))) return repo;
+  say(`generating ${files.toLocaleString('en-US')} files in ${base}`);
+  fs.rmSync(base, { recursive: true, force: true });
+  fs.mkdirSync(repo, { recursive: true });
+  generateTree(repo, { files, seed: 28, tiny: true });
+  git(['init', '-q'], { cwd: repo });
+  git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
+  git(['add', '-A'], { cwd: repo });
+  git(['commit', '-qm', 'tree'], { cwd: repo });
+  fs.writeFileSync(path.join(base, 'done'), '');
+  return repo;
+}
+
+/**
+ * A HOME, XDG folders and runtime folder of their own under `work` (so a server and its watchman
+ * service are the bench's own), the whole tree pictured (the walk's and the time limits raised,
+ * the copy budget the default), and the environment naming them, with no TURNBACK_SERVER,
+ * TURNBACK_WATCHER or TURNBACK_DIR of the caller's.
+ */
+export function benchHome(work) {
+  const home = path.join(work, 'home');
+  const runtime = path.join(work, 'runtime');
+  fs.mkdirSync(path.join(home, 'config', 'turnback'), { recursive: true });
+  fs.mkdirSync(runtime, { mode: 0o700 });
+  fs.writeFileSync(path.join(home, 'config', 'turnback', 'config.toml'), '[checkpoints]\nmax_walk_entries = 1000000\nmax_picture_seconds = 900\n');
+  const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1' };
+  delete env.TURNBACK_SERVER;
+  delete env.TURNBACK_WATCHER;
+  delete env.TURNBACK_DIR;
+  return env;
+}

@@ -18,8 +18,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fmtMs, git, median, shadowEnv } from './lib.mjs';
-import { timedProcess } from './processes.mjs';
-import { generateTree } from './tree.mjs';
+import { benchHome, committedBenchTree, timedProcess } from './processes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DIST = process.env.TURNBACK_DIST ? path.resolve(process.env.TURNBACK_DIST) : path.join(HERE, '..', 'dist');
@@ -29,32 +28,11 @@ const files = Number(args.files ?? 250_000);
 const restarts = Number(args.restarts ?? 2);
 const after = Number(args.runs ?? 3);
 const base = path.resolve(args.tree ?? path.join(os.tmpdir(), `turnback-first-picture-${files}`));
-const repo = path.join(base, 'repo');
 const say = (message) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
-
-if (!fs.existsSync(path.join(base, 'done'))) {
-  say(`generating ${files.toLocaleString('en-US')} files in ${base}`);
-  fs.rmSync(base, { recursive: true, force: true });
-  fs.mkdirSync(repo, { recursive: true });
-  generateTree(repo, { files, seed: 28, tiny: true });
-  git(['init', '-q'], { cwd: repo });
-  git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
-  git(['add', '-A'], { cwd: repo });
-  git(['commit', '-qm', 'tree'], { cwd: repo });
-  fs.writeFileSync(path.join(base, 'done'), '');
-}
+const repo = committedBenchTree(base, files, say);
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnback-restarted-'));
-const home = path.join(work, 'home');
-const runtime = path.join(work, 'runtime');
-fs.mkdirSync(path.join(home, 'config', 'turnback'), { recursive: true });
-fs.mkdirSync(runtime, { mode: 0o700 });
-// The whole tree pictured (the walk's and the time limits raised), the copy budget the default.
-fs.writeFileSync(path.join(home, 'config', 'turnback', 'config.toml'), '[checkpoints]\nmax_walk_entries = 1000000\nmax_picture_seconds = 900\n');
-const env = { ...process.env, HOME: home, XDG_DATA_HOME: path.join(home, 'data'), XDG_CONFIG_HOME: path.join(home, 'config'), XDG_RUNTIME_DIR: runtime, NO_COLOR: '1' };
-delete env.TURNBACK_SERVER;
-delete env.TURNBACK_WATCHER;
-delete env.TURNBACK_DIR;
+const env = benchHome(work);
 const options = { cwd: repo, env };
 const run = () => timedProcess(process.execPath, [CLI, 'run', '--', 'true'], options);
 const watcherLine = () => spawnSync(process.execPath, [CLI, 'status'], { ...options, encoding: 'utf8' }).stdout.split('\n').find((line) => /^watcher/.test(line.trim()))?.trim() ?? '(no watcher line)';

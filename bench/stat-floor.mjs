@@ -18,28 +18,15 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fmtMs, fmtRatio, git, median } from './lib.mjs';
-import { GAP_MS, timedProcess } from './processes.mjs';
-import { generateTree } from './tree.mjs';
+import { committedBenchTree, GAP_MS, timedProcess } from './processes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.replace(/^--/, '').split('=')));
 const files = Number(args.files ?? 250_000);
 const passes = Number(args.passes ?? 5);
 const base = path.resolve(args.tree ?? path.join(os.tmpdir(), `turnback-first-picture-${files}`));
-const repo = path.join(base, 'repo');
 const say = (message) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
-
-if (!fs.existsSync(path.join(base, 'done'))) {
-  say(`generating ${files.toLocaleString('en-US')} files in ${base}`);
-  fs.rmSync(base, { recursive: true, force: true });
-  fs.mkdirSync(repo, { recursive: true });
-  generateTree(repo, { files, seed: 28, tiny: true });
-  git(['init', '-q'], { cwd: repo });
-  git(['config', 'core.untrackedCache', 'true'], { cwd: repo });
-  git(['add', '-A'], { cwd: repo });
-  git(['commit', '-qm', 'tree'], { cwd: repo });
-  fs.writeFileSync(path.join(base, 'done'), '');
-}
+const repo = committedBenchTree(base, files, say);
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'turnback-stat-floor-'));
 const pause = new Int32Array(new SharedArrayBuffer(4));
